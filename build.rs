@@ -1,0 +1,62 @@
+//! Generates the OpenSSL provider ABI with bindgen from the installed headers,
+//! and compiles the one C helper (a va_list builder for the error upcall).
+
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    let target = env::var("TARGET").expect("cargo sets TARGET");
+    let host = env::var("HOST").expect("cargo sets HOST");
+    println!("cargo:rerun-if-changed=provider/c/wrapper.h");
+    println!("cargo:rerun-if-changed=provider/c/raise.c");
+    println!("cargo:rerun-if-env-changed=RUSTICA_SYSROOT");
+    println!("cargo:rerun-if-env-changed=OPENSSL_INCLUDE_DIR");
+
+    let mut clang_args = Vec::new();
+    if let Ok(dir) = env::var("OPENSSL_INCLUDE_DIR") {
+        clang_args.push(format!("-I{dir}"));
+    }
+    if target != host {
+        clang_args.push(format!("--target={target}"));
+        if let Ok(sysroot) = env::var("RUSTICA_SYSROOT") {
+            clang_args.push(format!("--sysroot={sysroot}"));
+        }
+    }
+
+    let bindings = bindgen::Builder::default()
+        .header("provider/c/wrapper.h")
+        .clang_args(&clang_args)
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        // Provider ABI: dispatch ids, function typedefs, core structs.
+        .allowlist_type("OSSL_.*")
+        .allowlist_var("OSSL_.*")
+        // libcrypto services the provider uses itself.
+        .allowlist_function("OSSL_PARAM_.*")
+        .allowlist_function("OSSL_LIB_CTX_.*")
+        .allowlist_function("EVP_MD_.*")
+        .allowlist_function("EVP_Digest.*")
+        .allowlist_function("EVP_Q_digest")
+        .allowlist_function("RAND_bytes_ex")
+        .allowlist_function("CRYPTO_secure_.*")
+        .allowlist_var("RSA_.*_PADDING")
+        .allowlist_var("RSA_PSS_SALTLEN_.*")
+        .allowlist_var("EVP_PKEY_OP_.*")
+        .allowlist_var("ERR_R_.*")
+        // core.h declares the entry point; the provider defines it.
+        .blocklist_function("OSSL_provider_init")
+        .layout_tests(true)
+        .generate()
+        .expect("bindgen could not process the OpenSSL headers (is libssl-dev installed?)");
+
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    bindings
+        .write_to_file(out.join("ossl.rs"))
+        .expect("write bindings");
+
+    let mut build = cc::Build::new();
+    build.file("provider/c/raise.c");
+    if let Ok(dir) = env::var("OPENSSL_INCLUDE_DIR") {
+        build.include(dir);
+    }
+    build.compile("rustica_raise");
+}

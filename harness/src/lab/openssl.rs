@@ -1,0 +1,496 @@
+//! Running the stock `openssl` command for side A or side B: the
+//! configuration files the lab writes, timed one-shot processes, and local
+//! `s_server` instances that are always stopped.
+
+use std::fs::{self, File};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The two sides of the A/B comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Stock openssl, default provider only.
+    A,
+    /// openssl with rustica loaded.
+    B,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::A => "A",
+            Side::B => "B",
+        }
+    }
+}
+
+/// How side B loads rustica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadMode {
+    /// `-provider-path DIR -provider rustica -provider default -propquery
+    /// ?provider=rustica` on every command line.
+    Flags,
+    /// A system-wide style openssl.cnf (OPENSSL_CONF) that activates
+    /// rustica and sets `default_properties = ?provider=rustica`.
+    Config,
+}
+
+impl LoadMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadMode::Flags => "flags",
+            LoadMode::Config => "config",
+        }
+    }
+}
+
+/// Environment variables that would change either side behind the lab's
+/// back; removed from every child and set again only where the lab means to.
+const SCRUBBED_ENV: &[&str] = &[
+    "OPENSSL_CONF",
+    "OPENSSL_CONF_INCLUDE",
+    "OPENSSL_MODULES",
+    "RUSTICA_STATS",
+    "RUSTICA_STATS_PATH",
+    "RUSTICA_BACKEND",
+    "RUSTICA_LIBICA",
+    "RUSTICA_DEBUG",
+];
+
+/// The `[req]` part shared by both configuration files: the lab's
+/// certificate extensions.
+const REQ_SECTIONS: &str = "\
+[req]
+distinguished_name = req_dn
+x509_extensions = v3_lab
+
+[req_dn]
+
+[v3_lab]
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always,issuer
+basicConstraints = critical, CA:TRUE
+";
+
+/// Side A's openssl.cnf: only the default provider, whatever the host's
+/// own configuration says.
+pub fn config_a() -> String {
+    format!(
+        "# rustica lab, side A: stock OpenSSL, default provider only.\n\
+         openssl_conf = openssl_init\n\n\
+         [openssl_init]\n\
+         providers = provider_sect\n\n\
+         [provider_sect]\n\
+         default = default_sect\n\n\
+         [default_sect]\n\
+         activate = 1\n\n\
+         {REQ_SECTIONS}"
+    )
+}
+
+/// Side B's openssl.cnf in config mode: the system-wide form that routes
+/// `dgst`, `req`, `s_server` and `speed` to rustica.
+pub fn config_b(module: &Path, backend: Option<&str>, libica: Option<&str>) -> String {
+    let mut rustica = format!("module = {}\nactivate = 1\n", module.display());
+    if let Some(b) = backend {
+        rustica.push_str(&format!("backend = {b}\n"));
+    }
+    if let Some(l) = libica {
+        rustica.push_str(&format!("libica = {l}\n"));
+    }
+    format!(
+        "# rustica lab, side B: rustica loaded system-wide style.\n\
+         openssl_conf = openssl_init\n\n\
+         [openssl_init]\n\
+         providers = provider_sect\n\
+         alg_section = evp_properties\n\n\
+         [provider_sect]\n\
+         default = default_sect\n\
+         rustica = rustica_sect\n\n\
+         [default_sect]\n\
+         activate = 1\n\n\
+         [rustica_sect]\n\
+         {rustica}\n\
+         [evp_properties]\n\
+         default_properties = ?provider=rustica\n\n\
+         {REQ_SECTIONS}"
+    )
+}
+
+/// Everything needed to start an `openssl` process for one side.
+#[derive(Clone, Debug)]
+pub struct SideEnv {
+    pub openssl: PathBuf,
+    pub conf: PathBuf,
+    /// Inserted right after the subcommand (flags mode).
+    pub extra_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl SideEnv {
+    /// `openssl SUB [side flags] ARGS...` with the side's environment.
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, sub: &str, args: &[S]) -> Command {
+        let mut cmd = Command::new(&self.openssl);
+        cmd.arg(sub);
+        cmd.args(&self.extra_args);
+        cmd.args(args);
+        for k in SCRUBBED_ENV {
+            cmd.env_remove(k);
+        }
+        cmd.env("OPENSSL_CONF", &self.conf);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    /// The command line as a person would type it (for messages and the
+    /// report), environment first.
+    pub fn describe<S: AsRef<std::ffi::OsStr>>(&self, sub: &str, args: &[S]) -> String {
+        let mut parts = vec![format!("OPENSSL_CONF={}", self.conf.display())];
+        for (k, v) in &self.env {
+            parts.push(format!("{k}={v}"));
+        }
+        parts.push("openssl".into());
+        parts.push(sub.into());
+        parts.extend(self.extra_args.iter().map(|a| shell_quote(a)));
+        parts.extend(
+            args.iter()
+                .map(|a| shell_quote(&a.as_ref().to_string_lossy())),
+        );
+        parts.join(" ")
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Interruption (Ctrl-C, SIGTERM)
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Installs SIGINT/SIGTERM handlers that only set a flag, without
+/// SA_RESTART so that a blocking wait for a child returns at once.
+pub fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction is a valid starting value; the handler
+        // only performs an atomic store, which is async-signal-safe; the
+        // pointers passed to sigemptyset/sigaction are valid for the calls.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            sa.sa_flags = 0;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+// ---------------------------------------------------------------------------
+// One-shot processes
+
+/// A finished, successful process.
+#[derive(Debug)]
+pub struct Finished {
+    /// Wall-clock seconds from spawn to exit.
+    pub wall: f64,
+    /// User + system CPU seconds of the process.
+    pub cpu: f64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Why a process did not finish successfully.
+#[derive(Debug)]
+pub enum RunError {
+    Interrupted,
+    Failed(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Interrupted => write!(f, "interrupted"),
+            RunError::Failed(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+/// Where one-shot processes write their output (files rather than pipes,
+/// so that waiting for the child is a single `wait4`).
+pub struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(dir: PathBuf) -> io::Result<Scratch> {
+        fs::create_dir_all(&dir)?;
+        Ok(Scratch { dir })
+    }
+
+    fn files(&self) -> io::Result<(File, File, PathBuf, PathBuf)> {
+        let out = self.dir.join("stdout");
+        let err = self.dir.join("stderr");
+        Ok((File::create(&out)?, File::create(&err)?, out, err))
+    }
+}
+
+/// Result of reaping a child: its wait status and CPU seconds.
+struct Reaped {
+    status: libc::c_int,
+    cpu: f64,
+}
+
+fn tv_secs(tv: libc::timeval) -> f64 {
+    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
+}
+
+/// Waits for `pid` with `wait4`, so its own resource usage comes back with
+/// it. On Ctrl-C the child is killed and the wait goes on until it is gone.
+fn reap(pid: u32) -> io::Result<(Reaped, bool)> {
+    let mut killed = false;
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pid is our own unreaped child; status and ru are valid
+        // out-pointers for the duration of the call.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut ru) };
+        if r == pid as libc::pid_t {
+            let cpu = tv_secs(ru.ru_utime) + tv_secs(ru.ru_stime);
+            return Ok((Reaped { status, cpu }, killed));
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+        if interrupted() && !killed {
+            // SAFETY: pid is our child and not yet reaped, so the id still
+            // names it.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            killed = true;
+        }
+    }
+}
+
+fn describe_status(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("wait status {status}")
+    }
+}
+
+/// The last few lines of a process's error output, for messages.
+fn tail(text: &str, lines: usize) -> String {
+    let v: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = v.len().saturating_sub(lines);
+    v[start..].join("\n    ")
+}
+
+/// Runs `cmd` to completion and times it. `what` is the command line shown
+/// when it fails.
+pub fn run_timed(scratch: &Scratch, mut cmd: Command, what: &str) -> Result<Finished, RunError> {
+    if interrupted() {
+        return Err(RunError::Interrupted);
+    }
+    let (out, err, out_path, err_path) = scratch
+        .files()
+        .map_err(|e| RunError::Failed(format!("cannot create output files: {e}")))?;
+    cmd.stdout(out).stderr(err);
+    let start = Instant::now();
+    let child = cmd.spawn().map_err(|e| {
+        RunError::Failed(format!("cannot start `{what}`: {e}"))
+    })?;
+    let reaped = reap(child.id());
+    let wall = start.elapsed().as_secs_f64();
+    // The child is reaped (or lost); `Child` needs no further waiting.
+    drop(child);
+    let (reaped, killed) = reaped.map_err(|e| RunError::Failed(format!("waiting for `{what}`: {e}")))?;
+    if killed || interrupted() {
+        return Err(RunError::Interrupted);
+    }
+    let stdout = fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = fs::read_to_string(&err_path).unwrap_or_default();
+    if !(libc::WIFEXITED(reaped.status) && libc::WEXITSTATUS(reaped.status) == 0) {
+        let mut msg = format!("`{what}` failed ({})", describe_status(reaped.status));
+        let t = tail(&stderr, 4);
+        if !t.is_empty() {
+            msg.push_str(&format!(":\n    {t}"));
+        }
+        return Err(RunError::Failed(msg));
+    }
+    Ok(Finished {
+        wall,
+        cpu: reaped.cpu,
+        stdout,
+        stderr,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Servers
+
+/// A free TCP port on 127.0.0.1 (bound, read and released).
+pub fn free_port() -> io::Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Whether `port` on 127.0.0.1 can be bound now.
+pub fn port_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A running `openssl s_server`. Dropping it kills and reaps the process,
+/// so no server outlives the lab, whichever way the lab ends.
+pub struct Server {
+    child: Option<Child>,
+    // Held open: s_server stops when its standard input reaches end of file.
+    _stdin: Option<std::process::ChildStdin>,
+    pub port: u16,
+    err_path: PathBuf,
+}
+
+impl Server {
+    /// Starts `cmd` (an `s_server` command accepting on 127.0.0.1:`port`)
+    /// and waits until it accepts connections.
+    pub fn start(mut cmd: Command, port: u16, err_path: &Path, what: &str) -> Result<Server, RunError> {
+        if interrupted() {
+            return Err(RunError::Interrupted);
+        }
+        let err_path = err_path.to_path_buf();
+        let err = File::create(&err_path)
+            .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", err_path.display())))?;
+        cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(err);
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls prctl, which is async-signal-safe; it asks the kernel to kill
+        // the server if the lab process dies without cleaning up.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
+        let stdin = child.stdin.take();
+        let mut server = Server {
+            child: Some(child),
+            _stdin: stdin,
+            port,
+            err_path,
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if interrupted() {
+                return Err(RunError::Interrupted);
+            }
+            if let Some(c) = server.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    server.child = None;
+                    let stderr = fs::read_to_string(&server.err_path).unwrap_or_default();
+                    let mut msg = format!("`{what}` exited before accepting connections ({status})");
+                    if stderr.contains("in use") {
+                        msg.push_str(&format!(": port {port} on 127.0.0.1 is in use"));
+                    }
+                    let t = tail(&stderr, 4);
+                    if !t.is_empty() {
+                        msg.push_str(&format!(":\n    {t}"));
+                    }
+                    return Err(RunError::Failed(msg));
+                }
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(RunError::Failed(format!(
+                    "`{what}` did not accept connections on 127.0.0.1:{port} within 30 s"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server; returns its CPU seconds.
+    pub fn stop(mut self) -> f64 {
+        self.kill_and_reap()
+    }
+
+    fn kill_and_reap(&mut self) -> f64 {
+        let Some(mut child) = self.child.take() else {
+            return 0.0;
+        };
+        let _ = child.kill();
+        match reap(child.id()) {
+            Ok((r, _)) => r.cpu,
+            Err(_) => {
+                let _ = child.wait();
+                0.0
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_load_what_they_say() {
+        let a = config_a();
+        assert!(a.contains("default = default_sect"));
+        assert!(!a.contains("rustica"));
+        assert!(a.contains("basicConstraints = critical, CA:TRUE"));
+        let b = config_b(Path::new("/x/rustica.so"), Some("software"), Some("/lib/libica.so.4"));
+        assert!(b.contains("module = /x/rustica.so"));
+        assert!(b.contains("backend = software"));
+        assert!(b.contains("libica = /lib/libica.so.4"));
+        assert!(b.contains("default_properties = ?provider=rustica"));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("?provider=rustica"), "'?provider=rustica'");
+        assert_eq!(shell_quote("-sha256"), "-sha256");
+        assert_eq!(shell_quote("/C=FR/CN=PSSC"), "/C=FR/CN=PSSC");
+        assert_eq!(shell_quote("a b"), "'a b'");
+    }
+}

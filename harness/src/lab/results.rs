@@ -1,0 +1,408 @@
+//! What a lab run measured and checked: the data every report is made from.
+
+use serde_json::{json, Value};
+
+/// The columns of the matrix (LAB.md, plus the in-process `openssl speed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Keygen,
+    Signatures,
+    Verifications,
+    Certificates,
+    CertificatesNewKey,
+    Tls13,
+    Tls12,
+    SpeedSign,
+    SpeedVerify,
+}
+
+/// How a column's samples read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds per operation (lower is better).
+    Seconds,
+    /// Operations per second (higher is better).
+    PerSecond,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::Keygen,
+        Kind::Signatures,
+        Kind::Verifications,
+        Kind::Certificates,
+        Kind::CertificatesNewKey,
+        Kind::Tls13,
+        Kind::Tls12,
+        Kind::SpeedSign,
+        Kind::SpeedVerify,
+    ];
+
+    /// Stable identifier (JSON, CSV).
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::Keygen => "keygen",
+            Kind::Signatures => "signatures",
+            Kind::Verifications => "verifications",
+            Kind::Certificates => "certificates",
+            Kind::CertificatesNewKey => "certificates_new_key",
+            Kind::Tls13 => "tls13_handshakes",
+            Kind::Tls12 => "tls12_ecdhe_rsa_handshakes",
+            Kind::SpeedSign => "speed_sign",
+            Kind::SpeedVerify => "speed_verify",
+        }
+    }
+
+    /// Short name of one operation (chart legend, per-operation table).
+    pub fn op_name(self) -> &'static str {
+        match self {
+            Kind::Keygen => "key generation",
+            Kind::Signatures => "signature (process)",
+            Kind::Verifications => "verification (process)",
+            Kind::Certificates => "certificate, reused key (process)",
+            Kind::CertificatesNewKey => "certificate, new key (process)",
+            Kind::Tls13 => "TLS 1.3 handshake",
+            Kind::Tls12 => "TLS 1.2 ECDHE-RSA handshake",
+            Kind::SpeedSign => "speed sign (in-process)",
+            Kind::SpeedVerify => "speed verify (in-process)",
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            Kind::Tls13 | Kind::Tls12 | Kind::SpeedSign | Kind::SpeedVerify => Unit::PerSecond,
+            _ => Unit::Seconds,
+        }
+    }
+
+    /// Columns whose figure is the total of `count` separate processes,
+    /// as in the lab's shell loops.
+    pub fn is_loop(self) -> bool {
+        matches!(
+            self,
+            Kind::Signatures | Kind::Verifications | Kind::Certificates | Kind::CertificatesNewKey
+        )
+    }
+
+    /// Column heading of the lab-shaped table.
+    pub fn heading(self, count: usize) -> String {
+        match self {
+            Kind::Keygen => "key generation (median s)".into(),
+            Kind::Signatures => format!("{count} signatures (s)"),
+            Kind::Verifications => format!("{count} verifications (s)"),
+            Kind::Certificates => format!("{count} certificates (s)"),
+            Kind::CertificatesNewKey => format!("{count} certificates, new key each (s)"),
+            Kind::Tls13 => "TLS 1.3 handshakes/s".into(),
+            Kind::Tls12 => "TLS 1.2 ECDHE-RSA handshakes/s".into(),
+            Kind::SpeedSign => "speed sign/s".into(),
+            Kind::SpeedVerify => "speed verify/s".into(),
+        }
+    }
+}
+
+/// One measurement.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Seconds (time columns) or operations per second (rate columns).
+    pub value: f64,
+    /// CPU seconds of the process under test for this sample (for TLS, the
+    /// server's CPU per handshake; for speed, not measured: 0).
+    pub cpu: f64,
+}
+
+/// State of one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Measured,
+    Skipped(String),
+    Failed(String),
+}
+
+/// One column of one row: the A and B samples in the order they were
+/// taken (A and B alternating, so sample i of A and of B form a pair).
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub kind: Kind,
+    /// Operations per side (loop columns) or samples planned.
+    pub count: usize,
+    pub a: Vec<Sample>,
+    pub b: Vec<Sample>,
+    pub status: Status,
+    pub note: Option<String>,
+    /// The first A and B command lines, as a person would type them.
+    pub commands: Vec<String>,
+}
+
+/// median, min, max.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+pub fn summarize(values: &[f64]) -> Option<Summary> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    Some(Summary {
+        median,
+        min: v[0],
+        max: v[n - 1],
+        n,
+    })
+}
+
+impl Column {
+    pub fn new(kind: Kind, count: usize) -> Column {
+        Column {
+            kind,
+            count,
+            a: Vec::new(),
+            b: Vec::new(),
+            status: Status::Measured,
+            note: None,
+            commands: Vec::new(),
+        }
+    }
+
+    pub fn skipped(kind: Kind, count: usize, why: impl Into<String>) -> Column {
+        Column {
+            status: Status::Skipped(why.into()),
+            ..Column::new(kind, count)
+        }
+    }
+
+    pub fn side(&self, b: bool) -> &[Sample] {
+        if b {
+            &self.b
+        } else {
+            &self.a
+        }
+    }
+
+    /// Median, min and max of one side's samples (per operation).
+    pub fn per_op(&self, b: bool) -> Option<Summary> {
+        summarize(&self.side(b).iter().map(|s| s.value).collect::<Vec<_>>())
+    }
+
+    /// CPU seconds per operation, median/min/max.
+    pub fn cpu(&self, b: bool) -> Option<Summary> {
+        summarize(&self.side(b).iter().map(|s| s.cpu).collect::<Vec<_>>())
+    }
+
+    /// The lab-shaped figure: total seconds of the loop (loop columns),
+    /// otherwise the median.
+    pub fn figure(&self, b: bool) -> Option<f64> {
+        let s = self.side(b);
+        if s.is_empty() {
+            return None;
+        }
+        if self.kind.is_loop() {
+            Some(s.iter().map(|x| x.value).sum())
+        } else {
+            self.per_op(b).map(|x| x.median)
+        }
+    }
+
+    /// B/A ratio computed pair by pair (sample i of B over sample i of A).
+    pub fn ratio(&self) -> Option<Summary> {
+        let r: Vec<f64> = self
+            .a
+            .iter()
+            .zip(&self.b)
+            .filter(|(a, _)| a.value > 0.0)
+            .map(|(a, b)| b.value / a.value)
+            .collect();
+        summarize(&r)
+    }
+
+    /// Seconds per operation (rates inverted), for the chart.
+    pub fn seconds_per_op(&self, b: bool) -> Option<f64> {
+        let m = self.per_op(b)?.median;
+        match self.kind.unit() {
+            Unit::Seconds => Some(m),
+            Unit::PerSecond if m > 0.0 => Some(1.0 / m),
+            Unit::PerSecond => None,
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        matches!(self.status, Status::Failed(_))
+    }
+
+    pub fn to_json(&self) -> Value {
+        let side = |b: bool| {
+            let s = self.side(b);
+            json!({
+                "samples": s.iter().map(|x| x.value).collect::<Vec<_>>(),
+                "cpu_seconds": s.iter().map(|x| x.cpu).collect::<Vec<_>>(),
+                "figure": self.figure(b),
+                "per_op": self.per_op(b).map(summary_json),
+                "cpu": self.cpu(b).map(summary_json),
+            })
+        };
+        let (status, reason) = match &self.status {
+            Status::Measured => ("measured", None),
+            Status::Skipped(r) => ("skipped", Some(r.clone())),
+            Status::Failed(r) => ("failed", Some(r.clone())),
+        };
+        json!({
+            "column": self.kind.key(),
+            "title": self.kind.heading(self.count),
+            "unit": match self.kind.unit() { Unit::Seconds => "s", Unit::PerSecond => "1/s" },
+            "figure_is": if self.kind.is_loop() { "total of the per-process wall times" } else { "median" },
+            "count": self.count,
+            "status": status,
+            "reason": reason,
+            "note": self.note,
+            "commands": self.commands,
+            "A": side(false),
+            "B": side(true),
+            "ratio_B_over_A": self.ratio().map(summary_json),
+        })
+    }
+}
+
+pub fn summary_json(s: Summary) -> Value {
+    json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n})
+}
+
+/// One validation check of a row.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl Check {
+    pub fn new(name: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            ok,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// One key size: its columns and its validation.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub bits: u32,
+    pub columns: Vec<Column>,
+    pub checks: Vec<Check>,
+    /// Where the key pair came from.
+    pub key_source: String,
+    /// Set when Ctrl-C stopped the row part-way.
+    pub incomplete: bool,
+    /// B operations by backend, from the counters.
+    pub backends: std::collections::BTreeMap<String, u64>,
+}
+
+impl Row {
+    pub fn new(bits: u32) -> Row {
+        Row {
+            bits,
+            columns: Vec::new(),
+            checks: Vec::new(),
+            key_source: String::new(),
+            incomplete: false,
+            backends: Default::default(),
+        }
+    }
+
+    /// A row is valid when every check passed, no operation failed, and it
+    /// ran to the end.
+    pub fn valid(&self) -> bool {
+        !self.incomplete
+            && self.checks.iter().all(|c| c.ok)
+            && !self.columns.iter().any(|c| c.failed())
+            && !self.checks.is_empty()
+    }
+
+    pub fn column(&self, kind: Kind) -> Option<&Column> {
+        self.columns.iter().find(|c| c.kind == kind)
+    }
+
+    pub fn status_word(&self) -> &'static str {
+        if self.incomplete {
+            "INCOMPLETE"
+        } else if self.valid() {
+            "valid"
+        } else {
+            "INVALID"
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "bits": self.bits,
+            "status": self.status_word(),
+            "valid": self.valid(),
+            "key_source": self.key_source,
+            "b_operations_by_backend": self.backends,
+            "checks": self.checks.iter().map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
+            "columns": self.columns.iter().map(Column::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: f64) -> Sample {
+        Sample { value: v, cpu: v / 2.0 }
+    }
+
+    #[test]
+    fn summaries() {
+        assert_eq!(summarize(&[]), None);
+        let x = summarize(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((x.median, x.min, x.max, x.n), (2.0, 1.0, 3.0, 3));
+        assert_eq!(summarize(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+    }
+
+    #[test]
+    fn loop_figure_is_a_total_and_ratio_is_pairwise() {
+        let mut c = Column::new(Kind::Signatures, 3);
+        c.a = vec![s(1.0), s(2.0), s(4.0)];
+        c.b = vec![s(2.0), s(2.0), s(2.0)];
+        assert_eq!(c.figure(false), Some(7.0));
+        assert_eq!(c.figure(true), Some(6.0));
+        let r = c.ratio().unwrap();
+        // pairs: 2/1, 2/2, 2/4
+        assert_eq!((r.median, r.min, r.max), (1.0, 0.5, 2.0));
+        assert_eq!(c.cpu(false).unwrap().median, 1.0);
+    }
+
+    #[test]
+    fn rates_invert_for_the_chart() {
+        let mut c = Column::new(Kind::Tls13, 1);
+        c.a = vec![s(500.0)];
+        assert_eq!(c.figure(false), Some(500.0));
+        assert_eq!(c.seconds_per_op(false), Some(0.002));
+        assert_eq!(c.seconds_per_op(true), None);
+    }
+
+    #[test]
+    fn validity() {
+        let mut r = Row::new(1024);
+        assert!(!r.valid(), "a row without checks proves nothing");
+        r.checks.push(Check::new("x", true, ""));
+        assert!(r.valid());
+        r.checks.push(Check::new("y", false, ""));
+        assert!(!r.valid());
+        assert_eq!(r.status_word(), "INVALID");
+    }
+}

@@ -1,0 +1,277 @@
+//! chart.svg: time per operation against key size, log scale, A (solid,
+//! left) and B (dashed, right) side by side at each key size.
+
+use super::report::dur;
+use super::results::{Kind, Row, Status};
+use std::fmt::Write as _;
+
+const COLORS: [&str; 9] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf",
+];
+
+const W: f64 = 980.0;
+const H: f64 = 580.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 290.0;
+const TOP: f64 = 60.0;
+const BOTTOM: f64 = 70.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn decade_label(e: i32) -> String {
+    dur(10f64.powi(e)).replace(".000", "").replace(".00", "").replace(".0", "")
+}
+
+pub fn chart(rows: &[Row], title: &str) -> String {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" \
+         font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(svg, "<rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>");
+    let _ = writeln!(
+        svg,
+        "<text x=\"{}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{}</text>",
+        (LEFT + W - RIGHT) / 2.0,
+        esc(title)
+    );
+    let _ = writeln!(
+        svg,
+        "<text x=\"{}\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">A: stock OpenSSL (solid, left) · B: with rustica (dashed, right) · log scale</text>",
+        (LEFT + W - RIGHT) / 2.0
+    );
+
+    // Points: (kind index, bits, side b?, seconds).
+    let mut points: Vec<(usize, u32, bool, f64)> = Vec::new();
+    for r in rows {
+        for c in &r.columns {
+            if matches!(c.status, Status::Skipped(_)) {
+                continue;
+            }
+            let ki = Kind::ALL.iter().position(|k| *k == c.kind).unwrap_or(0);
+            for b in [false, true] {
+                if b && !r.valid() {
+                    continue;
+                }
+                if let Some(s) = c.seconds_per_op(b) {
+                    if s > 0.0 && s.is_finite() {
+                        points.push((ki, r.bits, b, s));
+                    }
+                }
+            }
+        }
+    }
+    let px0 = LEFT;
+    let px1 = W - RIGHT;
+    let py0 = TOP;
+    let py1 = H - BOTTOM;
+    let _ = writeln!(
+        svg,
+        "<rect x=\"{px0}\" y=\"{py0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>",
+        px1 - px0,
+        py1 - py0
+    );
+    if points.is_empty() {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">no validated measurements</text>",
+            (px0 + px1) / 2.0,
+            (py0 + py1) / 2.0
+        );
+    }
+    let mut bits: Vec<u32> = rows.iter().map(|r| r.bits).collect();
+    bits.sort_unstable();
+    bits.dedup();
+    let (lx0, lx1) = match (bits.first(), bits.last()) {
+        (Some(&a), Some(&b)) if a != b => ((a as f64).log2(), (b as f64).log2()),
+        (Some(&a), _) => ((a as f64).log2() - 1.0, (a as f64).log2() + 1.0),
+        _ => (10.0, 12.0),
+    };
+    let pad = 40.0;
+    let x_of = |b: u32| px0 + pad + ((b as f64).log2() - lx0) / (lx1 - lx0) * (px1 - px0 - 2.0 * pad);
+    let (mut ymin, mut ymax) = (f64::MAX, f64::MIN);
+    for p in &points {
+        ymin = ymin.min(p.3);
+        ymax = ymax.max(p.3);
+    }
+    if points.is_empty() {
+        ymin = 1e-3;
+        ymax = 1.0;
+    }
+    let e0 = ymin.log10().floor() as i32;
+    let mut e1 = ymax.log10().ceil() as i32;
+    if e1 <= e0 {
+        e1 = e0 + 1;
+    }
+    let y_of = |s: f64| py1 - (s.log10() - e0 as f64) / (e1 - e0) as f64 * (py1 - py0);
+
+    // Axes: decades and key sizes.
+    for e in e0..=e1 {
+        let y = y_of(10f64.powi(e));
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{px0}\" y1=\"{y:.1}\" x2=\"{px1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            px0 - 6.0,
+            y + 4.0,
+            esc(&decade_label(e))
+        );
+    }
+    for &b in &bits {
+        let x = x_of(b);
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{x:.1}\" y1=\"{py0}\" x2=\"{x:.1}\" y2=\"{py1}\" stroke=\"#eee\"/>\
+             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{b}</text>",
+            py1 + 18.0
+        );
+        if let Some(r) = rows.iter().find(|r| r.bits == b) {
+            if !r.valid() {
+                let _ = writeln!(
+                    svg,
+                    "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#c00\" font-weight=\"bold\">{}</text>",
+                    py0 + 16.0,
+                    r.status_word()
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">RSA key size (bits)</text>",
+        (px0 + px1) / 2.0,
+        H - 28.0
+    );
+    let _ = writeln!(
+        svg,
+        "<text transform=\"translate(18 {:.1}) rotate(-90)\" text-anchor=\"middle\">time per operation</text>",
+        (py0 + py1) / 2.0
+    );
+
+    // Series.
+    let mut legend = Vec::new();
+    for (ki, kind) in Kind::ALL.iter().enumerate() {
+        let color = COLORS[ki % COLORS.len()];
+        let mut any = false;
+        for b in [false, true] {
+            let mut pts: Vec<(u32, f64)> = points
+                .iter()
+                .filter(|p| p.0 == ki && p.2 == b)
+                .map(|p| (p.1, p.3))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            any = true;
+            pts.sort_by_key(|p| p.0);
+            let dx = if b { 4.0 } else { -4.0 };
+            let path: Vec<String> = pts
+                .iter()
+                .map(|&(bits, s)| format!("{:.1},{:.1}", x_of(bits) + dx, y_of(s)))
+                .collect();
+            let dash = if b { " stroke-dasharray=\"6 4\"" } else { "" };
+            let side = if b { "B" } else { "A" };
+            let _ = writeln!(
+                svg,
+                "<polyline class=\"series\" data-kind=\"{}\" data-side=\"{side}\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
+                kind.key(),
+                path.join(" ")
+            );
+            for &(bits, s) in &pts {
+                let (x, y) = (x_of(bits) + dx, y_of(s));
+                let tip = format!("{side} {bits} bits, {}: {}", kind.op_name(), dur(s));
+                if b {
+                    let _ = writeln!(
+                        svg,
+                        "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\" fill=\"white\" stroke=\"{color}\" stroke-width=\"2\"><title>{}</title></rect>",
+                        x - 3.5,
+                        y - 3.5,
+                        esc(&tip)
+                    );
+                } else {
+                    let _ = writeln!(
+                        svg,
+                        "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{color}\"><title>{}</title></circle>",
+                        esc(&tip)
+                    );
+                }
+            }
+        }
+        if any {
+            legend.push((kind.op_name(), color));
+        }
+    }
+
+    // Legend.
+    let lx = px1 + 20.0;
+    let mut ly = py0 + 6.0;
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"#333\" stroke-width=\"2\"/>\
+         <circle cx=\"{}\" cy=\"{ly}\" r=\"4\" fill=\"#333\"/><text x=\"{}\" y=\"{}\">A: stock OpenSSL</text>",
+        lx + 28.0,
+        lx + 14.0,
+        lx + 36.0,
+        ly + 4.0
+    );
+    ly += 20.0;
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"#333\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\
+         <rect x=\"{}\" y=\"{}\" width=\"7\" height=\"7\" fill=\"white\" stroke=\"#333\" stroke-width=\"2\"/><text x=\"{}\" y=\"{}\">B: with rustica</text>",
+        lx + 28.0,
+        lx + 10.5,
+        ly - 3.5,
+        lx + 36.0,
+        ly + 4.0
+    );
+    ly += 30.0;
+    for (name, color) in legend {
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{lx}\" y=\"{:.1}\" width=\"18\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{:.1}\">{}</text>",
+            ly - 8.0,
+            lx + 26.0,
+            ly + 1.0,
+            esc(name)
+        );
+        ly += 20.0;
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\" font-size=\"11\">rates (handshakes/s, speed) are</text>\
+         <text x=\"{lx}\" y=\"{:.1}\" fill=\"#555\" font-size=\"11\">shown inverted: seconds per operation</text>",
+        ly + 10.0,
+        ly + 24.0
+    );
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::report::tests::sample_rows;
+
+    #[test]
+    fn chart_has_both_sides_and_marks_invalid_rows() {
+        let rows = sample_rows();
+        let svg = chart(&rows, "test");
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("data-kind=\"signatures\" data-side=\"A\""));
+        assert!(svg.contains("data-kind=\"signatures\" data-side=\"B\""));
+        // 2048 is invalid: no B point for it, and it is marked.
+        assert!(svg.contains(">INVALID</text>"));
+        assert!(!svg.contains("B 2048 bits"));
+        assert!(svg.contains("B 1024 bits, signature (process)"));
+        assert!(svg.contains("A 2048 bits, signature (process)"));
+        // log axis labels in readable units
+        assert!(svg.contains(">1 ms</text>") || svg.contains(">10 ms</text>"), "{svg}");
+        // balanced tags for the elements we open
+        assert_eq!(svg.matches("<circle").count(), svg.matches("</circle>").count() + 1);
+    }
+}

@@ -1,0 +1,94 @@
+//! `rustica stats`: rustica's counters file, as a table or as JSON.
+
+use clap::Args;
+use ibmca_shim::stats::{self, Backend, Op, Snapshot};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// Print the JSON document (DESIGN.md "Statistics") instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Zero the counters after printing them.
+    #[arg(long)]
+    reset: bool,
+    /// Counters file [default: $RUSTICA_STATS_PATH, else
+    /// /dev/shm/rustica-stats-<uid>].
+    #[arg(long, value_name = "P")]
+    path: Option<PathBuf>,
+}
+
+pub fn run(args: StatsArgs) -> u8 {
+    let path = args.path.clone().unwrap_or_else(stats::default_path);
+    let snap = match stats::snapshot(&path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rustica stats: cannot read {}: {e}", path.display());
+            return 2;
+        }
+    };
+    if args.json {
+        println!("{}", snap.to_json());
+    } else {
+        print!("{}", table(&path, &snap));
+    }
+    if args.reset {
+        if let Err(e) = stats::reset(&path) {
+            eprintln!("rustica stats: cannot reset {}: {e}", path.display());
+            return 2;
+        }
+        if !args.json {
+            println!("counters reset");
+        }
+    }
+    0
+}
+
+/// The human table: one line per operation, one column per backend, then
+/// the total and the counts by key size.
+pub fn table(path: &Path, snap: &Snapshot) -> String {
+    let mut out = format!("rustica statistics: {}\n", path.display());
+    if !path.exists() {
+        out.push_str("(no counters file yet: nothing has been counted)\n");
+    }
+    let mut header = format!("{:<9}", "operation");
+    for b in Backend::ALL {
+        header.push_str(&format!(" {:>10}", b.name()));
+    }
+    header.push_str(&format!(" {:>10}  by key size", "total"));
+    out.push_str(header.trim_end());
+    out.push('\n');
+    for op in Op::ALL {
+        let mut line = format!("{:<9}", op.name());
+        for b in Backend::ALL {
+            line.push_str(&format!(" {:>10}", snap.get(op, b)));
+        }
+        line.push_str(&format!(" {:>10}  ", snap.total(op)));
+        let bits: Vec<String> = snap
+            .by_bits(op)
+            .iter()
+            .map(|(bits, n)| format!("{bits}:{n}"))
+            .collect();
+        line.push_str(&bits.join(" "));
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_table_names_every_op_and_backend() {
+        let t = table(Path::new("/nonexistent/rustica-stats"), &Snapshot::default());
+        assert!(t.contains("no counters file yet"));
+        for op in Op::ALL {
+            assert!(t.contains(op.name()), "{t}");
+        }
+        for b in Backend::ALL {
+            assert!(t.contains(b.name()), "{t}");
+        }
+    }
+}

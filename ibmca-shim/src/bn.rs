@@ -1,0 +1,601 @@
+//! Safe wrappers over libcrypto's BIGNUM, BN_CTX and BN_MONT_CTX.
+//!
+//! Every [`Bn`] is freed with `BN_clear_free`, so whatever it held (secret
+//! or not) is wiped. Values that are read concurrently from several threads
+//! (key parts, Montgomery contexts) are only ever passed to libcrypto
+//! functions that read them.
+
+use std::cmp::Ordering;
+use std::os::raw::{c_int, c_void};
+use std::ptr::NonNull;
+
+use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX};
+use zeroize::Zeroizing;
+
+use crate::rsa::RsaError;
+
+// libcrypto functions that openssl-sys does not declare (all present in
+// OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
+extern "C" {
+    fn BN_MONT_CTX_new() -> *mut BN_MONT_CTX;
+    fn BN_MONT_CTX_free(mont: *mut BN_MONT_CTX);
+    fn BN_MONT_CTX_set(mont: *mut BN_MONT_CTX, m: *const BIGNUM, ctx: *mut BN_CTX) -> c_int;
+    fn BN_mod_mul_montgomery(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        b: *const BIGNUM,
+        mont: *mut BN_MONT_CTX,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_to_montgomery(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        mont: *mut BN_MONT_CTX,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_mod_exp_mont(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        p: *const BIGNUM,
+        m: *const BIGNUM,
+        ctx: *mut BN_CTX,
+        m_ctx: *mut BN_MONT_CTX,
+    ) -> c_int;
+    fn BN_mod_exp_mont_consttime(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        p: *const BIGNUM,
+        m: *const BIGNUM,
+        ctx: *mut BN_CTX,
+        in_mont: *mut BN_MONT_CTX,
+    ) -> c_int;
+    fn BN_mod_exp_mont_consttime_x2(
+        rr1: *mut BIGNUM,
+        a1: *const BIGNUM,
+        p1: *const BIGNUM,
+        m1: *const BIGNUM,
+        in_mont1: *mut BN_MONT_CTX,
+        rr2: *mut BIGNUM,
+        a2: *const BIGNUM,
+        p2: *const BIGNUM,
+        m2: *const BIGNUM,
+        in_mont2: *mut BN_MONT_CTX,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_is_zero(a: *const BIGNUM) -> c_int;
+    fn BN_is_one(a: *const BIGNUM) -> c_int;
+    fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
+    fn BN_priv_rand_range(r: *mut BIGNUM, range: *const BIGNUM) -> c_int;
+    fn BN_check_prime(p: *const BIGNUM, ctx: *mut BN_CTX, cb: *mut c_void) -> c_int;
+    fn ERR_set_mark() -> c_int;
+    fn ERR_pop_to_mark() -> c_int;
+}
+
+fn check(ret: c_int, what: &str) -> Result<(), RsaError> {
+    if ret == 1 {
+        Ok(())
+    } else {
+        Err(RsaError(format!("libcrypto {what} failed")))
+    }
+}
+
+/// An owned BIGNUM, cleared when dropped.
+pub(crate) struct Bn(NonNull<BIGNUM>);
+
+// SAFETY: a BIGNUM has no thread affinity; it is plain heap memory owned by
+// this value.
+unsafe impl Send for Bn {}
+// SAFETY: `&Bn` only gives access to libcrypto functions taking
+// `const BIGNUM *`, which do not modify it; mutation needs `&mut Bn`.
+unsafe impl Sync for Bn {}
+
+impl Drop for Bn {
+    fn drop(&mut self) {
+        // SAFETY: the pointer is owned by this value and freed exactly once;
+        // BN_clear_free wipes the digits before freeing.
+        unsafe { openssl_sys::BN_clear_free(self.0.as_ptr()) }
+    }
+}
+
+impl Bn {
+    pub(crate) fn new() -> Result<Bn, RsaError> {
+        // SAFETY: BN_new has no preconditions; NULL is handled.
+        let p = unsafe { openssl_sys::BN_new() };
+        NonNull::new(p)
+            .map(Bn)
+            .ok_or_else(|| RsaError("libcrypto BN_new failed (out of memory)".into()))
+    }
+
+    /// Big-endian unsigned bytes (leading zeros allowed).
+    pub(crate) fn from_be(bytes: &[u8]) -> Result<Bn, RsaError> {
+        let len =
+            c_int::try_from(bytes.len()).map_err(|_| RsaError("integer is too long".into()))?;
+        let b = Bn::new()?;
+        // SAFETY: bytes is valid for `len` bytes; b is a valid BIGNUM that
+        // BN_bin2bn overwrites and returns on success.
+        let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
+        if r.is_null() {
+            return Err(RsaError("libcrypto BN_bin2bn failed".into()));
+        }
+        Ok(b)
+    }
+
+    pub(crate) fn from_u64(v: u64) -> Result<Bn, RsaError> {
+        Bn::from_be(&v.to_be_bytes())
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const BIGNUM {
+        self.0.as_ptr()
+    }
+
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut BIGNUM {
+        self.0.as_ptr()
+    }
+
+    /// A copy (flags other than the value are not copied; see
+    /// [`Bn::set_consttime`]).
+    pub(crate) fn dup(&self) -> Result<Bn, RsaError> {
+        let mut b = Bn::new()?;
+        b.copy_from(self)?;
+        Ok(b)
+    }
+
+    pub(crate) fn copy_from(&mut self, other: &Bn) -> Result<(), RsaError> {
+        // SAFETY: both pointers are valid BIGNUMs; when they are the same
+        // BN_copy is a no-op (it cannot be, `&mut self` and `&other` do not
+        // alias).
+        let r = unsafe { BN_copy(self.as_mut_ptr(), other.as_ptr()) };
+        if r.is_null() {
+            return Err(RsaError("libcrypto BN_copy failed".into()));
+        }
+        Ok(())
+    }
+
+    /// Marks the value secret: libcrypto then uses its constant-time code
+    /// paths for it (division, inversion, exponentiation).
+    pub(crate) fn set_consttime(&mut self) {
+        // SAFETY: valid BIGNUM; setting a flag bit.
+        unsafe { openssl_sys::BN_set_flags(self.as_mut_ptr(), openssl_sys::BN_FLG_CONSTTIME) }
+    }
+
+    pub(crate) fn num_bits(&self) -> u32 {
+        // SAFETY: valid BIGNUM, read only.
+        let b = unsafe { openssl_sys::BN_num_bits(self.as_ptr()) };
+        b.max(0) as u32
+    }
+
+    pub(crate) fn num_bytes(&self) -> usize {
+        (self.num_bits() as usize).div_ceil(8)
+    }
+
+    pub(crate) fn is_odd(&self) -> bool {
+        // SAFETY: valid BIGNUM, read only.
+        unsafe { openssl_sys::BN_is_odd(self.as_ptr()) == 1 }
+    }
+
+    pub(crate) fn is_zero(&self) -> bool {
+        // SAFETY: valid BIGNUM, read only.
+        unsafe { BN_is_zero(self.as_ptr()) == 1 }
+    }
+
+    pub(crate) fn is_one(&self) -> bool {
+        // SAFETY: valid BIGNUM, read only.
+        unsafe { BN_is_one(self.as_ptr()) == 1 }
+    }
+
+    /// Variable-time comparison (use on public or blinded values only).
+    pub(crate) fn cmp(&self, other: &Bn) -> Ordering {
+        // SAFETY: both valid BIGNUMs, read only.
+        let c = unsafe { openssl_sys::BN_cmp(self.as_ptr(), other.as_ptr()) };
+        c.cmp(&0)
+    }
+
+    pub(crate) fn cmp_u64(&self, v: u64) -> Result<Ordering, RsaError> {
+        Ok(self.cmp(&Bn::from_u64(v)?))
+    }
+
+    /// Minimal big-endian bytes (empty for zero).
+    pub(crate) fn to_be(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.num_bytes()];
+        // SAFETY: out has room for BN_num_bytes bytes, which is exactly what
+        // BN_bn2bin writes.
+        unsafe { openssl_sys::BN_bn2bin(self.as_ptr(), out.as_mut_ptr()) };
+        out
+    }
+
+    /// Big-endian bytes left-padded to exactly `len`, in a zeroizing buffer.
+    pub(crate) fn to_be_padded(&self, len: usize) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+        let mut out = Zeroizing::new(vec![0u8; len]);
+        let clen =
+            c_int::try_from(len).map_err(|_| RsaError("output length is too large".into()))?;
+        // SAFETY: out is valid for `len` bytes; BN_bn2binpad writes exactly
+        // `len` bytes or fails (returns -1) if the value does not fit.
+        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
+        if r < 0 {
+            return Err(RsaError("integer does not fit its output buffer".into()));
+        }
+        Ok(out)
+    }
+
+    /// Secret bytes, minimal length, in a zeroizing buffer.
+    pub(crate) fn to_be_secret(&self) -> Zeroizing<Vec<u8>> {
+        Zeroizing::new(self.to_be())
+    }
+}
+
+/// An owned BN_CTX (scratch space for one thread at a time).
+pub(crate) struct BnCtx(NonNull<BN_CTX>);
+
+impl Drop for BnCtx {
+    fn drop(&mut self) {
+        // SAFETY: owned, freed once. BN_CTX_free clears the temporaries it
+        // handed out (they were obtained with BN_CTX_get inside libcrypto).
+        unsafe { openssl_sys::BN_CTX_free(self.0.as_ptr()) }
+    }
+}
+
+impl BnCtx {
+    pub(crate) fn new() -> Result<BnCtx, RsaError> {
+        // SAFETY: no preconditions; secure variant keeps temporaries in the
+        // secure heap when one is configured, and clears them either way.
+        let p = unsafe { openssl_sys::BN_CTX_secure_new() };
+        NonNull::new(p)
+            .map(BnCtx)
+            .ok_or_else(|| RsaError("libcrypto BN_CTX_new failed (out of memory)".into()))
+    }
+
+    /// `&mut self`: a BN_CTX must never be used by two calls at once.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut BN_CTX {
+        self.0.as_ptr()
+    }
+}
+
+/// A Montgomery context for an odd modulus, set up once and then only read.
+pub(crate) struct MontCtx(NonNull<BN_MONT_CTX>);
+
+// SAFETY: heap memory without thread affinity.
+unsafe impl Send for MontCtx {}
+// SAFETY: after `new`, libcrypto only reads a BN_MONT_CTX passed as the
+// `in_mont`/`mont` argument of the exponentiation and multiplication
+// functions (OpenSSL itself shares these contexts between threads in its
+// RSA key cache), so concurrent use through `&MontCtx` is sound.
+unsafe impl Sync for MontCtx {}
+
+impl Drop for MontCtx {
+    fn drop(&mut self) {
+        // SAFETY: owned, freed once; BN_MONT_CTX_free clears its BIGNUMs.
+        unsafe { BN_MONT_CTX_free(self.0.as_ptr()) }
+    }
+}
+
+impl MontCtx {
+    pub(crate) fn new(m: &Bn, ctx: &mut BnCtx) -> Result<MontCtx, RsaError> {
+        if !m.is_odd() {
+            return Err(RsaError("Montgomery modulus must be odd".into()));
+        }
+        // SAFETY: no preconditions; NULL handled below.
+        let p = unsafe { BN_MONT_CTX_new() };
+        let mont = NonNull::new(p)
+            .map(MontCtx)
+            .ok_or_else(|| RsaError("libcrypto BN_MONT_CTX_new failed".into()))?;
+        // SAFETY: valid context, modulus and BN_CTX; the context is not yet
+        // shared.
+        check(
+            unsafe { BN_MONT_CTX_set(mont.ptr(), m.as_ptr(), ctx.as_mut_ptr()) },
+            "BN_MONT_CTX_set",
+        )?;
+        Ok(mont)
+    }
+
+    /// The pointer for libcrypto's `BN_MONT_CTX *` parameters, which only
+    /// read it (see the `Sync` impl).
+    fn ptr(&self) -> *mut BN_MONT_CTX {
+        self.0.as_ptr()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Arithmetic. Results go to `r`, which must not alias an input (guaranteed by
+// the borrow rules: `&mut Bn` vs `&Bn`).
+
+/// r = a * b mod m (inputs need not be reduced).
+pub(crate) fn mod_mul(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs; r distinct from inputs; ctx exclusively borrowed.
+    check(
+        unsafe {
+            openssl_sys::BN_mod_mul(
+                r.as_mut_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                m.as_ptr(),
+                ctx.as_mut_ptr(),
+            )
+        },
+        "BN_mod_mul",
+    )
+}
+
+/// r = a * b * R^-1 mod m, a and b reduced mod m (Montgomery product).
+pub(crate) fn mont_mul(
+    r: &mut Bn,
+    a: &Bn,
+    b: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs reduced mod the context's modulus (callers
+    // guarantee); mont is only read; ctx exclusively borrowed.
+    check(
+        unsafe {
+            BN_mod_mul_montgomery(
+                r.as_mut_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                mont.ptr(),
+                ctx.as_mut_ptr(),
+            )
+        },
+        "BN_mod_mul_montgomery",
+    )
+}
+
+/// r = a * R mod m, a reduced mod m.
+pub(crate) fn to_mont(r: &mut Bn, a: &Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    // SAFETY: as for `mont_mul`.
+    check(
+        unsafe { BN_to_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
+        "BN_to_montgomery",
+    )
+}
+
+/// r = a^p mod m, variable time (public exponents only).
+pub(crate) fn mod_exp_public(
+    r: &mut Bn,
+    a: &Bn,
+    p: &Bn,
+    m: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
+    check(
+        unsafe {
+            BN_mod_exp_mont(
+                r.as_mut_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                m.as_ptr(),
+                ctx.as_mut_ptr(),
+                mont.ptr(),
+            )
+        },
+        "BN_mod_exp_mont",
+    )
+}
+
+/// r = a^p mod m in constant time (secret exponents), a reduced mod m.
+pub(crate) fn mod_exp_consttime(
+    r: &mut Bn,
+    a: &Bn,
+    p: &Bn,
+    m: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
+    check(
+        unsafe {
+            BN_mod_exp_mont_consttime(
+                r.as_mut_ptr(),
+                a.as_ptr(),
+                p.as_ptr(),
+                m.as_ptr(),
+                ctx.as_mut_ptr(),
+                mont.ptr(),
+            )
+        },
+        "BN_mod_exp_mont_consttime",
+    )
+}
+
+/// Two constant-time exponentiations at once (r1 = a1^p1 mod m1,
+/// r2 = a2^p2 mod m2); libcrypto uses its AVX-512 IFMA code when both moduli
+/// are 1024 bits and the CPU has it, else two ordinary calls.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn mod_exp_consttime_x2(
+    r1: &mut Bn,
+    a1: &Bn,
+    p1: &Bn,
+    m1: &Bn,
+    mont1: &MontCtx,
+    r2: &mut Bn,
+    a2: &Bn,
+    p2: &Bn,
+    m2: &Bn,
+    mont2: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, each mont set up for its modulus and only read,
+    // r1/r2 distinct from each other and the inputs, ctx exclusive.
+    check(
+        unsafe {
+            BN_mod_exp_mont_consttime_x2(
+                r1.as_mut_ptr(),
+                a1.as_ptr(),
+                p1.as_ptr(),
+                m1.as_ptr(),
+                mont1.ptr(),
+                r2.as_mut_ptr(),
+                a2.as_ptr(),
+                p2.as_ptr(),
+                m2.as_ptr(),
+                mont2.ptr(),
+                ctx.as_mut_ptr(),
+            )
+        },
+        "BN_mod_exp_mont_consttime_x2",
+    )
+}
+
+/// r = a mod m, non-negative. Constant-time when `a` or `m` carries
+/// BN_FLG_CONSTTIME.
+pub(crate) fn nnmod(r: &mut Bn, a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
+    check(
+        unsafe { openssl_sys::BN_nnmod(r.as_mut_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_mut_ptr()) },
+        "BN_nnmod",
+    )
+}
+
+/// r = (a - b) mod m, a and b in [0, m).
+pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
+    check(
+        unsafe {
+            openssl_sys::BN_mod_sub(
+                r.as_mut_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                m.as_ptr(),
+                ctx.as_mut_ptr(),
+            )
+        },
+        "BN_mod_sub",
+    )
+}
+
+pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
+    check(
+        unsafe { openssl_sys::BN_mul(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
+        "BN_mul",
+    )
+}
+
+pub(crate) fn add(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, r distinct.
+    check(
+        unsafe { openssl_sys::BN_add(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
+        "BN_add",
+    )
+}
+
+/// r = a - b (may be negative).
+pub(crate) fn sub(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
+    // SAFETY: valid BIGNUMs, r distinct.
+    check(
+        unsafe { openssl_sys::BN_sub(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
+        "BN_sub",
+    )
+}
+
+/// a - 1 (for a >= 1).
+pub(crate) fn minus_one(a: &Bn) -> Result<Bn, RsaError> {
+    let mut r = a.dup()?;
+    // SAFETY: valid BIGNUM owned by r.
+    check(
+        unsafe { openssl_sys::BN_sub_word(r.as_mut_ptr(), 1) },
+        "BN_sub_word",
+    )?;
+    Ok(r)
+}
+
+/// |a|: clears the sign.
+pub(crate) fn set_non_negative(a: &mut Bn) {
+    // SAFETY: valid BIGNUM.
+    unsafe { openssl_sys::BN_set_negative(a.as_mut_ptr(), 0) }
+}
+
+pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+    let mut r = Bn::new()?;
+    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
+    check(
+        unsafe { openssl_sys::BN_gcd(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
+        "BN_gcd",
+    )?;
+    Ok(r)
+}
+
+/// a^-1 mod m, or `None` when it does not exist. Constant-time when `a` or
+/// `m` carries BN_FLG_CONSTTIME.
+pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {
+    let mut r = Bn::new()?;
+    // SAFETY: sets a mark on this thread's error queue, popped below.
+    unsafe { ERR_set_mark() };
+    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive; NULL means "no
+    // inverse" (or an allocation failure).
+    let p = unsafe {
+        openssl_sys::BN_mod_inverse(r.as_mut_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_mut_ptr())
+    };
+    // SAFETY: removes what BN_mod_inverse queued, down to our mark, leaving
+    // the caller's errors alone.
+    unsafe { ERR_pop_to_mark() };
+    if p.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(r))
+}
+
+/// (a / d, a mod d): quotient and remainder.
+pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
+    let mut q = Bn::new()?;
+    let mut rem = Bn::new()?;
+    // SAFETY: valid BIGNUMs, outputs distinct from inputs, ctx exclusive.
+    check(
+        unsafe {
+            openssl_sys::BN_div(
+                q.as_mut_ptr(),
+                rem.as_mut_ptr(),
+                a.as_ptr(),
+                d.as_ptr(),
+                ctx.as_mut_ptr(),
+            )
+        },
+        "BN_div",
+    )?;
+    Ok((q, rem))
+}
+
+/// Uniform in [0, range), from the private DRBG.
+pub(crate) fn priv_rand_range(range: &Bn) -> Result<Bn, RsaError> {
+    let mut r = Bn::new()?;
+    // SAFETY: valid BIGNUMs, r distinct.
+    check(
+        unsafe { BN_priv_rand_range(r.as_mut_ptr(), range.as_ptr()) },
+        "BN_priv_rand_range",
+    )?;
+    Ok(r)
+}
+
+/// A random prime of exactly `bits` bits (top two bits set).
+pub(crate) fn generate_prime(bits: u32) -> Result<Bn, RsaError> {
+    let mut p = Bn::new()?;
+    p.set_consttime();
+    let b = c_int::try_from(bits).map_err(|_| RsaError("prime size too large".into()))?;
+    // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs.
+    check(
+        unsafe {
+            openssl_sys::BN_generate_prime_ex(
+                p.as_mut_ptr(),
+                b,
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        },
+        "BN_generate_prime_ex",
+    )?;
+    Ok(p)
+}
+
+/// Probable-prime test with libcrypto's default number of rounds.
+pub(crate) fn is_probable_prime(p: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
+    // SAFETY: valid BIGNUM, ctx exclusive, NULL callback allowed.
+    let r = unsafe { BN_check_prime(p.as_ptr(), ctx.as_mut_ptr(), std::ptr::null_mut()) };
+    match r {
+        1 => Ok(true),
+        0 => Ok(false),
+        _ => Err(RsaError("libcrypto BN_check_prime failed".into())),
+    }
+}

@@ -1,0 +1,18 @@
+//! rustica's RSA primitive and its backends.
+//!
+//! Every private-key operation of the provider goes through
+//! [`RsaKey::private_op`]: blind → CRT exponentiation → public-exponent check
+//! of the result → constant-time unblinding. Public operations go through
+//! [`RsaKey::public_op`]. Each call is counted in the shared statistics file
+//! ([`stats`]) by operation, backend and key size.
+//!
+//! All integers cross this API as big-endian byte strings, so callers never
+//! touch libcrypto's BIGNUM.
+
+mod bn;
+mod rsa;
+mod software;
+pub mod stats;
+
+pub use rsa::{KeyCheck, RsaError, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
+pub use stats::{Backend, Op};

@@ -1,0 +1,79 @@
+//! Software backend: modular exponentiation on libcrypto's BIGNUM.
+//!
+//! These functions compute the raw (blinded) private exponentiation only;
+//! blinding, the public-exponent check and statistics are the caller's job
+//! ([`crate::rsa::RsaKey::private_op`]), so another backend (libica) can be
+//! put in front of them without changing that logic.
+
+use crate::bn::{self, Bn, BnCtx, MontCtx};
+use crate::rsa::{Crt, RsaError};
+
+/// Bit size of each prime for which libcrypto has a two-at-once
+/// (AVX-512 IFMA) exponentiation: the primes of RSA-2048.
+const X2_PRIME_BITS: u32 = 1024;
+
+/// m = c^d mod n by CRT and Garner's recombination, constant time in the
+/// secret parts. `c` must be reduced mod n.
+pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+    // Reduce the input modulo each prime. The primes carry BN_FLG_CONSTTIME,
+    // so libcrypto takes its constant-time division.
+    let mut cp = Bn::new()?;
+    bn::nnmod(&mut cp, c, &crt.p, ctx)?;
+    let mut cq = Bn::new()?;
+    bn::nnmod(&mut cq, c, &crt.q, ctx)?;
+    cp.set_consttime();
+    cq.set_consttime();
+
+    let mut m1 = Bn::new()?;
+    let mut m2 = Bn::new()?;
+    if crt.p.num_bits() == X2_PRIME_BITS && crt.q.num_bits() == X2_PRIME_BITS {
+        bn::mod_exp_consttime_x2(
+            &mut m1,
+            &cp,
+            &crt.dp,
+            &crt.p,
+            &crt.mont_p,
+            &mut m2,
+            &cq,
+            &crt.dq,
+            &crt.q,
+            &crt.mont_q,
+            ctx,
+        )?;
+    } else {
+        bn::mod_exp_consttime(&mut m1, &cp, &crt.dp, &crt.p, &crt.mont_p, ctx)?;
+        bn::mod_exp_consttime(&mut m2, &cq, &crt.dq, &crt.q, &crt.mont_q, ctx)?;
+    }
+    m1.set_consttime();
+    m2.set_consttime();
+
+    // Garner: h = (m1 - m2) * qinv mod p; m = m2 + h * q. m2 < q < p, so both
+    // operands of the subtraction are already reduced mod p. qinv is kept in
+    // Montgomery form, so one Montgomery product yields h * qinv mod p.
+    let mut diff = Bn::new()?;
+    bn::mod_sub(&mut diff, &m1, &m2, &crt.p, ctx)?;
+    let mut h = Bn::new()?;
+    bn::mont_mul(&mut h, &diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
+    let mut hq = Bn::new()?;
+    bn::mul(&mut hq, &h, &crt.q, ctx)?;
+    let mut m = Bn::new()?;
+    bn::add(&mut m, &hq, &m2)?;
+    // No BN_FLG_CONSTTIME on the result: it is blinded, and the flag would
+    // push the public-exponent check onto libcrypto's (much slower)
+    // constant-time exponentiation.
+    Ok(m)
+}
+
+/// m = c^d mod n with the full private exponent, constant time.
+pub(crate) fn d_exp(
+    d: &Bn,
+    c: &Bn,
+    n: &Bn,
+    mont_n: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<Bn, RsaError> {
+    let mut m = Bn::new()?;
+    bn::mod_exp_consttime(&mut m, c, d, n, mont_n, ctx)?;
+    // Blinded result: no BN_FLG_CONSTTIME (see `crt_exp`).
+    Ok(m)
+}

@@ -1,0 +1,42 @@
+//! The panic boundary every `extern "C"` entry point goes through: a panic
+//! or an `Err` becomes OpenSSL's failure value plus an error on the queue;
+//! nothing unwinds into C.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, Reason, Result};
+use crate::prov::ProvCtx;
+
+/// Runs `body`; on `Err` or panic raises the error through `prov` (when
+/// there is one) and returns `failure`.
+pub fn guard<T>(prov: Option<&ProvCtx>, failure: T, body: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(err)) => {
+            if let Some(p) = prov {
+                p.raise(&err);
+            }
+            failure
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            if let Some(p) = prov {
+                p.raise(&Error::new(
+                    Reason::Internal,
+                    format!("internal error: {what}"),
+                ));
+            }
+            failure
+        }
+    }
+}
+
+/// `guard` for entry points that cannot report errors (free functions,
+/// NULL-context queries): a panic is swallowed and `failure` returned.
+pub fn quiet<T>(failure: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(failure)
+}

@@ -1,0 +1,131 @@
+//! The few DER structures RSA signing needs: DigestInfo (PKCS#1 v1.5) and
+//! the signature AlgorithmIdentifier X.509 signing asks for.
+
+use crate::digest::DigestId;
+
+const OID_RSASSA_PSS: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a];
+const OID_MGF1: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x08];
+
+pub fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes = len.to_be_bytes();
+        let first = bytes
+            .iter()
+            .position(|&b| b != 0)
+            .unwrap_or(bytes.len() - 1);
+        out.push(0x80 | (bytes.len() - first) as u8);
+        out.extend_from_slice(&bytes[first..]);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+fn seq(parts: &[&[u8]]) -> Vec<u8> {
+    tlv(0x30, &parts.concat())
+}
+
+fn oid(value: &[u8]) -> Vec<u8> {
+    tlv(0x06, value)
+}
+
+const NULL: &[u8] = &[0x05, 0x00];
+
+fn uint(v: usize) -> Vec<u8> {
+    let bytes = v.to_be_bytes();
+    let first = bytes
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(bytes.len() - 1);
+    let mut content = Vec::new();
+    if bytes[first] & 0x80 != 0 {
+        content.push(0);
+    }
+    content.extend_from_slice(&bytes[first..]);
+    tlv(0x02, &content)
+}
+
+/// DER of DigestInfo { AlgorithmIdentifier { digest OID, NULL }, OCTET STRING hash }.
+pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
+    let alg = seq(&[&oid(md.info().oid), NULL]);
+    seq(&[&alg, &tlv(0x04, hash)])
+}
+
+/// AlgorithmIdentifier of sha*WithRSAEncryption (PKCS#1 v1.5).
+pub fn pkcs1_algorithm_id(md: DigestId) -> Vec<u8> {
+    seq(&[&oid(md.info().pkcs1_sig_oid), NULL])
+}
+
+/// A digest's AlgorithmIdentifier as RSASSA-PSS parameters carry it (no
+/// parameters, as OpenSSL writes SHA-2 and SHA-3).
+fn hash_algorithm(md: DigestId) -> Vec<u8> {
+    seq(&[&oid(md.info().oid)])
+}
+
+/// AlgorithmIdentifier of RSASSA-PSS with explicit parameters; fields equal
+/// to the defaults (SHA-1, MGF1 with SHA-1, salt 20) are omitted as DER requires.
+pub fn pss_algorithm_id(md: DigestId, mgf1: DigestId, salt_len: usize) -> Vec<u8> {
+    let mut params = Vec::new();
+    if md != DigestId::Sha1 {
+        params.extend(tlv(0xa0, &hash_algorithm(md)));
+    }
+    if mgf1 != DigestId::Sha1 {
+        params.extend(tlv(0xa1, &seq(&[&oid(OID_MGF1), &hash_algorithm(mgf1)])));
+    }
+    if salt_len != 20 {
+        params.extend(tlv(0xa2, &uint(salt_len)));
+    }
+    seq(&[&oid(OID_RSASSA_PSS), &tlv(0x30, &params)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_digest_info_prefix_is_the_published_one() {
+        let di = digest_info(DigestId::Sha256, &[0u8; 32]);
+        let prefix = [
+            0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
+            0x01, 0x05, 0x00, 0x04, 0x20,
+        ];
+        assert_eq!(&di[..prefix.len()], &prefix);
+        assert_eq!(di.len(), prefix.len() + 32);
+    }
+
+    #[test]
+    fn sha1_digest_info_prefix_is_the_published_one() {
+        let di = digest_info(DigestId::Sha1, &[0u8; 20]);
+        let prefix = [
+            0x30, 0x21, 0x30, 0x09, 0x06, 0x05, 0x2b, 0x0e, 0x03, 0x02, 0x1a, 0x05, 0x00, 0x04,
+            0x14,
+        ];
+        assert_eq!(&di[..prefix.len()], &prefix);
+    }
+
+    #[test]
+    fn sha256_with_rsa_algorithm_id() {
+        assert_eq!(
+            pkcs1_algorithm_id(DigestId::Sha256),
+            [
+                0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0b, 0x05,
+                0x00
+            ]
+        );
+    }
+
+    #[test]
+    fn pss_defaults_encode_empty_parameters() {
+        let id = pss_algorithm_id(DigestId::Sha1, DigestId::Sha1, 20);
+        assert_eq!(&id[id.len() - 2..], &[0x30, 0x00]);
+    }
+
+    #[test]
+    fn long_lengths_use_long_form() {
+        let t = tlv(0x04, &[0u8; 300]);
+        assert_eq!(&t[..4], &[0x04, 0x82, 0x01, 0x2c]);
+    }
+}

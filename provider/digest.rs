@@ -1,0 +1,346 @@
+//! The digests RSA signatures use: names and aliases, DER identifiers, and
+//! hashing through EVP_MD fetched from rustica's child library context.
+//!
+//! Fetches use the query "provider!=rustica", which also overrides any
+//! inherited default properties on the provider name, so rustica can never
+//! be asked to hash for itself.
+
+use std::ffi::CStr;
+use std::ptr;
+use std::sync::OnceLock;
+
+use crate::error::{fail, Error, Reason, Result};
+use crate::ffi;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigestId {
+    Sha1,
+    Sha224,
+    Sha256,
+    Sha384,
+    Sha512,
+    Sha512_224,
+    Sha512_256,
+    Sha3_224,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+}
+
+pub struct DigestInfo {
+    pub id: DigestId,
+    /// OpenSSL's canonical name, also what rustica reports back.
+    pub name: &'static CStr,
+    /// Names accepted without a fetch (compared case-insensitively).
+    pub aliases: &'static [&'static str],
+    pub size: usize,
+    /// DER of the digest's OBJECT IDENTIFIER value (without tag and length).
+    pub oid: &'static [u8],
+    /// DER of the sha*WithRSAEncryption signature algorithm OID value.
+    pub pkcs1_sig_oid: &'static [u8],
+}
+
+const NIST_HASH: [u8; 8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02];
+
+macro_rules! nist_oid {
+    ($arc:expr) => {
+        &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, $arc]
+    };
+}
+macro_rules! pkcs1_oid {
+    ($arc:expr) => {
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, $arc]
+    };
+}
+macro_rules! nist_sig_oid {
+    ($arc:expr) => {
+        &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x03, $arc]
+    };
+}
+
+pub static DIGESTS: [DigestInfo; 11] = [
+    DigestInfo {
+        id: DigestId::Sha1,
+        name: c"SHA1",
+        aliases: &["SHA1", "SHA-1", "SSL3-SHA1"],
+        size: 20,
+        oid: &[0x2b, 0x0e, 0x03, 0x02, 0x1a],
+        pkcs1_sig_oid: pkcs1_oid!(5),
+    },
+    DigestInfo {
+        id: DigestId::Sha224,
+        name: c"SHA2-224",
+        aliases: &["SHA2-224", "SHA-224", "SHA224"],
+        size: 28,
+        oid: nist_oid!(4),
+        pkcs1_sig_oid: pkcs1_oid!(14),
+    },
+    DigestInfo {
+        id: DigestId::Sha256,
+        name: c"SHA2-256",
+        aliases: &["SHA2-256", "SHA-256", "SHA256"],
+        size: 32,
+        oid: nist_oid!(1),
+        pkcs1_sig_oid: pkcs1_oid!(11),
+    },
+    DigestInfo {
+        id: DigestId::Sha384,
+        name: c"SHA2-384",
+        aliases: &["SHA2-384", "SHA-384", "SHA384"],
+        size: 48,
+        oid: nist_oid!(2),
+        pkcs1_sig_oid: pkcs1_oid!(12),
+    },
+    DigestInfo {
+        id: DigestId::Sha512,
+        name: c"SHA2-512",
+        aliases: &["SHA2-512", "SHA-512", "SHA512"],
+        size: 64,
+        oid: nist_oid!(3),
+        pkcs1_sig_oid: pkcs1_oid!(13),
+    },
+    DigestInfo {
+        id: DigestId::Sha512_224,
+        name: c"SHA2-512/224",
+        aliases: &["SHA2-512/224", "SHA-512/224", "SHA512-224"],
+        size: 28,
+        oid: nist_oid!(5),
+        pkcs1_sig_oid: pkcs1_oid!(15),
+    },
+    DigestInfo {
+        id: DigestId::Sha512_256,
+        name: c"SHA2-512/256",
+        aliases: &["SHA2-512/256", "SHA-512/256", "SHA512-256"],
+        size: 32,
+        oid: nist_oid!(6),
+        pkcs1_sig_oid: pkcs1_oid!(16),
+    },
+    DigestInfo {
+        id: DigestId::Sha3_224,
+        name: c"SHA3-224",
+        aliases: &["SHA3-224"],
+        size: 28,
+        oid: nist_oid!(7),
+        pkcs1_sig_oid: nist_sig_oid!(13),
+    },
+    DigestInfo {
+        id: DigestId::Sha3_256,
+        name: c"SHA3-256",
+        aliases: &["SHA3-256"],
+        size: 32,
+        oid: nist_oid!(8),
+        pkcs1_sig_oid: nist_sig_oid!(14),
+    },
+    DigestInfo {
+        id: DigestId::Sha3_384,
+        name: c"SHA3-384",
+        aliases: &["SHA3-384"],
+        size: 48,
+        oid: nist_oid!(9),
+        pkcs1_sig_oid: nist_sig_oid!(15),
+    },
+    DigestInfo {
+        id: DigestId::Sha3_512,
+        name: c"SHA3-512",
+        aliases: &["SHA3-512"],
+        size: 64,
+        oid: nist_oid!(10),
+        pkcs1_sig_oid: nist_sig_oid!(16),
+    },
+];
+
+impl DigestId {
+    pub fn info(self) -> &'static DigestInfo {
+        &DIGESTS[self as usize]
+    }
+    pub fn size(self) -> usize {
+        self.info().size
+    }
+    /// True for digests whose AlgorithmIdentifier takes no NULL parameter
+    /// inside RSASSA-PSS parameters (all SHA-2 and SHA-3 here; SHA-1 too).
+    pub fn is_nist(self) -> bool {
+        self.info().oid.starts_with(&NIST_HASH)
+    }
+}
+
+const FETCH_QUERY: &CStr = c"provider!=rustica";
+
+/// A fetched EVP_MD, freed with the cache.
+struct Md(*mut ffi::EVP_MD);
+// SAFETY: a fetched EVP_MD is immutable and reference counted by OpenSSL;
+// using it from several threads is what OpenSSL's fetch API is designed for.
+unsafe impl Send for Md {}
+unsafe impl Sync for Md {}
+
+/// Per-provider cache of fetched digests, so operations never fetch per call.
+pub struct DigestCache {
+    libctx: *mut ffi::OSSL_LIB_CTX,
+    slots: [OnceLock<Md>; 11],
+}
+// SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
+// is thread-safe; the slots are OnceLocks.
+unsafe impl Send for DigestCache {}
+unsafe impl Sync for DigestCache {}
+
+impl DigestCache {
+    pub fn new(libctx: *mut ffi::OSSL_LIB_CTX) -> Self {
+        DigestCache {
+            libctx,
+            slots: Default::default(),
+        }
+    }
+
+    fn fetch(&self, name: &CStr) -> *mut ffi::EVP_MD {
+        // SAFETY: libctx is rustica's child library context (or NULL, the
+        // default one); both strings are NUL-terminated.
+        unsafe { ffi::EVP_MD_fetch(self.libctx, name.as_ptr(), FETCH_QUERY.as_ptr()) }
+    }
+
+    /// The EVP_MD for a known digest, fetched once.
+    pub fn md(&self, id: DigestId) -> Result<*const ffi::EVP_MD> {
+        let slot = &self.slots[id as usize];
+        if let Some(md) = slot.get() {
+            return Ok(md.0);
+        }
+        let md = self.fetch(id.info().name);
+        if md.is_null() {
+            return fail(
+                Reason::UnsupportedDigest,
+                format!(
+                    "digest {} is not available from any loaded provider",
+                    id.info().name.to_string_lossy()
+                ),
+            );
+        }
+        if let Err(Md(lost)) = slot.set(Md(md)) {
+            // Another thread won the race; drop our copy.
+            // SAFETY: `lost` came from EVP_MD_fetch and is not shared.
+            unsafe { ffi::EVP_MD_free(lost) };
+        }
+        Ok(slot.get().map(|m| m.0 as *const _).unwrap_or(ptr::null()))
+    }
+
+    /// Resolves a user-supplied digest name (any alias OpenSSL knows).
+    pub fn resolve(&self, name: &str) -> Result<DigestId> {
+        let unknown = || {
+            Error::new(
+                Reason::UnsupportedDigest,
+                format!("digest '{name}' is not supported for RSA (use SHA-1, SHA-2 or SHA-3)"),
+            )
+        };
+        if let Some(d) = DIGESTS
+            .iter()
+            .find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
+        {
+            return Ok(d.id);
+        }
+        // Other aliases (OIDs, lower-case spellings OpenSSL knows): ask the
+        // digest's own provider which one it is.
+        let cname = std::ffi::CString::new(name).map_err(|_| unknown())?;
+        let md = self.fetch(&cname);
+        if md.is_null() {
+            return Err(unknown());
+        }
+        // SAFETY: md is a valid fetched digest; names are NUL-terminated.
+        let found = DIGESTS
+            .iter()
+            .find(|d| unsafe { ffi::EVP_MD_is_a(md, d.name.as_ptr()) } == 1)
+            .map(|d| d.id);
+        // SAFETY: md came from EVP_MD_fetch above and is not kept.
+        unsafe { ffi::EVP_MD_free(md) };
+        found.ok_or_else(unknown)
+    }
+
+    /// One-shot hash.
+    pub fn digest(&self, id: DigestId, data: &[u8]) -> Result<Vec<u8>> {
+        let mut h = Hasher::new(self, id)?;
+        h.update(data)?;
+        h.finish()
+    }
+}
+
+impl Drop for DigestCache {
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            if let Some(Md(md)) = slot.take() {
+                // SAFETY: each slot holds its own reference from EVP_MD_fetch.
+                unsafe { ffi::EVP_MD_free(md) };
+            }
+        }
+    }
+}
+
+/// A running hash (digest-sign/verify update), duplicable for dupctx.
+pub struct Hasher {
+    ctx: *mut ffi::EVP_MD_CTX,
+    id: DigestId,
+}
+// SAFETY: the EVP_MD_CTX is owned exclusively by this Hasher.
+unsafe impl Send for Hasher {}
+
+fn digest_error(what: &str) -> Error {
+    Error::new(Reason::Internal, format!("digest {what} failed"))
+}
+
+impl Hasher {
+    pub fn new(cache: &DigestCache, id: DigestId) -> Result<Hasher> {
+        let md = cache.md(id)?;
+        // SAFETY: plain allocation.
+        let ctx = unsafe { ffi::EVP_MD_CTX_new() };
+        if ctx.is_null() {
+            return Err(digest_error("allocation"));
+        }
+        let h = Hasher { ctx, id };
+        // SAFETY: ctx is fresh, md a fetched digest.
+        if unsafe { ffi::EVP_DigestInit_ex2(h.ctx, md, ptr::null()) } != 1 {
+            return Err(digest_error("initialisation"));
+        }
+        Ok(h)
+    }
+
+    pub fn id(&self) -> DigestId {
+        self.id
+    }
+
+    pub fn update(&mut self, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: ctx is initialised; data is valid for its length.
+        if unsafe { ffi::EVP_DigestUpdate(self.ctx, data.as_ptr().cast(), data.len()) } != 1 {
+            return Err(digest_error("update"));
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; 64];
+        let mut len = 0u32;
+        // SAFETY: out holds EVP_MAX_MD_SIZE (64) bytes.
+        if unsafe { ffi::EVP_DigestFinal_ex(self.ctx, out.as_mut_ptr(), &mut len) } != 1 {
+            return Err(digest_error("finalisation"));
+        }
+        out.truncate(len as usize);
+        Ok(out)
+    }
+
+    pub fn try_clone(&self) -> Result<Hasher> {
+        // SAFETY: plain allocation, then a copy of our initialised context.
+        let ctx = unsafe { ffi::EVP_MD_CTX_new() };
+        if ctx.is_null() {
+            return Err(digest_error("allocation"));
+        }
+        let h = Hasher { ctx, id: self.id };
+        if unsafe { ffi::EVP_MD_CTX_copy_ex(h.ctx, self.ctx) } != 1 {
+            return Err(digest_error("copy"));
+        }
+        Ok(h)
+    }
+}
+
+impl Drop for Hasher {
+    fn drop(&mut self) {
+        // SAFETY: ctx was allocated by EVP_MD_CTX_new and is owned by us.
+        unsafe { ffi::EVP_MD_CTX_free(self.ctx) };
+    }
+}

@@ -1,0 +1,164 @@
+//! Errors as the provider reports them: a reason code (with a string OpenSSL
+//! can print) and a message a person can act on. Entry points turn an `Err`
+//! into an entry on OpenSSL's error queue through the core's upcalls.
+
+use std::ffi::{c_char, c_void, CString};
+use std::fmt;
+
+use crate::ffi;
+
+/// Reason codes, published to OpenSSL through `get_reason_strings`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Reason {
+    Internal = 1,
+    InvalidKey = 2,
+    InvalidParameter = 3,
+    UnsupportedDigest = 4,
+    BadSignature = 5,
+    BadLength = 6,
+    KeyGeneration = 7,
+    Config = 8,
+    Unsupported = 9,
+    BadPadding = 10,
+    MissingKey = 11,
+}
+
+impl Reason {
+    const ALL: [Reason; 11] = [
+        Reason::Internal,
+        Reason::InvalidKey,
+        Reason::InvalidParameter,
+        Reason::UnsupportedDigest,
+        Reason::BadSignature,
+        Reason::BadLength,
+        Reason::KeyGeneration,
+        Reason::Config,
+        Reason::Unsupported,
+        Reason::BadPadding,
+        Reason::MissingKey,
+    ];
+
+    const fn text(self) -> &'static [u8] {
+        match self {
+            Reason::Internal => b"internal error\0",
+            Reason::InvalidKey => b"invalid key\0",
+            Reason::InvalidParameter => b"invalid parameter\0",
+            Reason::UnsupportedDigest => b"unsupported digest\0",
+            Reason::BadSignature => b"bad signature\0",
+            Reason::BadLength => b"bad length\0",
+            Reason::KeyGeneration => b"key generation failed\0",
+            Reason::Config => b"bad configuration\0",
+            Reason::Unsupported => b"unsupported operation\0",
+            Reason::BadPadding => b"bad padding\0",
+            Reason::MissingKey => b"no key\0",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Error {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rustica: {}", self.message)
+    }
+}
+
+impl From<ibmca_shim::RsaError> for Error {
+    fn from(e: ibmca_shim::RsaError) -> Self {
+        Error::new(Reason::InvalidKey, e.0)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Shorthand for `Err(Error::new(reason, message))`.
+pub fn fail<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
+    Err(Error::new(reason, message))
+}
+
+/// The core's error upcalls, captured at provider initialisation.
+#[derive(Clone, Copy)]
+pub struct ErrorSink {
+    pub handle: *const ffi::OSSL_CORE_HANDLE,
+    pub new_error: ffi::OSSL_FUNC_core_new_error_fn,
+    pub set_error_debug: ffi::OSSL_FUNC_core_set_error_debug_fn,
+    pub vset_error: ffi::OSSL_FUNC_core_vset_error_fn,
+}
+
+extern "C" {
+    fn rustica_raise(
+        vset_error: ffi::OSSL_FUNC_core_vset_error_fn,
+        handle: *const ffi::OSSL_CORE_HANDLE,
+        reason: u32,
+        message: *const c_char,
+    );
+}
+
+impl ErrorSink {
+    pub fn raise(&self, err: &Error) {
+        let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) else {
+            return;
+        };
+        let text = CString::new(err.to_string().replace('\0', " "))
+            .unwrap_or_else(|_| CString::from(c"rustica: error"));
+        // SAFETY: the upcalls and the handle come from the core's dispatch
+        // table given to OSSL_provider_init and stay valid until teardown;
+        // every pointer passed is a NUL-terminated string we own for the
+        // duration of the call. rustica_raise passes the message through a
+        // "%s" format, so it is never interpreted as a format string.
+        unsafe {
+            new_error(self.handle);
+            if let Some(debug) = self.set_error_debug {
+                debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
+            }
+            rustica_raise(
+                self.vset_error,
+                self.handle,
+                err.reason as u32,
+                text.as_ptr(),
+            );
+        }
+    }
+}
+
+#[repr(transparent)]
+pub struct ReasonTable([ffi::OSSL_ITEM; Reason::ALL.len() + 1]);
+// SAFETY: the table is immutable and points only at static strings.
+unsafe impl Sync for ReasonTable {}
+
+pub static REASON_STRINGS: ReasonTable = {
+    let mut items = [ffi::OSSL_ITEM {
+        id: 0,
+        ptr: std::ptr::null_mut(),
+    }; Reason::ALL.len() + 1];
+    let mut i = 0;
+    while i < Reason::ALL.len() {
+        let r = Reason::ALL[i];
+        items[i] = ffi::OSSL_ITEM {
+            id: r as u32,
+            ptr: r.text().as_ptr() as *mut c_void,
+        };
+        i += 1;
+    }
+    ReasonTable(items)
+};
+
+impl ReasonTable {
+    pub fn as_ptr(&self) -> *const ffi::OSSL_ITEM {
+        self.0.as_ptr()
+    }
+}

@@ -1,0 +1,21 @@
+//! rustica: an OpenSSL 3 provider doing RSA, with modular exponentiation in
+//! `ibmca-shim` (libica offload or software).
+//!
+//! Layers, top to bottom: `prov` (entry point) → `keymgmt` / `signature`
+//! (operations, padding, digests) → `ibmca_shim::RsaKey` (the primitive).
+
+pub mod asym_cipher;
+pub mod boundary;
+pub mod config;
+pub mod ct;
+pub mod der;
+pub mod digest;
+pub mod dispatch;
+pub mod enc_padding;
+pub mod error;
+pub mod ffi;
+pub mod keymgmt;
+pub mod padding;
+pub mod params;
+pub mod prov;
+pub mod signature;

@@ -1,0 +1,346 @@
+//! The provider entry point, its context and its provider-level functions.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ptr;
+
+use crate::boundary::{guard, quiet};
+use crate::config::{BackendChoice, Config, KEYS};
+use crate::digest::DigestCache;
+use crate::dispatch::{dispatch, DISPATCH_END};
+use crate::error::{Error, ErrorSink, Reason, Result, REASON_STRINGS};
+use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
+use crate::params::{self, param, ParamTable, END, UTF8};
+use crate::{asym_cipher, keymgmt, signature};
+
+/// Everything one loaded instance of rustica needs.
+pub struct ProvCtx {
+    pub sink: ErrorSink,
+    /// rustica's child library context: everything rustica fetches itself.
+    pub libctx: *mut ffi::OSSL_LIB_CTX,
+    pub config: Config,
+    pub digests: DigestCache,
+}
+// SAFETY: after initialisation the context is read-only; the core handle and
+// upcalls are valid from any thread, the child library context is
+// thread-safe, and the digest cache synchronises itself.
+unsafe impl Send for ProvCtx {}
+unsafe impl Sync for ProvCtx {}
+
+impl ProvCtx {
+    pub fn raise(&self, err: &Error) {
+        self.sink.raise(err);
+    }
+
+    /// `len` bytes from the random generator of rustica's library context.
+    pub fn random(&self, len: usize) -> Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        if len == 0 {
+            return Ok(v);
+        }
+        // SAFETY: v holds `len` writable bytes; libctx is our child context.
+        let ok = unsafe { ffi::RAND_bytes_ex(self.libctx, v.as_mut_ptr(), len, 0) } == 1;
+        if ok {
+            Ok(v)
+        } else {
+            Err(Error::new(Reason::Internal, "the random generator failed"))
+        }
+    }
+
+    /// The backend that RSA operations run on.
+    pub fn backend_name(&self) -> &'static CStr {
+        c"software"
+    }
+
+    /// # Safety
+    /// `provctx` must be NULL or a pointer OSSL_provider_init returned.
+    pub unsafe fn from_ptr<'a>(provctx: *mut c_void) -> Option<&'a ProvCtx> {
+        // SAFETY: forwarded from the caller; the context outlives every
+        // object created under it (OpenSSL tears it down last).
+        unsafe { (provctx as *const ProvCtx).as_ref() }
+    }
+}
+
+impl Drop for ProvCtx {
+    fn drop(&mut self) {
+        if !self.libctx.is_null() {
+            // SAFETY: created by OSSL_LIB_CTX_new_child and owned by us; the
+            // digest cache (which used it) is dropped after this, but it only
+            // frees fetched EVP_MDs, which hold their own references.
+            unsafe { ffi::OSSL_LIB_CTX_free(self.libctx) };
+        }
+    }
+}
+
+/// The pointer type OSSL_DISPATCH stores.
+type Generic = Option<unsafe extern "C" fn()>;
+
+struct CoreFns {
+    get_params: ffi::OSSL_FUNC_core_get_params_fn,
+    sink: ErrorSink,
+}
+
+/// # Safety
+/// `input` must be the core's dispatch table (terminated by id 0).
+unsafe fn read_core(handle: *const ffi::OSSL_CORE_HANDLE, input: *const OSSL_DISPATCH) -> CoreFns {
+    let mut fns = CoreFns {
+        get_params: None,
+        sink: ErrorSink {
+            handle,
+            new_error: None,
+            set_error_debug: None,
+            vset_error: None,
+        },
+    };
+    let mut cur = input;
+    // SAFETY: walking the core's terminated table; each pointer is cast back
+    // to the typedef OpenSSL documents for its id.
+    unsafe {
+        while !cur.is_null() && (*cur).function_id != 0 {
+            let f = (*cur).function;
+            match (*cur).function_id as u32 {
+                ffi::OSSL_FUNC_CORE_GET_PARAMS => {
+                    fns.get_params =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_get_params_fn>(f)
+                }
+                ffi::OSSL_FUNC_CORE_NEW_ERROR => {
+                    fns.sink.new_error =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_new_error_fn>(f)
+                }
+                ffi::OSSL_FUNC_CORE_SET_ERROR_DEBUG => {
+                    fns.sink.set_error_debug =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_set_error_debug_fn>(f)
+                }
+                ffi::OSSL_FUNC_CORE_VSET_ERROR => {
+                    fns.sink.vset_error =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_vset_error_fn>(f)
+                }
+                _ => {}
+            }
+            cur = cur.add(1);
+        }
+    }
+    fns
+}
+
+/// Reads rustica's keys from its openssl.cnf section through the core.
+fn config_lookup(core: &CoreFns, key: &str) -> Option<String> {
+    let get = core.get_params?;
+    let ckey = CString::new(key).ok()?;
+    let mut value: *const c_char = ptr::null();
+    let mut req = [
+        OSSL_PARAM {
+            key: ckey.as_ptr(),
+            data_type: ffi::OSSL_PARAM_UTF8_PTR,
+            data: &mut value as *mut *const c_char as *mut c_void,
+            data_size: std::mem::size_of::<*const c_char>(),
+            return_size: usize::MAX,
+        },
+        END,
+    ];
+    // SAFETY: the request array is terminated and its data points at a
+    // local pointer the core fills with a string it owns.
+    let ok = unsafe { get(core.sink.handle, req.as_mut_ptr()) } == 1;
+    if !ok || value.is_null() || req[0].return_size == usize::MAX {
+        return None;
+    }
+    // SAFETY: the core returned a NUL-terminated config value.
+    Some(
+        unsafe { CStr::from_ptr(value) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// The entry point OpenSSL calls when it loads rustica.so.
+///
+/// # Safety
+/// Called by OpenSSL with a valid handle, the core dispatch table and two
+/// writable out pointers.
+#[no_mangle]
+pub unsafe extern "C" fn OSSL_provider_init(
+    handle: *const ffi::OSSL_CORE_HANDLE,
+    input: *const OSSL_DISPATCH,
+    out: *mut *const OSSL_DISPATCH,
+    provctx: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: `input` is the core's table (OpenSSL's contract for this call).
+    let core = unsafe { read_core(handle, input) };
+    let sink = core.sink;
+    let init = || -> Result<c_int> {
+        if out.is_null() || provctx.is_null() {
+            return Err(Error::new(Reason::Internal, "NULL output pointers"));
+        }
+        let config = Config::load(|k| config_lookup(&core, k))?;
+        if config.backend == BackendChoice::Libica {
+            return Err(Error::new(
+                Reason::Config,
+                "backend = libica was requested, but this build of rustica has no libica \
+                 backend yet; use backend = auto or software",
+            ));
+        }
+        // SAFETY: handle and input are the core's, as OSSL_LIB_CTX_new_child requires.
+        let libctx = unsafe { ffi::OSSL_LIB_CTX_new_child(handle, input) };
+        if libctx.is_null() {
+            return Err(Error::new(
+                Reason::Internal,
+                "cannot create a child library context",
+            ));
+        }
+        let ctx = Box::new(ProvCtx {
+            sink,
+            libctx,
+            config,
+            digests: DigestCache::new(libctx),
+        });
+        // SAFETY: both out pointers were checked non-NULL above.
+        unsafe {
+            *provctx = Box::into_raw(ctx) as *mut c_void;
+            *out = PROVIDER_DISPATCH.as_ptr();
+        }
+        Ok(1)
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(init)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            sink.raise(&e);
+            0
+        }
+        Err(_) => {
+            sink.raise(&Error::new(
+                Reason::Internal,
+                "internal error during initialisation",
+            ));
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn teardown(provctx: *mut c_void) {
+    quiet((), || {
+        if !provctx.is_null() {
+            // SAFETY: provctx is the Box OSSL_provider_init leaked; OpenSSL
+            // calls teardown once, after every object under it is freed.
+            drop(unsafe { Box::from_raw(provctx as *mut ProvCtx) });
+        }
+    })
+}
+
+const BACKEND_PARAM: &[u8] = b"backend\0";
+
+static PROVIDER_PARAMS: ParamTable<6> = ParamTable([
+    param(ffi::OSSL_PROV_PARAM_NAME, UTF8),
+    param(ffi::OSSL_PROV_PARAM_VERSION, UTF8),
+    param(ffi::OSSL_PROV_PARAM_BUILDINFO, UTF8),
+    param(ffi::OSSL_PROV_PARAM_STATUS, params::INT),
+    param(BACKEND_PARAM, UTF8),
+    END,
+]);
+
+unsafe extern "C" fn gettable_params(_provctx: *mut c_void) -> *const OSSL_PARAM {
+    PROVIDER_PARAMS.as_ptr()
+}
+
+const VERSION: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(s) => s,
+        Err(_) => panic!("version string"),
+    };
+
+fn buildinfo() -> &'static CStr {
+    static INFO: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
+    INFO.get_or_init(|| {
+        // SAFETY: OpenSSL_version returns a static string.
+        let ossl =
+            unsafe { CStr::from_ptr(openssl_sys::OpenSSL_version(openssl_sys::OPENSSL_VERSION)) };
+        CString::new(format!(
+            "rustica {} (Rust RSA provider; running on {})",
+            env!("CARGO_PKG_VERSION"),
+            ossl.to_string_lossy()
+        ))
+        .unwrap_or_default()
+    })
+}
+
+unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c_int {
+    // SAFETY: provctx is ours (or NULL).
+    let prov = unsafe { ProvCtx::from_ptr(provctx) };
+    guard(prov, 0, || {
+        // SAFETY: `out` is the caller's terminated, writable array.
+        unsafe {
+            if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_NAME) {
+                params::set_static_str(p, c"rustica")?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_VERSION) {
+                params::set_static_str(p, VERSION)?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_BUILDINFO) {
+                params::set_static_str(p, buildinfo())?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_STATUS) {
+                params::set_int(p, 1)?;
+            }
+            if let Some(p) = params::find_mut(out, BACKEND_PARAM) {
+                let name = prov.map_or(c"software", |p| p.backend_name());
+                params::set_static_str(p, name)?;
+            }
+        }
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn query_operation(
+    _provctx: *mut c_void,
+    operation_id: c_int,
+    no_cache: *mut c_int,
+) -> *const OSSL_ALGORITHM {
+    quiet(ptr::null(), || {
+        if !no_cache.is_null() {
+            // SAFETY: OpenSSL passes a writable flag.
+            unsafe { *no_cache = 0 };
+        }
+        match operation_id as u32 {
+            ffi::OSSL_OP_KEYMGMT => keymgmt::ALGORITHMS.as_ptr(),
+            ffi::OSSL_OP_SIGNATURE => signature::ALGORITHMS.as_ptr(),
+            ffi::OSSL_OP_ASYM_CIPHER => asym_cipher::ALGORITHMS.as_ptr(),
+            _ => ptr::null(),
+        }
+    })
+}
+
+unsafe extern "C" fn get_reason_strings(_provctx: *mut c_void) -> *const ffi::OSSL_ITEM {
+    REASON_STRINGS.as_ptr()
+}
+
+static PROVIDER_DISPATCH: [OSSL_DISPATCH; 6] = [
+    dispatch!(
+        ffi::OSSL_FUNC_PROVIDER_TEARDOWN,
+        ffi::OSSL_FUNC_provider_teardown_fn,
+        teardown
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_PROVIDER_GETTABLE_PARAMS,
+        ffi::OSSL_FUNC_provider_gettable_params_fn,
+        gettable_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_PROVIDER_GET_PARAMS,
+        ffi::OSSL_FUNC_provider_get_params_fn,
+        get_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_PROVIDER_QUERY_OPERATION,
+        ffi::OSSL_FUNC_provider_query_operation_fn,
+        query_operation
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_PROVIDER_GET_REASON_STRINGS,
+        ffi::OSSL_FUNC_provider_get_reason_strings_fn,
+        get_reason_strings
+    ),
+    DISPATCH_END,
+];
+
+/// The configuration keys rustica understands, for documentation and tools.
+pub fn config_keys() -> &'static [&'static str] {
+    &KEYS
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what building and testing rustica needs on Debian 12, once.
+# Safe to run repeatedly: it only installs what is missing.
+set -euo pipefail
+need=()
+for pkg in libclang-dev libssl-dev openssl pkg-config gcc; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${need[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "setup: cargo is required (https://rustup.rs)" >&2; exit 1; }

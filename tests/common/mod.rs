@@ -1,0 +1,276 @@
+//! Shared plumbing for the end-to-end tests: every test drives the stock
+//! `openssl` command with rustica loaded (or not), in a private directory
+//! with a private statistics file, and reads rustica's counters to prove
+//! who did the work.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub use ibmca_shim::stats::{self, Backend, Op, Snapshot};
+
+/// The directory holding `rustica.so`: $RUSTICA_MODULE_DIR, else a copy of
+/// the cdylib cargo built for this test run, renamed as OpenSSL expects.
+pub fn module_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Ok(dir) = std::env::var("RUSTICA_MODULE_DIR") {
+            return PathBuf::from(dir);
+        }
+        // target/<profile>/deps/<test binary> -> target/<profile>
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
+        let built = profile_dir.join("librustica.so");
+        assert!(
+            built.exists(),
+            "{} is missing: run scripts/test.sh (or cargo build) first",
+            built.display()
+        );
+        // `cargo test` rebuilds only the rlib the tests link; refuse to test
+        // a cdylib older than it.
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let newest_rlib = std::fs::read_dir(profile_dir.join("deps"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("librustica-") && n.ends_with(".rlib"))
+            })
+            .filter_map(|p| modified(&p))
+            .max();
+        if let (Some(rlib), Some(so)) = (newest_rlib, modified(&built)) {
+            assert!(
+                so + std::time::Duration::from_secs(5) >= rlib,
+                "{} is older than the code under test: run scripts/test.sh (or cargo build) first",
+                built.display()
+            );
+        }
+        let dir = profile_dir.join("test-modules");
+        std::fs::create_dir_all(&dir).expect("module dir");
+        let dest = dir.join("rustica.so");
+        // Copy under a temporary name and rename, so parallel test binaries
+        // never load a half-written module.
+        let tmp = dir.join(format!("rustica.so.{}", std::process::id()));
+        std::fs::copy(&built, &tmp).expect("copy module");
+        std::fs::rename(&tmp, &dest).expect("place module");
+        dir
+    })
+}
+
+pub fn module_path() -> PathBuf {
+    module_dir().join("rustica.so")
+}
+
+/// How an openssl process is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Stock OpenSSL, default provider only (config written by the test).
+    Default,
+    /// rustica by openssl.cnf with `default_properties = ?provider=rustica`.
+    RusticaConfig,
+    /// rustica by command-line flags (the caller adds -propquery where the
+    /// subcommand has it).
+    RusticaFlags,
+}
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+    stats_path: PathBuf,
+    default_conf: PathBuf,
+    rustica_conf: PathBuf,
+}
+
+pub const PROPQ: &str = "?provider=rustica";
+
+impl Lab {
+    pub fn new() -> Lab {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stats_path = dir.path().join("stats");
+        let default_conf = dir.path().join("default.cnf");
+        let rustica_conf = dir.path().join("rustica.cnf");
+        std::fs::write(
+            &default_conf,
+            "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n\
+             [provider_sect]\ndefault = default_sect\n[default_sect]\nactivate = 1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &rustica_conf,
+            format!(
+                "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n\
+                 alg_section = evp_properties\n[provider_sect]\ndefault = default_sect\n\
+                 rustica = rustica_sect\n[default_sect]\nactivate = 1\n[rustica_sect]\n\
+                 module = {}\nactivate = 1\n[evp_properties]\ndefault_properties = {PROPQ}\n",
+                module_path().display()
+            ),
+        )
+        .unwrap();
+        Lab {
+            dir,
+            stats_path,
+            default_conf,
+            rustica_conf,
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn p(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    pub fn command(&self, side: Side, args: &[&str]) -> Command {
+        let mut cmd = Command::new("openssl");
+        cmd.current_dir(self.dir.path());
+        cmd.env("RUSTICA_STATS_PATH", &self.stats_path);
+        cmd.env_remove("RUSTICA_BACKEND");
+        cmd.env_remove("RUSTICA_DEBUG");
+        match side {
+            Side::Default => {
+                cmd.env("OPENSSL_CONF", &self.default_conf);
+                cmd.args(args);
+            }
+            Side::RusticaConfig => {
+                cmd.env("OPENSSL_CONF", &self.rustica_conf);
+                cmd.args(args);
+            }
+            Side::RusticaFlags => {
+                cmd.env("OPENSSL_CONF", &self.default_conf);
+                let (sub, rest) = args.split_first().expect("subcommand");
+                cmd.arg(sub);
+                cmd.args([
+                    "-provider-path",
+                    module_dir().to_str().unwrap(),
+                    "-provider",
+                    "rustica",
+                    "-provider",
+                    "default",
+                ]);
+                cmd.args(rest);
+            }
+        }
+        cmd
+    }
+
+    pub fn run(&self, side: Side, args: &[&str]) -> Output {
+        self.command(side, args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run openssl")
+    }
+
+    /// Runs and requires success, returning stdout.
+    pub fn ok(&self, side: Side, args: &[&str]) -> String {
+        let out = self.run(side, args);
+        assert!(
+            out.status.success(),
+            "openssl {args:?} ({side:?}) failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs and requires failure, returning stdout + stderr.
+    pub fn fails(&self, side: Side, args: &[&str]) -> String {
+        let out = self.run(side, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !out.status.success(),
+            "openssl {args:?} ({side:?}) unexpectedly succeeded:\n{text}"
+        );
+        text
+    }
+
+    pub fn stats(&self) -> Snapshot {
+        stats::snapshot(&self.stats_path).expect("read statistics")
+    }
+
+    /// Counts rustica's completed operations of `op` (any backend but failed).
+    pub fn done(&self, op: Op) -> u64 {
+        let s = self.stats();
+        s.total(op) - s.get(op, Backend::Failed)
+    }
+
+    pub fn write(&self, name: &str, data: &[u8]) -> String {
+        std::fs::write(self.path(name), data).unwrap();
+        self.p(name)
+    }
+
+    pub fn read(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.path(name)).unwrap()
+    }
+
+    /// Generates an RSA key with rustica and proves rustica generated it.
+    pub fn genkey(&self, bits: u32, name: &str) -> String {
+        let before = self.done(Op::Keygen);
+        let bits_opt = format!("rsa_keygen_bits:{bits}");
+        self.ok(
+            Side::RusticaFlags,
+            &[
+                "genpkey",
+                "-propquery",
+                PROPQ,
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                &bits_opt,
+                "-out",
+                name,
+            ],
+        );
+        assert_eq!(
+            self.done(Op::Keygen),
+            before + 1,
+            "rustica did not count the key generation"
+        );
+        self.p(name)
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when dropped (servers in tests).
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("server on port {port} did not start");
+}
+
+/// Committed keys of the sizes too slow to generate on every run.
+pub fn fixture(bits: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/private-{bits}.pem"))
+}

@@ -1,0 +1,340 @@
+//! rustica encrypts and decrypts for the stock openssl command: PKCS#1
+//! v1.5, OAEP and raw RSA across providers, TLS 1.2 RSA key exchange, and
+//! refusals of bad input, proven by rustica's counters.
+
+mod common;
+
+use common::*;
+
+const SECRET: &[u8] = b"the rustica secret: 32 bytes!!!!";
+
+fn round_trips(lab: &Lab, key: &str, pubkey: &str, opts: &[&str], tag: &str) {
+    let plain = lab.write("plain.bin", SECRET);
+    let to_b = format!("to-rustica-{tag}.bin");
+    let to_a = format!("to-default-{tag}.bin");
+
+    // Encrypted by the default provider, decrypted by rustica.
+    let mut args = vec![
+        "pkeyutl", "-encrypt", "-pubin", "-inkey", pubkey, "-in", &plain, "-out", &to_b,
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::Default, &args);
+    let before = lab.done(Op::Decrypt);
+    let mut args = vec![
+        "pkeyutl",
+        "-decrypt",
+        "-propquery",
+        PROPQ,
+        "-inkey",
+        key,
+        "-in",
+        &to_b,
+        "-out",
+        "back-b.bin",
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::RusticaFlags, &args);
+    assert_eq!(
+        lab.done(Op::Decrypt),
+        before + 1,
+        "{tag}: decryption not counted"
+    );
+    assert_eq!(lab.read("back-b.bin"), SECRET, "{tag}");
+
+    // Encrypted by rustica, decrypted by the default provider.
+    let before = lab.done(Op::Encrypt);
+    let mut args = vec![
+        "pkeyutl",
+        "-encrypt",
+        "-propquery",
+        PROPQ,
+        "-pubin",
+        "-inkey",
+        pubkey,
+        "-in",
+        &plain,
+        "-out",
+        &to_a,
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::RusticaFlags, &args);
+    assert_eq!(
+        lab.done(Op::Encrypt),
+        before + 1,
+        "{tag}: encryption not counted"
+    );
+    let mut args = vec![
+        "pkeyutl",
+        "-decrypt",
+        "-inkey",
+        key,
+        "-in",
+        &to_a,
+        "-out",
+        "back-a.bin",
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::Default, &args);
+    assert_eq!(lab.read("back-a.bin"), SECRET, "{tag}");
+}
+
+fn all_paddings(bits: u32, key: Option<std::path::PathBuf>) {
+    let lab = Lab::new();
+    let key = match key {
+        Some(k) => {
+            std::fs::copy(k, lab.path("k.pem")).unwrap();
+            lab.p("k.pem")
+        }
+        None => lab.genkey(bits, "k.pem"),
+    };
+    let pubkey = lab.p("pub.pem");
+    lab.ok(
+        Side::Default,
+        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
+    );
+    round_trips(
+        &lab,
+        &key,
+        &pubkey,
+        &["-pkeyopt", "rsa_padding_mode:pkcs1"],
+        "pkcs1",
+    );
+    round_trips(
+        &lab,
+        &key,
+        &pubkey,
+        &["-pkeyopt", "rsa_padding_mode:oaep"],
+        "oaep-sha1",
+    );
+    round_trips(
+        &lab,
+        &key,
+        &pubkey,
+        &[
+            "-pkeyopt",
+            "rsa_padding_mode:oaep",
+            "-pkeyopt",
+            "rsa_oaep_md:sha256",
+            "-pkeyopt",
+            "rsa_mgf1_md:sha256",
+        ],
+        "oaep-sha256",
+    );
+    if bits >= 2048 {
+        round_trips(
+            &lab,
+            &key,
+            &pubkey,
+            &[
+                "-pkeyopt",
+                "rsa_padding_mode:oaep",
+                "-pkeyopt",
+                "rsa_oaep_md:sha512",
+                "-pkeyopt",
+                "rsa_oaep_label:0011223344",
+            ],
+            "oaep-sha512-label",
+        );
+    }
+}
+
+#[test]
+fn encrypt_decrypt_1024() {
+    all_paddings(1024, None);
+}
+
+#[test]
+fn encrypt_decrypt_2048() {
+    all_paddings(2048, None);
+}
+
+#[test]
+fn encrypt_decrypt_3072() {
+    all_paddings(3072, None);
+}
+
+#[test]
+fn encrypt_decrypt_4096() {
+    all_paddings(4096, None);
+}
+
+#[test]
+fn encrypt_decrypt_15360_fixture() {
+    all_paddings(15360, Some(fixture(15360)));
+}
+
+#[test]
+fn raw_rsa_round_trips() {
+    let lab = Lab::new();
+    let key = lab.genkey(1024, "k.pem");
+    let mut block = vec![0u8; 128];
+    block[1..33].copy_from_slice(SECRET);
+    let block = lab.write("block.bin", &block);
+    lab.ok(
+        Side::RusticaFlags,
+        &[
+            "pkeyutl",
+            "-encrypt",
+            "-propquery",
+            PROPQ,
+            "-inkey",
+            &key,
+            "-in",
+            &block,
+            "-pkeyopt",
+            "rsa_padding_mode:none",
+            "-out",
+            "c.bin",
+        ],
+    );
+    lab.ok(
+        Side::RusticaFlags,
+        &[
+            "pkeyutl",
+            "-decrypt",
+            "-propquery",
+            PROPQ,
+            "-inkey",
+            &key,
+            "-in",
+            "c.bin",
+            "-pkeyopt",
+            "rsa_padding_mode:none",
+            "-out",
+            "m.bin",
+        ],
+    );
+    assert_eq!(lab.read("m.bin"), lab.read("block.bin"));
+    assert_eq!(lab.done(Op::Encrypt), 1);
+    assert_eq!(lab.done(Op::Decrypt), 1);
+}
+
+#[test]
+fn bad_ciphertexts_and_parameters_are_refused() {
+    let lab = Lab::new();
+    let key = lab.genkey(1024, "k.pem");
+    let decrypt = |input: &str, extra: &[&str]| {
+        let mut args = vec![
+            "pkeyutl",
+            "-decrypt",
+            "-propquery",
+            PROPQ,
+            "-inkey",
+            &key,
+            "-in",
+            input,
+        ];
+        args.extend_from_slice(extra);
+        lab.fails(Side::RusticaFlags, &args)
+    };
+    let long = lab.write("long.bin", &[1u8; 129]);
+    let out = decrypt(&long, &[]);
+    assert!(out.contains("longer than the 128-byte modulus"), "{out}");
+    let big = lab.write("big.bin", &[0xffu8; 128]);
+    let out = decrypt(&big, &[]);
+    assert!(out.contains("modulus"), "{out}");
+    let empty = lab.write("empty.bin", &[]);
+    let out = decrypt(&empty, &[]);
+    assert!(out.contains("rustica"), "{out}");
+    // A valid-size ciphertext of random garbage fails the padding check.
+    let junk = lab.write("junk.bin", &[&[0u8][..], &[0x42u8; 127]].concat());
+    let out = decrypt(&junk, &[]);
+    assert!(out.contains("padding check failed"), "{out}");
+    let out = decrypt(
+        &junk,
+        &[
+            "-pkeyopt",
+            "rsa_padding_mode:pkcs1",
+            "-pkeyopt",
+            "rsa_oaep_label:00",
+        ],
+    );
+    assert!(out.contains("OAEP label"), "{out}");
+    let out = decrypt(
+        &junk,
+        &[
+            "-pkeyopt",
+            "rsa_padding_mode:oaep",
+            "-pkeyopt",
+            "rsa_oaep_md:md4",
+        ],
+    );
+    assert!(out.contains("md4"), "{out}");
+}
+
+#[test]
+fn tls12_rsa_key_exchange_decrypts_on_rustica() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "private-2048.pem");
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            &key,
+            "-subj",
+            "/CN=localhost",
+            "-sha256",
+            "-out",
+            "cert.pem",
+        ],
+    );
+    let port = free_port();
+    let accept = port.to_string();
+    let server = lab
+        .command(
+            Side::RusticaConfig,
+            &[
+                "s_server",
+                "-accept",
+                &accept,
+                "-cert",
+                "cert.pem",
+                "-key",
+                &key,
+                "-www",
+                "-quiet",
+                "-cipher",
+                "AES128-GCM-SHA256",
+            ],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Server(server);
+    wait_for_port(port);
+    let before = lab.done(Op::Decrypt);
+    let connect = format!("127.0.0.1:{port}");
+    let out = lab
+        .command(
+            Side::Default,
+            &[
+                "s_client",
+                "-connect",
+                &connect,
+                "-tls1_2",
+                "-cipher",
+                "AES128-GCM-SHA256",
+                "-brief",
+            ],
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("CONNECTION ESTABLISHED"), "{text}");
+    assert!(text.contains("AES128-GCM-SHA256"), "{text}");
+    assert_eq!(
+        lab.done(Op::Decrypt),
+        before + 1,
+        "the key exchange was not decrypted by rustica"
+    );
+}

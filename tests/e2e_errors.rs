@@ -1,0 +1,193 @@
+//! Bad input through the stock openssl command: each case fails with a
+//! clear rustica error, nothing crashes, nothing is half-done.
+
+mod common;
+
+use common::*;
+
+fn genpkey_fails(lab: &Lab, opts: &[&str], expect: &str) {
+    let mut args = vec!["genpkey", "-propquery", PROPQ, "-algorithm", "RSA"];
+    args.extend_from_slice(opts);
+    args.extend_from_slice(&["-out", "never.pem"]);
+    let before = lab.stats().total(Op::Keygen);
+    let out = lab.fails(Side::RusticaFlags, &args);
+    assert!(
+        out.contains(expect),
+        "{opts:?}: expected '{expect}' in:\n{out}"
+    );
+    assert!(!lab.path("never.pem").exists() || lab.read("never.pem").is_empty());
+    assert_eq!(
+        lab.stats().total(Op::Keygen),
+        before,
+        "{opts:?}: a key was generated"
+    );
+}
+
+#[test]
+fn provider_lists_its_parameters() {
+    let lab = Lab::new();
+    let out = lab.ok(Side::RusticaFlags, &["list", "-providers", "-verbose"]);
+    assert!(out.contains("rustica"), "{out}");
+    assert!(out.contains("status: active"), "{out}");
+    // NULL-context gettable/settable queries from `list -verbose` must work.
+    let out = lab.ok(
+        Side::RusticaFlags,
+        &["list", "-verbose", "-signature-algorithms", "-key-managers"],
+    );
+    assert!(out.contains("@ rustica"), "{out}");
+}
+
+#[test]
+fn keygen_rejects_bad_sizes_and_exponents() {
+    let lab = Lab::new();
+    genpkey_fails(
+        &lab,
+        &["-pkeyopt", "rsa_keygen_bits:256"],
+        "below the minimum of 512",
+    );
+    genpkey_fails(
+        &lab,
+        &["-pkeyopt", "rsa_keygen_bits:20000"],
+        "above the maximum of 16384",
+    );
+    genpkey_fails(
+        &lab,
+        &["-pkeyopt", "rsa_keygen_pubexp:65536"],
+        "must be odd",
+    );
+    genpkey_fails(
+        &lab,
+        &["-pkeyopt", "rsa_keygen_pubexp:1"],
+        "must be odd and at least 3",
+    );
+    genpkey_fails(&lab, &["-pkeyopt", "rsa_keygen_primes:3"], "only 2");
+}
+
+#[test]
+fn unknown_digest_is_refused() {
+    let lab = Lab::new();
+    let key = lab.genkey(1024, "k.pem");
+    let input = lab.write("in.bin", &[1; 32]);
+    let out = lab.fails(
+        Side::RusticaFlags,
+        &[
+            "pkeyutl",
+            "-sign",
+            "-propquery",
+            PROPQ,
+            "-inkey",
+            &key,
+            "-in",
+            &input,
+            "-pkeyopt",
+            "digest:md4",
+        ],
+    );
+    assert!(out.contains("rustica") && out.contains("md4"), "{out}");
+}
+
+#[test]
+fn pss_salt_too_long_for_the_key_is_refused() {
+    let lab = Lab::new();
+    let key = lab.genkey(1024, "k.pem");
+    let doc = lab.write("doc.txt", b"salt");
+    let before = lab.stats().total(Op::Sign);
+    let out = lab.fails(
+        Side::RusticaConfig,
+        &[
+            "dgst",
+            "-sha256",
+            "-sign",
+            &key,
+            "-sigopt",
+            "rsa_padding_mode:pss",
+            "-sigopt",
+            "rsa_pss_saltlen:200",
+            &doc,
+        ],
+    );
+    assert!(out.contains("too large for a 1024-bit key"), "{out}");
+    assert_eq!(lab.stats().total(Op::Sign), before);
+}
+
+#[test]
+fn raw_input_not_below_the_modulus_is_refused() {
+    let lab = Lab::new();
+    // 512 bits: the modulus is 64 bytes, the most pkeyutl signs without -rawin.
+    let key = lab.genkey(512, "k.pem");
+    let raw = |input: &str| {
+        vec![
+            "pkeyutl".to_string(),
+            "-sign".into(),
+            "-propquery".into(),
+            PROPQ.into(),
+            "-inkey".into(),
+            key.clone(),
+            "-in".into(),
+            input.to_string(),
+            "-pkeyopt".into(),
+            "rsa_padding_mode:none".into(),
+        ]
+    };
+    let big = lab.write("big.bin", &[0xff; 64]);
+    let args = raw(&big);
+    let out = lab.fails(
+        Side::RusticaFlags,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(
+        out.contains("rustica") && out.contains("not smaller than the modulus"),
+        "{out}"
+    );
+    let short = lab.write("short.bin", &[0x01; 40]);
+    let args = raw(&short);
+    let out = lab.fails(
+        Side::RusticaFlags,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(out.contains("exactly 64 bytes"), "{out}");
+    // A value below n round-trips through raw sign and recover.
+    let mut small = vec![0x00; 64];
+    small[63] = 7;
+    let small = lab.write("small.bin", &small);
+    let mut args = raw(&small);
+    args.extend(["-out".to_string(), "raw.sig".to_string()]);
+    lab.ok(
+        Side::RusticaFlags,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    lab.ok(
+        Side::Default,
+        &[
+            "pkeyutl",
+            "-verifyrecover",
+            "-inkey",
+            &key,
+            "-in",
+            "raw.sig",
+            "-pkeyopt",
+            "rsa_padding_mode:none",
+            "-out",
+            "back.bin",
+        ],
+    );
+    assert_eq!(lab.read("back.bin"), lab.read("small.bin"));
+    // The private operation refuses a value >= n on decryption too.
+    let big = lab.write("big.bin", &[0xff; 64]);
+    let out = lab.fails(
+        Side::RusticaFlags,
+        &[
+            "pkeyutl",
+            "-decrypt",
+            "-propquery",
+            PROPQ,
+            "-inkey",
+            &key,
+            "-in",
+            &big,
+            "-pkeyopt",
+            "rsa_padding_mode:none",
+        ],
+    );
+    assert!(out.contains("not smaller than the modulus"), "{out}");
+}

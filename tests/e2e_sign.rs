@@ -1,0 +1,464 @@
+//! rustica signs for the stock openssl command: key generation, dgst and
+//! pkeyutl signatures (PKCS#1 v1.5 and PSS) across providers, certificates,
+//! TLS and `openssl speed`, each proven by rustica's counters.
+
+mod common;
+
+use common::*;
+
+const DOC: &str = "document.bin";
+
+fn document(lab: &Lab) -> String {
+    // Deterministic content; the lab signs a 3 MiB file.
+    let data: Vec<u8> = (0..3 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    lab.write(DOC, &data)
+}
+
+/// Signs and verifies with `dgst` in both directions for one key.
+fn dgst_both_ways(lab: &Lab, key: &str, pubkey: &str, sigopts: &[&str], tag: &str) {
+    let doc = document(lab);
+    let sig_b = format!("sig-rustica-{tag}.bin");
+    let sig_a = format!("sig-default-{tag}.bin");
+
+    let before = lab.done(Op::Sign);
+    let mut args = vec!["dgst", "-sha256", "-sign", key, "-out", &sig_b];
+    args.extend_from_slice(sigopts);
+    args.push(&doc);
+    lab.ok(Side::RusticaConfig, &args);
+    assert_eq!(
+        lab.done(Op::Sign),
+        before + 1,
+        "{tag}: rustica did not count the signature"
+    );
+
+    // rustica's signature verifies under the default provider ...
+    let mut args = vec!["dgst", "-sha256", "-verify", pubkey, "-signature", &sig_b];
+    args.extend_from_slice(sigopts);
+    args.push(&doc);
+    let out = lab.ok(Side::Default, &args);
+    assert!(out.contains("Verified OK"), "{tag}: {out}");
+
+    // ... and the default provider's verifies under rustica.
+    let mut args = vec!["dgst", "-sha256", "-sign", key, "-out", &sig_a];
+    args.extend_from_slice(sigopts);
+    args.push(&doc);
+    lab.ok(Side::Default, &args);
+    let before = lab.done(Op::Verify);
+    let mut args = vec!["dgst", "-sha256", "-verify", pubkey, "-signature", &sig_a];
+    args.extend_from_slice(sigopts);
+    args.push(&doc);
+    let out = lab.ok(Side::RusticaConfig, &args);
+    assert!(out.contains("Verified OK"), "{tag}: {out}");
+    assert_eq!(
+        lab.done(Op::Verify),
+        before + 1,
+        "{tag}: rustica did not count the verification"
+    );
+}
+
+/// Corrupted, truncated and too-long signatures fail under rustica with a
+/// clear error. (pkeyutl, because `dgst -verify` reads only as many bytes
+/// as the modulus has and would never see a too-long signature.)
+fn bad_signatures(lab: &Lab, pubkey: &str, good_sig: &str, digest: &str) {
+    let sig = lab.read(good_sig);
+    let mut corrupted = sig.clone();
+    corrupted[sig.len() / 2] ^= 0x40;
+    let cases = [
+        ("corrupt.bin", corrupted, "signature does not match", 1),
+        ("short.bin", sig[1..].to_vec(), "does not match the", 0),
+        (
+            "long.bin",
+            [sig.clone(), vec![0]].concat(),
+            "does not match the",
+            0,
+        ),
+    ];
+    for (name, bytes, expect, primitive_calls) in cases {
+        let path = lab.write(name, &bytes);
+        let before = lab.stats().total(Op::Verify);
+        let out = lab.fails(
+            Side::RusticaFlags,
+            &[
+                "pkeyutl",
+                "-verify",
+                "-propquery",
+                PROPQ,
+                "-pubin",
+                "-inkey",
+                pubkey,
+                "-in",
+                digest,
+                "-sigfile",
+                &path,
+                "-pkeyopt",
+                "digest:sha256",
+            ],
+        );
+        assert!(
+            out.contains("Signature Verification Failure"),
+            "{name}: {out}"
+        );
+        assert!(
+            out.contains("rustica"),
+            "{name}: error does not come from rustica: {out}"
+        );
+        assert!(out.contains(expect), "{name}: expected '{expect}' in {out}");
+        // A wrong length never reaches the primitive; a corrupt one does.
+        assert_eq!(
+            lab.stats().total(Op::Verify) - before,
+            primitive_calls,
+            "{name}"
+        );
+    }
+}
+
+fn pkeyutl_both_ways(lab: &Lab, key: &str, pubkey: &str, opts: &[&str], tag: &str) {
+    // pkeyutl signs a precomputed digest.
+    let digest = lab.write(&format!("digest-{tag}.bin"), &[0x5a; 32]);
+    let sig_b = format!("pk-rustica-{tag}.bin");
+    let sig_a = format!("pk-default-{tag}.bin");
+
+    let before = lab.done(Op::Sign);
+    let mut args = vec![
+        "pkeyutl",
+        "-sign",
+        "-propquery",
+        PROPQ,
+        "-inkey",
+        key,
+        "-in",
+        &digest,
+        "-out",
+        &sig_b,
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::RusticaFlags, &args);
+    assert_eq!(
+        lab.done(Op::Sign),
+        before + 1,
+        "{tag}: pkeyutl signature not counted"
+    );
+
+    let mut args = vec![
+        "pkeyutl", "-verify", "-pubin", "-inkey", pubkey, "-in", &digest, "-sigfile", &sig_b,
+    ];
+    args.extend_from_slice(opts);
+    let out = lab.ok(Side::Default, &args);
+    assert!(
+        out.contains("Signature Verified Successfully"),
+        "{tag}: {out}"
+    );
+
+    let mut args = vec![
+        "pkeyutl", "-sign", "-inkey", key, "-in", &digest, "-out", &sig_a,
+    ];
+    args.extend_from_slice(opts);
+    lab.ok(Side::Default, &args);
+    let before = lab.done(Op::Verify);
+    let mut args = vec![
+        "pkeyutl",
+        "-verify",
+        "-propquery",
+        PROPQ,
+        "-pubin",
+        "-inkey",
+        pubkey,
+        "-in",
+        &digest,
+        "-sigfile",
+        &sig_a,
+    ];
+    args.extend_from_slice(opts);
+    let out = lab.ok(Side::RusticaFlags, &args);
+    assert!(
+        out.contains("Signature Verified Successfully"),
+        "{tag}: {out}"
+    );
+    assert_eq!(
+        lab.done(Op::Verify),
+        before + 1,
+        "{tag}: pkeyutl verification not counted"
+    );
+}
+
+fn certificates(lab: &Lab, bits: u32, key: &str) {
+    let cert = format!("mycert-{bits}.pem");
+    let before = lab.done(Op::Sign);
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            key,
+            "-subj",
+            "/C=FR/ST=France/L=Montpellier/CN=PSSC",
+            "-sha256",
+            "-days",
+            "365",
+            "-out",
+            &cert,
+        ],
+    );
+    assert_eq!(
+        lab.done(Op::Sign),
+        before + 1,
+        "certificate signature not counted"
+    );
+    let out = lab.ok(Side::Default, &["verify", "-CAfile", &cert, &cert]);
+    assert!(out.contains(": OK"), "{out}");
+}
+
+fn full_round(bits: u32, key: Option<std::path::PathBuf>) {
+    let lab = Lab::new();
+    let key = match key {
+        Some(k) => {
+            std::fs::copy(k, lab.path("private.pem")).unwrap();
+            lab.p("private.pem")
+        }
+        None => lab.genkey(bits, "private.pem"),
+    };
+    let out = lab.run(Side::Default, &["pkey", "-check", "-noout", "-in", &key]);
+    assert!(
+        out.status.success(),
+        "default provider rejects rustica's key: {out:?}"
+    );
+    let pubkey = lab.p("public.pem");
+    lab.ok(
+        Side::Default,
+        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
+    );
+
+    dgst_both_ways(&lab, &key, &pubkey, &[], "pkcs1");
+    dgst_both_ways(
+        &lab,
+        &key,
+        &pubkey,
+        &[
+            "-sigopt",
+            "rsa_padding_mode:pss",
+            "-sigopt",
+            "rsa_pss_saltlen:digest",
+        ],
+        "pss",
+    );
+    pkeyutl_both_ways(&lab, &key, &pubkey, &["-pkeyopt", "digest:sha256"], "pkcs1");
+    bad_signatures(
+        &lab,
+        &pubkey,
+        "pk-rustica-pkcs1.bin",
+        &lab.p("digest-pkcs1.bin"),
+    );
+    pkeyutl_both_ways(
+        &lab,
+        &key,
+        &pubkey,
+        &[
+            "-pkeyopt",
+            "rsa_padding_mode:pss",
+            "-pkeyopt",
+            "digest:sha256",
+            "-pkeyopt",
+            "rsa_pss_saltlen:32",
+        ],
+        "pss",
+    );
+    certificates(&lab, bits, &key);
+}
+
+#[test]
+fn rsa_1024() {
+    full_round(1024, None);
+}
+
+#[test]
+fn rsa_2048() {
+    full_round(2048, None);
+}
+
+#[test]
+fn rsa_3072() {
+    full_round(3072, None);
+}
+
+#[test]
+fn rsa_4096() {
+    full_round(4096, None);
+}
+
+#[test]
+fn rsa_7680_fixture() {
+    full_round(7680, Some(fixture(7680)));
+}
+
+#[test]
+fn rsa_15360_fixture() {
+    full_round(15360, Some(fixture(15360)));
+}
+
+#[test]
+fn new_key_certificate_is_generated_and_signed_by_rustica() {
+    let lab = Lab::new();
+    let (k0, s0) = (lab.done(Op::Keygen), lab.done(Op::Sign));
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "new.pem",
+            "-subj",
+            "/C=FR/ST=France/L=Montpellier/CN=PSSC",
+            "-sha256",
+            "-out",
+            "newcert.pem",
+        ],
+    );
+    assert_eq!(lab.done(Op::Keygen), k0 + 1);
+    assert_eq!(lab.done(Op::Sign), s0 + 1);
+    let out = lab.ok(
+        Side::Default,
+        &["verify", "-CAfile", "newcert.pem", "newcert.pem"],
+    );
+    assert!(out.contains(": OK"), "{out}");
+}
+
+#[test]
+fn every_supported_digest_signs_and_verifies_across_providers() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "k.pem");
+    let pubkey = lab.p("pub.pem");
+    lab.ok(
+        Side::Default,
+        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
+    );
+    let doc = lab.write("doc.txt", b"rustica digests");
+    for md in [
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha512-224",
+        "sha512-256",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+    ] {
+        let flag = format!("-{md}");
+        let sig = format!("{md}.sig");
+        let before = lab.done(Op::Sign);
+        lab.ok(
+            Side::RusticaConfig,
+            &["dgst", &flag, "-sign", &key, "-out", &sig, &doc],
+        );
+        assert_eq!(lab.done(Op::Sign), before + 1, "{md}");
+        let out = lab.ok(
+            Side::Default,
+            &["dgst", &flag, "-verify", &pubkey, "-signature", &sig, &doc],
+        );
+        assert!(out.contains("Verified OK"), "{md}: {out}");
+    }
+}
+
+fn tls_handshake(lab: &Lab, key: &str, cert: &str, client_args: &[&str]) {
+    let port = free_port();
+    let accept = port.to_string();
+    let server = lab
+        .command(
+            Side::RusticaConfig,
+            &[
+                "s_server", "-accept", &accept, "-cert", cert, "-key", key, "-www", "-quiet",
+            ],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start s_server");
+    let _server = Server(server);
+    wait_for_port(port);
+    let before = lab.done(Op::Sign);
+    let connect = format!("127.0.0.1:{port}");
+    let mut args = vec!["s_client", "-connect", &connect, "-brief"];
+    args.extend_from_slice(client_args);
+    let mut client = lab
+        .command(Side::Default, &args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = client.stdin.take().unwrap();
+        let _ = stdin.write_all(b"GET / HTTP/1.0\r\n\r\n");
+    }
+    let out = client.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("CONNECTION ESTABLISHED"),
+        "{client_args:?}: {text}"
+    );
+    assert!(
+        lab.done(Op::Sign) > before,
+        "{client_args:?}: the server's signature was not made by rustica"
+    );
+}
+
+#[test]
+fn tls_server_signs_with_rustica() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "private-2048.pem");
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            &key,
+            "-subj",
+            "/CN=localhost",
+            "-sha256",
+            "-out",
+            "mycert-2048.pem",
+        ],
+    );
+    let cert = lab.p("mycert-2048.pem");
+    tls_handshake(&lab, &key, &cert, &["-tls1_3"]);
+    tls_handshake(
+        &lab,
+        &key,
+        &cert,
+        &["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"],
+    );
+}
+
+#[test]
+fn openssl_speed_runs_on_rustica_under_config() {
+    let lab = Lab::new();
+    let before = lab.done(Op::Sign);
+    let out = lab.ok(Side::RusticaConfig, &["speed", "-seconds", "1", "rsa2048"]);
+    assert!(out.contains("rsa 2048"), "{out}");
+    let signed = lab.done(Op::Sign) - before;
+    assert!(
+        signed > 10,
+        "speed rsa2048 signed only {signed} times on rustica"
+    );
+    assert!(
+        lab.done(Op::Verify) > 10,
+        "speed's verifications were not counted"
+    );
+}
