@@ -254,6 +254,52 @@ fn import_refuses_malformed_keys_with_a_reason() {
     assert!(errors().contains("public exponent"));
 }
 
+/// Signs a SHA-256-sized digest with `pkey` on rustica; returns the signature.
+fn sign_digest(ctx: &Ctx, pkey: *mut c_void, digest: &[u8; 32]) -> Vec<u8> {
+    // SAFETY: valid context and key; the buffer is sized by a NULL query.
+    unsafe {
+        let c = EVP_PKEY_CTX_new_from_pkey(ctx.0, pkey, c"provider=rustica".as_ptr());
+        assert_eq!(EVP_PKEY_sign_init(c), 1, "{}", errors());
+        let mut len = 0usize;
+        assert_eq!(
+            EVP_PKEY_sign(c, ptr::null_mut(), &mut len, digest.as_ptr(), digest.len()),
+            1
+        );
+        let mut sig = vec![0u8; len];
+        assert_eq!(
+            EVP_PKEY_sign(c, sig.as_mut_ptr(), &mut len, digest.as_ptr(), digest.len()),
+            1,
+            "{}",
+            errors()
+        );
+        sig.truncate(len);
+        EVP_PKEY_CTX_free(c);
+        sig
+    }
+}
+
+#[test]
+fn a_key_with_only_n_e_d_signs_like_the_full_key() {
+    let lab = Lab::new();
+    let ctx = Ctx::with_rustica();
+    let a = key_parts(&lab, "a.pem");
+    let full = ctx.import(&a).unwrap();
+    let bare = ctx
+        .import(&a[..3])
+        .expect("import n, e, d without CRT parts");
+    let digest = [0x3cu8; 32];
+    // PKCS#1 v1.5 is deterministic: both keys must give the same bytes.
+    assert_eq!(
+        sign_digest(&ctx, full, &digest),
+        sign_digest(&ctx, bare, &digest)
+    );
+    // SAFETY: keys created above.
+    unsafe {
+        EVP_PKEY_free(full);
+        EVP_PKEY_free(bare);
+    }
+}
+
 #[test]
 fn the_signing_context_belongs_to_rustica() {
     let lab = Lab::new();
