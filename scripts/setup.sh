@@ -3,7 +3,8 @@
 # Safe to run repeatedly: it only installs what is missing.
 set -euo pipefail
 need=()
-for pkg in libclang-dev libssl-dev openssl pkg-config gcc; do
+# nginx-light, curl and python3 are peers of the system-wide tests.
+for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -82,7 +82,10 @@ mod tests {
 
     #[test]
     fn empty_table_names_every_op_and_backend() {
-        let t = table(Path::new("/nonexistent/rustica-stats"), &Snapshot::default());
+        let t = table(
+            Path::new("/nonexistent/rustica-stats"),
+            &Snapshot::default(),
+        );
         assert!(t.contains("no counters file yet"));
         for op in Op::ALL {
             assert!(t.contains(op.name()), "{t}");

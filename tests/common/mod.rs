@@ -63,6 +63,22 @@ pub fn module_dir() -> &'static Path {
     })
 }
 
+/// The `rustica` command built beside the test binaries.
+pub fn rustica_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("rustica");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/test.sh (or cargo build --workspace) first",
+        bin.display()
+    );
+    bin
+}
+
 pub fn module_path() -> PathBuf {
     module_dir().join("rustica.so")
 }
@@ -84,6 +100,8 @@ pub struct Lab {
     stats_path: PathBuf,
     default_conf: PathBuf,
     rustica_conf: PathBuf,
+    /// Extra environment for every command (see [`Lab::with_rustica`]).
+    env: Vec<(String, String)>,
 }
 
 pub const PROPQ: &str = "?provider=rustica";
@@ -116,7 +134,28 @@ impl Lab {
             stats_path,
             default_conf,
             rustica_conf,
+            env: Vec::new(),
         }
+    }
+
+    /// A lab whose rustica section of openssl.cnf also holds `keys`
+    /// (e.g. `backend = libica`), and whose commands all run with `env`
+    /// set (after the lab's own environment, so it may set RUSTICA_BACKEND
+    /// or RUSTICA_DEBUG for the flag-loaded rustica too).
+    pub fn with_rustica(keys: &[(&str, &str)], env: &[(&str, &str)]) -> Lab {
+        let mut lab = Lab::new();
+        let mut section = String::new();
+        for (k, v) in keys {
+            section.push_str(&format!("{k} = {v}\n"));
+        }
+        let conf = std::fs::read_to_string(&lab.rustica_conf).unwrap();
+        let conf = conf.replacen("[evp_properties]", &format!("{section}[evp_properties]"), 1);
+        std::fs::write(&lab.rustica_conf, conf).unwrap();
+        lab.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        lab
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -133,6 +172,9 @@ impl Lab {
         cmd.env("RUSTICA_STATS_PATH", &self.stats_path);
         cmd.env_remove("RUSTICA_BACKEND");
         cmd.env_remove("RUSTICA_DEBUG");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
         match side {
             Side::Default => {
                 cmd.env("OPENSSL_CONF", &self.default_conf);
@@ -268,6 +310,23 @@ pub fn wait_for_port(port: u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("server on port {port} did not start");
+}
+
+/// The emulated libica (`libica-emu`) cargo built beside the module:
+/// $RUSTICA_LIBICA_EMU, else target/<profile>/libica_emu.so.
+pub fn emulator_path() -> PathBuf {
+    if let Ok(p) = std::env::var("RUSTICA_LIBICA_EMU") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let p = profile_dir.join("libica_emu.so");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/test.sh (or cargo build --workspace) first",
+        p.display()
+    );
+    p
 }
 
 /// Committed keys of the sizes too slow to generate on every run.

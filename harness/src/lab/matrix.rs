@@ -76,12 +76,16 @@ pub struct Stop;
 
 type Step = Result<(), Stop>;
 
+/// How many operations more than it reports a program may do (`openssl
+/// speed` signs and verifies once before its timed loop).
+const AT_LEAST_SLACK: u64 = 16;
+
 /// How a counter delta must compare with the number of operations.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Expect {
     Exactly,
-    /// For in-process loops and servers, where the program itself may do a
-    /// few operations more than it reports.
+    /// For in-process loops, where the program itself may do a few
+    /// operations more than it reports (up to AT_LEAST_SLACK).
     AtLeast,
 }
 
@@ -109,7 +113,14 @@ impl Ctx<'_> {
     }
 
     /// Runs one `openssl` process for `side` and times it.
-    fn op(&mut self, side: Side, sub: &str, args: &[String], est: f64, label: &str) -> Result<Finished, RunError> {
+    fn op(
+        &mut self,
+        side: Side,
+        sub: &str,
+        args: &[String],
+        est: f64,
+        label: &str,
+    ) -> Result<Finished, RunError> {
         let env = self.side(side);
         let what = env.describe(sub, args);
         let cmd = env.command(sub, args);
@@ -119,7 +130,8 @@ impl Ctx<'_> {
     }
 
     fn snap(&self) -> Result<Snapshot, String> {
-        stats::snapshot(&self.stats_path).map_err(|e| format!("cannot read rustica's counters: {e}"))
+        stats::snapshot(&self.stats_path)
+            .map_err(|e| format!("cannot read rustica's counters: {e}"))
     }
 
     /// Compares the counter delta between two snapshots with the B
@@ -142,7 +154,14 @@ impl Ctx<'_> {
                 return;
             }
         };
-        let (ok, detail) = compare(before, after, bits, expected, how, self.opts.backend.as_deref());
+        let (ok, detail) = compare(
+            before,
+            after,
+            bits,
+            expected,
+            how,
+            self.opts.backend.as_deref(),
+        );
         for op in Op::ALL {
             for b in Backend::ALL {
                 let d = after.get(op, b).saturating_sub(before.get(op, b));
@@ -181,22 +200,31 @@ impl Ctx<'_> {
         self.verifications(row, bits)?;
         self.certificates(row, bits)?;
         if self.opts.skip_newkey {
-            row.columns.push(Column::skipped(Kind::CertificatesNewKey, 0, "--skip newkey"));
+            row.columns.push(Column::skipped(
+                Kind::CertificatesNewKey,
+                0,
+                "--skip newkey",
+            ));
         } else {
             self.certificates_new_key(row, bits)?;
         }
         if self.opts.skip_tls {
-            row.columns.push(Column::skipped(Kind::Tls13, 0, "--skip tls"));
-            row.columns.push(Column::skipped(Kind::Tls12, 0, "--skip tls"));
+            row.columns
+                .push(Column::skipped(Kind::Tls13, 0, "--skip tls"));
+            row.columns
+                .push(Column::skipped(Kind::Tls12, 0, "--skip tls"));
         } else {
             self.tls(row, bits)?;
         }
         if self.opts.skip_speed {
-            row.columns.push(Column::skipped(Kind::SpeedSign, 0, "--skip speed"));
-            row.columns.push(Column::skipped(Kind::SpeedVerify, 0, "--skip speed"));
+            row.columns
+                .push(Column::skipped(Kind::SpeedSign, 0, "--skip speed"));
+            row.columns
+                .push(Column::skipped(Kind::SpeedVerify, 0, "--skip speed"));
         } else if !SPEED_SIZES.contains(&bits) {
             let why = format!("openssl speed has no rsa{bits}");
-            row.columns.push(Column::skipped(Kind::SpeedSign, 0, why.clone()));
+            row.columns
+                .push(Column::skipped(Kind::SpeedSign, 0, why.clone()));
             row.columns.push(Column::skipped(Kind::SpeedVerify, 0, why));
         } else {
             self.speed(row, bits)?;
@@ -228,7 +256,10 @@ impl Ctx<'_> {
                 match self.op(side, sub, &a, est, &progress) {
                     Ok(f) => match ok(&f.stdout) {
                         Ok(()) => {
-                            let s = Sample { value: f.wall, cpu: f.cpu };
+                            let s = Sample {
+                                value: f.wall,
+                                cpu: f.cpu,
+                            };
                             match side {
                                 Side::A => col.a.push(s),
                                 Side::B => col.b.push(s),
@@ -259,7 +290,11 @@ impl Ctx<'_> {
                 fs::copy(&src, &key)
             };
             if let Err(e) = copied {
-                row.checks.push(Check::new("key pair", false, format!("cannot copy {}: {e}", src.display())));
+                row.checks.push(Check::new(
+                    "key pair",
+                    false,
+                    format!("cannot copy {}: {e}", src.display()),
+                ));
                 return Ok(());
             }
             row.key_source = format!("reused from {} (--keys)", src.display());
@@ -277,17 +312,49 @@ impl Ctx<'_> {
         }
         let out = self.out.clone();
         let args = move |side: Side, i: usize| {
-            let p = out.join(side.name()).join("keygen").join(format!("private-{bits}-{}.pem", i + 1));
-            strings(&["-quiet", "-algorithm", "RSA", "-pkeyopt", &format!("rsa_keygen_bits:{bits}"), "-out", &p.to_string_lossy()])
+            let p = out
+                .join(side.name())
+                .join("keygen")
+                .join(format!("private-{bits}-{}.pem", i + 1));
+            strings(&[
+                "-quiet",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                &format!("rsa_keygen_bits:{bits}"),
+                "-out",
+                &p.to_string_lossy(),
+            ])
         };
         let before = self.snap();
-        let r = self.alternate(&mut col, "genpkey", reps, est_keygen(bits), &format!("{bits} bits: key generation"), &args, &|_| Ok(()));
+        let r = self.alternate(
+            &mut col,
+            "genpkey",
+            reps,
+            est_keygen(bits),
+            &format!("{bits} bits: key generation"),
+            &args,
+            &|_| Ok(()),
+        );
         let n_b = col.b.len() as u64;
         row.columns.push(col);
         r?;
-        self.expect_counted(row, "B's key generations counted by rustica", &before, bits, &[(Op::Keygen, n_b)], Expect::Exactly);
-        let b_key = self.dir(Side::B).join("keygen").join(format!("private-{bits}-1.pem"));
-        let a_key = self.dir(Side::A).join("keygen").join(format!("private-{bits}-1.pem"));
+        self.expect_counted(
+            row,
+            "B's key generations counted by rustica",
+            &before,
+            bits,
+            &[(Op::Keygen, n_b)],
+            Expect::Exactly,
+        );
+        let b_key = self
+            .dir(Side::B)
+            .join("keygen")
+            .join(format!("private-{bits}-1.pem"));
+        let a_key = self
+            .dir(Side::A)
+            .join("keygen")
+            .join(format!("private-{bits}-1.pem"));
         if b_key.is_file() {
             let _ = fs::copy(&b_key, &key);
             row.key_source = "generated by B (rustica): B's first key generation".into();
@@ -302,16 +369,39 @@ impl Ctx<'_> {
     fn public_key(&mut self, row: &mut Row, bits: u32) -> Step {
         let key = self.out.join(format!("private-{bits}.pem"));
         let public = self.out.join(format!("public-{bits}.pem"));
-        let args = strings(&["-in", &key.to_string_lossy(), "-pubout", "-out", &public.to_string_lossy()]);
-        match self.op(Side::A, "pkey", &args, 0.005, &format!("{bits} bits: public key")) {
+        let args = strings(&[
+            "-in",
+            &key.to_string_lossy(),
+            "-pubout",
+            "-out",
+            &public.to_string_lossy(),
+        ]);
+        match self.op(
+            Side::A,
+            "pkey",
+            &args,
+            0.005,
+            &format!("{bits} bits: public key"),
+        ) {
             Ok(_) => {}
             Err(RunError::Interrupted) => return Err(Stop),
-            Err(RunError::Failed(m)) => row.checks.push(Check::new("public key extracted", false, m)),
+            Err(RunError::Failed(m)) => {
+                row.checks
+                    .push(Check::new("public key extracted", false, m))
+            }
         }
         let args = strings(&["-check", "-noout", "-in", &key.to_string_lossy()]);
         let name = "the key pair passes `openssl pkey -check` under A";
-        match self.op(Side::A, "pkey", &args, 0.005, &format!("{bits} bits: key check")) {
-            Ok(f) => row.checks.push(Check::new(name, true, f.stdout.trim().to_string())),
+        match self.op(
+            Side::A,
+            "pkey",
+            &args,
+            0.005,
+            &format!("{bits} bits: key check"),
+        ) {
+            Ok(f) => row
+                .checks
+                .push(Check::new(name, true, f.stdout.trim().to_string())),
             Err(RunError::Interrupted) => return Err(Stop),
             Err(RunError::Failed(m)) => row.checks.push(Check::new(name, false, m)),
         }
@@ -325,18 +415,42 @@ impl Ctx<'_> {
         let (out, doc) = (self.out.clone(), self.document.clone());
         let args = move |side: Side, _i: usize| {
             let sig = out.join(side.name()).join(format!("signature-{bits}.bin"));
-            strings(&["-sha256", "-sign", &key.to_string_lossy(), "-out", &sig.to_string_lossy(), &doc.to_string_lossy()])
+            strings(&[
+                "-sha256",
+                "-sign",
+                &key.to_string_lossy(),
+                "-out",
+                &sig.to_string_lossy(),
+                &doc.to_string_lossy(),
+            ])
         };
         let before = self.snap();
-        let r = self.alternate(&mut col, "dgst", n, est_sign(bits), &format!("{bits} bits: signatures"), &args, &|_| Ok(()));
+        let r = self.alternate(
+            &mut col,
+            "dgst",
+            n,
+            est_sign(bits),
+            &format!("{bits} bits: signatures"),
+            &args,
+            &|_| Ok(()),
+        );
         let n_b = col.b.len() as u64;
         let measured = !col.failed();
         row.columns.push(col);
         r?;
-        self.expect_counted(row, "B's signatures counted by rustica", &before, bits, &[(Op::Sign, n_b)], Expect::Exactly);
+        self.expect_counted(
+            row,
+            "B's signatures counted by rustica",
+            &before,
+            bits,
+            &[(Op::Sign, n_b)],
+            Expect::Exactly,
+        );
         if measured {
-            let a = fs::read(self.dir(Side::A).join(format!("signature-{bits}.bin"))).unwrap_or_default();
-            let b = fs::read(self.dir(Side::B).join(format!("signature-{bits}.bin"))).unwrap_or_default();
+            let a = fs::read(self.dir(Side::A).join(format!("signature-{bits}.bin")))
+                .unwrap_or_default();
+            let b = fs::read(self.dir(Side::B).join(format!("signature-{bits}.bin")))
+                .unwrap_or_default();
             let ok = !a.is_empty() && a == b;
             row.checks.push(Check::new(
                 "A's and B's PKCS#1 v1.5 signatures are identical",
@@ -344,7 +458,11 @@ impl Ctx<'_> {
                 if ok {
                     format!("{} bytes, byte for byte", a.len())
                 } else {
-                    format!("A: {} bytes, B: {} bytes, contents differ", a.len(), b.len())
+                    format!(
+                        "A: {} bytes, B: {} bytes, contents differ",
+                        a.len(),
+                        b.len()
+                    )
                 },
             ));
         }
@@ -371,22 +489,47 @@ impl Ctx<'_> {
                 Side::A => &sig_b,
                 Side::B => &sig_a,
             };
-            strings(&["-sha256", "-verify", &public.to_string_lossy(), "-signature", &other.to_string_lossy(), &doc.to_string_lossy()])
+            strings(&[
+                "-sha256",
+                "-verify",
+                &public.to_string_lossy(),
+                "-signature",
+                &other.to_string_lossy(),
+                &doc.to_string_lossy(),
+            ])
         };
         let ok = |stdout: &str| {
             if stdout.contains("Verified OK") {
                 Ok(())
             } else {
-                Err(format!("verification did not say `Verified OK`: {}", stdout.trim()))
+                Err(format!(
+                    "verification did not say `Verified OK`: {}",
+                    stdout.trim()
+                ))
             }
         };
         let before = self.snap();
-        let r = self.alternate(&mut col, "dgst", n, est_verify(bits), &format!("{bits} bits: verifications"), &args, &ok);
+        let r = self.alternate(
+            &mut col,
+            "dgst",
+            n,
+            est_verify(bits),
+            &format!("{bits} bits: verifications"),
+            &args,
+            &ok,
+        );
         let (n_a, n_b) = (col.a.len(), col.b.len());
         let measured = !col.failed();
         row.columns.push(col);
         r?;
-        self.expect_counted(row, "B's verifications counted by rustica", &before, bits, &[(Op::Verify, n_b as u64)], Expect::Exactly);
+        self.expect_counted(
+            row,
+            "B's verifications counted by rustica",
+            &before,
+            bits,
+            &[(Op::Verify, n_b as u64)],
+            Expect::Exactly,
+        );
         row.checks.push(Check::new(
             "B's signature verifies under A",
             measured && n_a == n,
@@ -401,10 +544,21 @@ impl Ctx<'_> {
     }
 
     /// `openssl verify` of a self-signed certificate by `side`.
-    fn verify_cert(&mut self, side: Side, cert: &Path, bits: u32) -> Result<Result<String, String>, Stop> {
+    fn verify_cert(
+        &mut self,
+        side: Side,
+        cert: &Path,
+        bits: u32,
+    ) -> Result<Result<String, String>, Stop> {
         let c = cert.to_string_lossy().to_string();
         let args = strings(&["-CAfile", &c, &c]);
-        match self.op(side, "verify", &args, 0.006, &format!("{bits} bits: openssl verify")) {
+        match self.op(
+            side,
+            "verify",
+            &args,
+            0.006,
+            &format!("{bits} bits: openssl verify"),
+        ) {
             Ok(f) if f.stdout.contains(": OK") => Ok(Ok(f.stdout.trim().to_string())),
             Ok(f) => Ok(Err(f.stdout.trim().to_string())),
             Err(RunError::Failed(m)) => Ok(Err(m)),
@@ -420,31 +574,68 @@ impl Ctx<'_> {
         let args = move |side: Side, _i: usize| {
             let cert = out.join(side.name()).join(format!("mycert-{bits}.pem"));
             strings(&[
-                "-x509", "-new", "-key", &key.to_string_lossy(), "-subj", SUBJECT, "-sha256", "-days", "365", "-out",
+                "-x509",
+                "-new",
+                "-key",
+                &key.to_string_lossy(),
+                "-subj",
+                SUBJECT,
+                "-sha256",
+                "-days",
+                "365",
+                "-out",
                 &cert.to_string_lossy(),
             ])
         };
         let before = self.snap();
-        let r = self.alternate(&mut col, "req", n, est_cert(bits), &format!("{bits} bits: certificates"), &args, &|_| Ok(()));
+        let r = self.alternate(
+            &mut col,
+            "req",
+            n,
+            est_cert(bits),
+            &format!("{bits} bits: certificates"),
+            &args,
+            &|_| Ok(()),
+        );
         let n_b = col.b.len() as u64;
         row.columns.push(col);
         r?;
-        self.expect_counted(row, "B's certificate signatures counted by rustica", &before, bits, &[(Op::Sign, n_b)], Expect::Exactly);
+        self.expect_counted(
+            row,
+            "B's certificate signatures counted by rustica",
+            &before,
+            bits,
+            &[(Op::Sign, n_b)],
+            Expect::Exactly,
+        );
         let b_cert = self.dir(Side::B).join(format!("mycert-{bits}.pem"));
         let a_cert = self.dir(Side::A).join(format!("mycert-{bits}.pem"));
         if b_cert.is_file() {
             let r = self.verify_cert(Side::A, &b_cert, bits)?;
             let ok = r.is_ok();
-            row.checks.push(Check::new("B's certificate passes `openssl verify` under A", ok, r.unwrap_or_else(|e| e)));
+            row.checks.push(Check::new(
+                "B's certificate passes `openssl verify` under A",
+                ok,
+                r.unwrap_or_else(|e| e),
+            ));
         }
         if a_cert.is_file() {
+            // OpenSSL 3.0's `verify` may check the signature with the
+            // provider that decoded the certificate's key, so rustica's
+            // counters are reported here, not required.
             let before = self.snap();
             let r = self.verify_cert(Side::B, &a_cert, bits)?;
             let ok = r.is_ok();
-            row.checks.push(Check::new("A's certificate passes `openssl verify` under B", ok, r.unwrap_or_else(|e| e)));
-            if ok {
-                self.expect_counted(row, "B's certificate verification counted by rustica", &before, bits, &[(Op::Verify, 1)], Expect::Exactly);
+            let mut detail = r.unwrap_or_else(|e| e);
+            if let (Ok(b), Ok(a)) = (&before, &self.snap()) {
+                let n = a.total(Op::Verify).saturating_sub(b.total(Op::Verify));
+                detail.push_str(&format!(" (verifications counted by rustica: {n})"));
             }
+            row.checks.push(Check::new(
+                "A's certificate passes `openssl verify` under B",
+                ok,
+                detail,
+            ));
         }
         Ok(())
     }
@@ -452,7 +643,11 @@ impl Ctx<'_> {
     fn certificates_new_key(&mut self, row: &mut Row, bits: u32) -> Step {
         let n = self.opts.newkey_count(bits);
         if n == 0 {
-            row.columns.push(Column::skipped(Kind::CertificatesNewKey, 0, "--newkey-certs 0"));
+            row.columns.push(Column::skipped(
+                Kind::CertificatesNewKey,
+                0,
+                "--newkey-certs 0",
+            ));
             return Ok(());
         }
         let mut col = Column::new(Kind::CertificatesNewKey, n);
@@ -460,15 +655,34 @@ impl Ctx<'_> {
         let args = move |side: Side, _i: usize| {
             let dir = out.join(side.name());
             strings(&[
-                "-x509", "-newkey", &format!("rsa:{bits}"), "-noenc", "-keyout",
-                &dir.join(format!("newkey-private-{bits}.pem")).to_string_lossy(),
-                "-subj", SUBJECT, "-sha256", "-days", "365", "-out",
-                &dir.join(format!("mycert-newkey-{bits}.pem")).to_string_lossy(),
+                "-x509",
+                "-newkey",
+                &format!("rsa:{bits}"),
+                "-noenc",
+                "-keyout",
+                &dir.join(format!("newkey-private-{bits}.pem"))
+                    .to_string_lossy(),
+                "-subj",
+                SUBJECT,
+                "-sha256",
+                "-days",
+                "365",
+                "-out",
+                &dir.join(format!("mycert-newkey-{bits}.pem"))
+                    .to_string_lossy(),
             ])
         };
         let before = self.snap();
         let est = est_keygen(bits) + est_cert(bits);
-        let r = self.alternate(&mut col, "req", n, est, &format!("{bits} bits: certificates, new key"), &args, &|_| Ok(()));
+        let r = self.alternate(
+            &mut col,
+            "req",
+            n,
+            est,
+            &format!("{bits} bits: certificates, new key"),
+            &args,
+            &|_| Ok(()),
+        );
         let n_b = col.b.len() as u64;
         row.columns.push(col);
         r?;
@@ -484,14 +698,24 @@ impl Ctx<'_> {
         if b_cert.is_file() {
             let r = self.verify_cert(Side::A, &b_cert, bits)?;
             let ok = r.is_ok();
-            row.checks.push(Check::new("B's new-key certificate passes `openssl verify` under A", ok, r.unwrap_or_else(|e| e)));
+            row.checks.push(Check::new(
+                "B's new-key certificate passes `openssl verify` under A",
+                ok,
+                r.unwrap_or_else(|e| e),
+            ));
         }
         Ok(())
     }
 
     /// Starts `side`'s s_server for the row's certificate, on the chosen or
     /// a free port (a taken free port is retried).
-    fn start_server(&mut self, side: Side, bits: u32, cert: &Path, key: &Path) -> Result<Result<Server, String>, Stop> {
+    fn start_server(
+        &mut self,
+        side: Side,
+        bits: u32,
+        cert: &Path,
+        key: &Path,
+    ) -> Result<Result<(Server, String), String>, Stop> {
         let mut tries = 0;
         loop {
             let port = match self.opts.port {
@@ -516,9 +740,12 @@ impl Ctx<'_> {
             let env = self.side(side);
             let what = env.describe("s_server", &args);
             let cmd = env.command("s_server", &args);
-            let log = self.out.join("logs").join(format!("s_server-{}.stderr", side.name()));
+            let log = self
+                .out
+                .join("logs")
+                .join(format!("s_server-{}.stderr", side.name()));
             match Server::start(cmd, port, &log, &what) {
-                Ok(s) => return Ok(Ok(s)),
+                Ok(s) => return Ok(Ok((s, what))),
                 Err(RunError::Interrupted) => return Err(Stop),
                 Err(RunError::Failed(m)) => {
                     tries += 1;
@@ -538,13 +765,22 @@ impl Ctx<'_> {
             .map(|s| self.dir(*s).join(format!("mycert-{bits}.pem")))
             .find(|p| p.is_file());
         let Some(cert) = cert else {
-            row.columns.push(Column { status: Status::Failed("no certificate to serve".into()), ..Column::new(Kind::Tls13, 0) });
-            row.columns.push(Column { status: Status::Failed("no certificate to serve".into()), ..Column::new(Kind::Tls12, 0) });
+            row.columns.push(Column {
+                status: Status::Failed("no certificate to serve".into()),
+                ..Column::new(Kind::Tls13, 0)
+            });
+            row.columns.push(Column {
+                status: Status::Failed("no certificate to serve".into()),
+                ..Column::new(Kind::Tls12, 0)
+            });
             return Ok(());
         };
         let reps = self.opts.reps;
         let low = bits < SECLEVEL1_BELOW;
-        let mut cols = [Column::new(Kind::Tls13, reps), Column::new(Kind::Tls12, reps)];
+        let mut cols = [
+            Column::new(Kind::Tls13, reps),
+            Column::new(Kind::Tls12, reps),
+        ];
         for col in cols.iter_mut() {
             if low {
                 col.note = Some(format!(
@@ -563,13 +799,15 @@ impl Ctx<'_> {
                     }
                     for side in [Side::A, Side::B] {
                         let before = self.snap();
-                        let server = match self.start_server(side, bits, &cert, &key)? {
-                            Ok(s) => s,
-                            Err(m) => {
-                                col.status = Status::Failed(format!("side {} server: {m}", side.name()));
-                                break;
-                            }
-                        };
+                        let (server, server_cmd) =
+                            match self.start_server(side, bits, &cert, &key)? {
+                                Ok(s) => s,
+                                Err(m) => {
+                                    col.status =
+                                        Status::Failed(format!("side {} server: {m}", side.name()));
+                                    break;
+                                }
+                            };
                         let mut args = strings(&[
                             "-connect",
                             &format!("127.0.0.1:{}", server.port),
@@ -579,19 +817,32 @@ impl Ctx<'_> {
                         ]);
                         match (ci, low) {
                             (0, false) => args.push("-tls1_3".into()),
-                            (0, true) => args.extend(strings(&["-tls1_3", "-cipher", "DEFAULT:@SECLEVEL=1"])),
-                            (_, false) => args.extend(strings(&["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"])),
-                            (_, true) => args.extend(strings(&["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256:@SECLEVEL=1"])),
+                            (0, true) => {
+                                args.extend(strings(&["-tls1_3", "-cipher", "DEFAULT:@SECLEVEL=1"]))
+                            }
+                            (_, false) => args.extend(strings(&[
+                                "-tls1_2",
+                                "-cipher",
+                                "ECDHE-RSA-AES128-GCM-SHA256",
+                            ])),
+                            (_, true) => args.extend(strings(&[
+                                "-tls1_2",
+                                "-cipher",
+                                "ECDHE-RSA-AES128-GCM-SHA256:@SECLEVEL=1",
+                            ])),
                         }
                         if round == 0 {
-                            col.commands.push(format!(
-                                "server ({}): {}",
-                                side.name(),
-                                self.side(side).describe("s_server", &["..."])
-                            ));
-                            col.commands.push(format!("client (A): {}", self.a.describe("s_time", &args)));
+                            col.commands
+                                .push(format!("server ({}): {server_cmd}", side.name()));
+                            col.commands
+                                .push(format!("client (A): {}", self.a.describe("s_time", &args)));
                         }
-                        let label = format!("{bits} bits: {} server {} {}/{reps}", col.kind.op_name(), side.name(), round + 1);
+                        let label = format!(
+                            "{bits} bits: {} server {} {}/{reps}",
+                            col.kind.op_name(),
+                            side.name(),
+                            round + 1
+                        );
                         let est = self.opts.tls_seconds as f64 + 0.6;
                         let res = self.op(Side::A, "s_time", &args, est, &label);
                         let server_cpu = server.stop();
@@ -599,7 +850,10 @@ impl Ctx<'_> {
                             Ok(f) => f,
                             Err(RunError::Interrupted) => return Err(Stop),
                             Err(RunError::Failed(m)) => {
-                                col.status = Status::Failed(format!("client against side {} server: {m}", side.name()));
+                                col.status = Status::Failed(format!(
+                                    "client against side {} server: {m}",
+                                    side.name()
+                                ));
                                 break;
                             }
                         };
@@ -622,10 +876,22 @@ impl Ctx<'_> {
                                 col.b.push(s);
                                 handshakes_b += conns;
                                 let mut tmp = Row::new(bits);
-                                self.expect_counted(&mut tmp, "", &before, bits, &[(Op::Sign, conns)], Expect::AtLeast);
+                                self.expect_counted(
+                                    &mut tmp,
+                                    "",
+                                    &before,
+                                    bits,
+                                    &[(Op::Sign, conns)],
+                                    Expect::Exactly,
+                                );
                                 let c = &tmp.checks[0];
                                 b_checks_ok &= c.ok;
-                                b_detail.push(format!("{} round {}: {}", col.kind.op_name(), round + 1, c.detail));
+                                b_detail.push(format!(
+                                    "{} round {}: {}",
+                                    col.kind.op_name(),
+                                    round + 1,
+                                    c.detail
+                                ));
                                 for (k, v) in tmp.backends {
                                     *row.backends.entry(k).or_default() += v;
                                 }
@@ -645,7 +911,11 @@ impl Ctx<'_> {
             format!("{handshakes_b} handshakes with B servers"),
         ));
         if !b_detail.is_empty() {
-            row.checks.push(Check::new("B servers' signatures counted by rustica", b_checks_ok, b_detail.join("; ")));
+            row.checks.push(Check::new(
+                "B servers' signatures counted by rustica",
+                b_checks_ok,
+                b_detail.join("; "),
+            ));
         }
         Ok(())
     }
@@ -654,7 +924,12 @@ impl Ctx<'_> {
         let reps = self.opts.reps;
         let mut sign = Column::new(Kind::SpeedSign, reps);
         let mut verify = Column::new(Kind::SpeedVerify, reps);
-        let args = strings(&["-seconds", &self.opts.speed_seconds.to_string(), "-mr", &format!("rsa{bits}")]);
+        let args = strings(&[
+            "-seconds",
+            &self.opts.speed_seconds.to_string(),
+            "-mr",
+            &format!("rsa{bits}"),
+        ]);
         let mut b_ok = true;
         let mut b_detail = Vec::new();
         let est = 2.0 * self.opts.speed_seconds as f64 + 0.1;
@@ -665,7 +940,11 @@ impl Ctx<'_> {
                         sign.commands.push(self.side(side).describe("speed", &args));
                     }
                     let before = self.snap();
-                    let label = format!("{bits} bits: openssl speed {} {}/{reps}", side.name(), round + 1);
+                    let label = format!(
+                        "{bits} bits: openssl speed {} {}/{reps}",
+                        side.name(),
+                        round + 1
+                    );
                     let f = match self.op(side, "speed", &args, est, &label) {
                         Ok(f) => f,
                         Err(RunError::Interrupted) => return Err(Stop),
@@ -677,13 +956,22 @@ impl Ctx<'_> {
                     };
                     // -mr writes its +R lines to standard error.
                     let Some(p) = parse_speed(&format!("{}\n{}", f.stdout, f.stderr)) else {
-                        sign.status = Status::Failed(format!("side {}: no `+R1`/`+R2` lines in openssl speed -mr output", side.name()));
+                        sign.status = Status::Failed(format!(
+                            "side {}: no `+R1`/`+R2` lines in openssl speed -mr output",
+                            side.name()
+                        ));
                         verify.status = sign.status.clone();
                         return Ok(());
                     };
                     let (s, v) = (
-                        Sample { value: p.sign_count as f64 / p.sign_secs, cpu: 0.0 },
-                        Sample { value: p.verify_count as f64 / p.verify_secs, cpu: 0.0 },
+                        Sample {
+                            value: p.sign_count as f64 / p.sign_secs,
+                            cpu: 0.0,
+                        },
+                        Sample {
+                            value: p.verify_count as f64 / p.verify_secs,
+                            cpu: 0.0,
+                        },
                     );
                     match side {
                         Side::A => {
@@ -719,7 +1007,11 @@ impl Ctx<'_> {
         row.columns.push(verify);
         r?;
         if !b_detail.is_empty() {
-            row.checks.push(Check::new("B's openssl speed run counted by rustica", b_ok, b_detail.join("; ")));
+            row.checks.push(Check::new(
+                "B's openssl speed run counted by rustica",
+                b_ok,
+                b_detail.join("; "),
+            ));
         }
         Ok(())
     }
@@ -744,12 +1036,15 @@ fn compare(
     for &(op, n) in expected {
         let d = |b: Backend| after.get(op, b).saturating_sub(before.get(op, b));
         let failed = d(Backend::Failed);
-        let done: u64 = [Backend::Libica, Backend::Software, Backend::Fallback].iter().map(|&b| d(b)).sum();
+        let done: u64 = [Backend::Libica, Backend::Software, Backend::Fallback]
+            .iter()
+            .map(|&b| d(b))
+            .sum();
         let at = |s: &Snapshot| s.by_bits(op).get(&bits).copied().unwrap_or(0);
         let at_bits = at(after).saturating_sub(at(before));
         let count_ok = match how {
             Expect::Exactly => done == n,
-            Expect::AtLeast => done >= n && n > 0 || (n == 0 && done == 0),
+            Expect::AtLeast => done >= n && done <= n + AT_LEAST_SLACK && (n > 0 || done == 0),
         };
         let bits_ok = at_bits == done + failed;
         let backend_ok = match backend {
@@ -764,14 +1059,28 @@ fn compare(
             .filter(|&&b| d(b) > 0)
             .map(|&b| format!("{} {}", b.name(), d(b)))
             .collect();
-        let by = if by.is_empty() { "none".to_string() } else { by.join(", ") };
-        let rel = if how == Expect::AtLeast { "at least " } else { "" };
-        let mut s = format!("{}: expected {rel}{n}, counted {done} ({by}) at {bits} bits: {at_bits}", op.name());
+        let by = if by.is_empty() {
+            "none".to_string()
+        } else {
+            by.join(", ")
+        };
+        let want = if how == Expect::AtLeast {
+            format!("{n} to {}", n + AT_LEAST_SLACK)
+        } else {
+            n.to_string()
+        };
+        let mut s = format!(
+            "{}: expected {want}, counted {done} ({by}) at {bits} bits: {at_bits}",
+            op.name()
+        );
         if !bits_ok {
             s.push_str(" [counted at another key size]");
         }
         if !backend_ok {
-            s.push_str(&format!(" [not all on the requested backend {}]", backend.unwrap_or("")));
+            s.push_str(&format!(
+                " [not all on the requested backend {}]",
+                backend.unwrap_or("")
+            ));
         }
         if failed > 0 {
             s.push_str(&format!(" [{failed} failed]"));
@@ -844,14 +1153,20 @@ mod tests {
         let out = "+DTP:1024:private:rsa:1\n+R1:12782:1024:0.99\n+DTP:1024:public:rsa:1\n+R2:223407:1024:0.99\n+F2:1:1024:12911.1:225663.6\n";
         assert_eq!(
             parse_speed(out),
-            Some(SpeedRun { sign_count: 12782, sign_secs: 0.99, verify_count: 223407, verify_secs: 0.99 })
+            Some(SpeedRun {
+                sign_count: 12782,
+                sign_secs: 0.99,
+                verify_count: 223407,
+                verify_secs: 0.99
+            })
         );
         assert_eq!(parse_speed("+R1:1:1024:1.0\n"), None);
     }
 
     #[test]
     fn counter_comparison() {
-        let path = std::env::temp_dir().join(format!("rustica-harness-compare-{}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("rustica-harness-compare-{}", std::process::id()));
         let _ = fs::remove_file(&path);
         let before = stats::snapshot(&path).unwrap();
         let st = stats::Stats::open(&path).unwrap();
@@ -859,22 +1174,71 @@ mod tests {
             st.record(Op::Sign, Backend::Software, 2048);
         }
         let after = stats::snapshot(&path).unwrap();
-        let (ok, d) = compare(&before, &after, 2048, &[(Op::Sign, 3)], Expect::Exactly, None);
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
         assert!(ok, "{d}");
         assert!(d.contains("software 3"), "{d}");
-        let (ok, _) = compare(&before, &after, 2048, &[(Op::Sign, 4)], Expect::Exactly, None);
+        let (ok, _) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 4)],
+            Expect::Exactly,
+            None,
+        );
         assert!(!ok);
-        let (ok, _) = compare(&before, &after, 2048, &[(Op::Sign, 2)], Expect::AtLeast, None);
+        let (ok, _) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 2)],
+            Expect::AtLeast,
+            None,
+        );
         assert!(ok);
-        let (ok, d) = compare(&before, &after, 2048, &[(Op::Sign, 3)], Expect::Exactly, Some("libica"));
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            Some("libica"),
+        );
         assert!(!ok, "{d}");
-        let (ok, d) = compare(&before, &after, 4096, &[(Op::Sign, 3)], Expect::Exactly, None);
+        let (ok, d) = compare(
+            &before,
+            &after,
+            4096,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
         assert!(!ok && d.contains("another key size"), "{d}");
-        let (ok, _) = compare(&before, &before, 2048, &[(Op::Sign, 1)], Expect::AtLeast, None);
+        let (ok, _) = compare(
+            &before,
+            &before,
+            2048,
+            &[(Op::Sign, 1)],
+            Expect::AtLeast,
+            None,
+        );
         assert!(!ok, "nothing counted is never valid");
         st.record(Op::Sign, Backend::Failed, 2048);
         let after = stats::snapshot(&path).unwrap();
-        let (ok, d) = compare(&before, &after, 2048, &[(Op::Sign, 3)], Expect::Exactly, None);
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
         assert!(!ok && d.contains("1 failed"), "{d}");
         drop(st);
         let _ = fs::remove_file(&path);

@@ -141,27 +141,6 @@ fn which(name: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `--module`, else `$RUSTICA_MODULE`, else rustica.so beside this program.
-fn find_module(arg: Option<&Path>) -> Result<PathBuf, String> {
-    let (p, from) = if let Some(p) = arg {
-        (p.to_path_buf(), "--module")
-    } else if let Some(p) = std::env::var_os("RUSTICA_MODULE").filter(|v| !v.is_empty()) {
-        (PathBuf::from(p), "$RUSTICA_MODULE")
-    } else {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
-        let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-        (dir.join("rustica.so"), "the directory of the rustica program")
-    };
-    if !p.is_file() {
-        return Err(format!(
-            "rustica module not found: {} (from {from}); build it with scripts/build.sh, \
-             or give its path with --module PATH or RUSTICA_MODULE",
-            p.display()
-        ));
-    }
-    fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))
-}
-
 fn check_setup(args: &LabArgs) -> Result<Setup, String> {
     let openssl = which(&args.openssl).ok_or_else(|| {
         if args.openssl.components().count() > 1 {
@@ -182,7 +161,7 @@ fn check_setup(args: &LabArgs) -> Result<Setup, String> {
             openssl.display()
         ));
     }
-    let module = find_module(args.module.as_deref())?;
+    let module = crate::system::find_module(args.module.as_deref())?;
     let mut sizes: Vec<u32> = if args.sizes.is_empty() {
         let mut v = QUICK_SIZES.to_vec();
         if args.full {
@@ -226,7 +205,14 @@ fn local_time() -> (String, String) {
         }
         tm
     };
-    let (y, mo, d, h, mi, s) = (tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    let (y, mo, d, h, mi, s) = (
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    );
     (
         format!("{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}"),
         format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
@@ -262,7 +248,11 @@ fn run_capture(env: &SideEnv, sub: &str, args: &[&str]) -> (bool, String) {
     match env.command(sub, args).output() {
         Ok(o) => (
             o.status.success(),
-            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
         ),
         Err(e) => (false, e.to_string()),
     }
@@ -301,11 +291,13 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("lab-results").join(&stamp));
     for d in ["A", "B", "logs"] {
-        fs::create_dir_all(out.join(d)).map_err(|e| format!("cannot create {}: {e}", out.join(d).display()))?;
+        fs::create_dir_all(out.join(d))
+            .map_err(|e| format!("cannot create {}: {e}", out.join(d).display()))?;
     }
     let out = fs::canonicalize(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let w = |name: &str, text: &str| {
-        fs::write(out.join(name), text).map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
+        fs::write(out.join(name), text)
+            .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
     };
 
     // Side A.
@@ -321,12 +313,19 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     // Side B, with its private counters file.
     let stats_path = out.join("B").join("rustica-stats");
     let _ = fs::remove_file(&stats_path);
-    let mut b_env = vec![("RUSTICA_STATS_PATH".to_string(), stats_path.to_string_lossy().to_string())];
+    let mut b_env = vec![(
+        "RUSTICA_STATS_PATH".to_string(),
+        stats_path.to_string_lossy().to_string(),
+    )];
     let (conf_b, extra) = match args.load {
         LoadMode::Config => {
             w(
                 "openssl-B.cnf",
-                &openssl::config_b(&setup.module, args.backend.as_deref(), args.libica.as_deref()),
+                &openssl::config_b(
+                    &setup.module,
+                    args.backend.as_deref(),
+                    args.libica.as_deref(),
+                ),
             )?;
             (out.join("openssl-B.cnf"), Vec::new())
         }
@@ -334,13 +333,18 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
             // -provider rustica loads DIR/rustica.so: link the module there
             // when it has another file name.
             let dir = if setup.module.file_name().is_some_and(|n| n == "rustica.so") {
-                setup.module.parent().map(Path::to_path_buf).unwrap_or_default()
+                setup
+                    .module
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default()
             } else {
                 let d = out.join("B").join("module");
                 let _ = fs::create_dir_all(&d);
                 let link = d.join("rustica.so");
                 let _ = fs::remove_file(&link);
-                std::os::unix::fs::symlink(&setup.module, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+                std::os::unix::fs::symlink(&setup.module, &link)
+                    .map_err(|e| format!("{}: {e}", link.display()))?;
                 d
             };
             if let Some(b) = &args.backend {
@@ -373,9 +377,15 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     // error; a module that loads but does not do the work is caught by
     // the counters and makes rows INVALID.)
     let mut list_b = b.clone();
-    list_b.extra_args.retain(|a| a != "-propquery" && a != "?provider=rustica");
+    list_b
+        .extra_args
+        .retain(|a| a != "-propquery" && a != "?provider=rustica");
     let (ok, listing) = run_capture(&list_b, "list", &["-providers", "-verbose"]);
-    let provider_name = if ok { rustica_provider_name(&listing) } else { None };
+    let provider_name = if ok {
+        rustica_provider_name(&listing)
+    } else {
+        None
+    };
     let Some(provider_name) = provider_name else {
         return Err(format!(
             "the rustica module {} does not load in openssl (side B, --load {}):\n{}",
@@ -461,7 +471,8 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
 
     let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
     let mut prog = progress::Progress::new(total);
-    let scratch = Scratch::new(out.join("logs").join("last")).map_err(|e| format!("cannot create scratch directory: {e}"))?;
+    let scratch = Scratch::new(out.join("logs").join("last"))
+        .map_err(|e| format!("cannot create scratch directory: {e}"))?;
     let mut ctx = matrix::Ctx {
         a,
         b,
@@ -517,19 +528,34 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
             }
             for c in &r.columns {
                 if let results::Status::Failed(m) = &c.status {
-                    let _ = writeln!(so, "      failed: {}: {}", c.kind.op_name(), m.replace('\n', "\n      "));
+                    let _ = writeln!(
+                        so,
+                        "      failed: {}: {}",
+                        c.kind.op_name(),
+                        m.replace('\n', "\n      ")
+                    );
                 }
             }
         }
     }
     Ok(if interrupted {
-        let _ = writeln!(so, "rustica lab: interrupted; partial results kept, no server left running");
+        let _ = writeln!(
+            so,
+            "rustica lab: interrupted; partial results kept, no server left running"
+        );
         EXIT_INTERRUPTED
     } else if valid {
-        let _ = writeln!(so, "rustica lab: every row is valid ({})", progress::clock(info.duration_s));
+        let _ = writeln!(
+            so,
+            "rustica lab: every row is valid ({})",
+            progress::clock(info.duration_s)
+        );
         0
     } else {
-        let _ = writeln!(so, "rustica lab: INVALID rows: their B figures are withheld (see report.md)");
+        let _ = writeln!(
+            so,
+            "rustica lab: INVALID rows: their B figures are withheld (see report.md)"
+        );
         EXIT_INVALID
     })
 }
@@ -537,7 +563,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
 fn standard_notes(o: &matrix::Options) -> Vec<String> {
     vec![
         "Key pair: one per key size (private-N.pem, public-N.pem), generated by B (rustica) in its first \
-         key generation, so A's checks cover it; the signature, verification, certificate and TLS columns \
+         key generation (unless reused with --keys: see each row), so A's checks cover it; the signature, verification, certificate and TLS columns \
          of both sides use it. Key generation is timed on `genpkey` alone; the public key is extracted \
          afterwards, untimed."
             .into(),
@@ -573,8 +599,15 @@ fn standard_notes(o: &matrix::Options) -> Vec<String> {
     ]
 }
 
-fn write_reports(out: &Path, info: &mut report::RunInfo, rows: &[results::Row], stats_path: &Path) -> Result<(), String> {
-    info.b_counters = ibmca_shim::stats::snapshot(stats_path).ok().map(|s| s.to_json());
+fn write_reports(
+    out: &Path,
+    info: &mut report::RunInfo,
+    rows: &[results::Row],
+    stats_path: &Path,
+) -> Result<(), String> {
+    info.b_counters = ibmca_shim::stats::snapshot(stats_path)
+        .ok()
+        .map(|s| s.to_json());
     let mut observed = serde_json::Map::new();
     for r in rows {
         for (k, v) in &r.backends {
@@ -584,11 +617,15 @@ fn write_reports(out: &Path, info: &mut report::RunInfo, rows: &[results::Row], 
     }
     info.environment["b_backends_observed"] = Value::Object(observed);
     let w = |name: &str, text: &str| {
-        fs::write(out.join(name), text).map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
+        fs::write(out.join(name), text)
+            .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
     };
     w("report.md", &report::markdown(info, rows))?;
     let j = report::json_report(info, rows);
-    w("report.json", &(serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"))?;
+    w(
+        "report.json",
+        &(serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"),
+    )?;
     w("report.csv", &report::csv(rows))?;
     w(
         "chart.svg",
@@ -605,7 +642,10 @@ mod tests {
     fn provider_listing() {
         let l = "Providers:\n  default\n    name: OpenSSL Default Provider\n    status: active\n  rustica\n    name: rustica\n    version: 0.1.0\n    status: active\n";
         assert_eq!(rustica_provider_name(l).as_deref(), Some("rustica"));
-        assert_eq!(rustica_provider_name("Providers:\n  default\n    status: active\n"), None);
+        assert_eq!(
+            rustica_provider_name("Providers:\n  default\n    status: active\n"),
+            None
+        );
     }
 
     #[test]

@@ -327,14 +327,15 @@ pub fn run_timed(scratch: &Scratch, mut cmd: Command, what: &str) -> Result<Fini
         .map_err(|e| RunError::Failed(format!("cannot create output files: {e}")))?;
     cmd.stdout(out).stderr(err);
     let start = Instant::now();
-    let child = cmd.spawn().map_err(|e| {
-        RunError::Failed(format!("cannot start `{what}`: {e}"))
-    })?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
     let reaped = reap(child.id());
     let wall = start.elapsed().as_secs_f64();
     // The child is reaped (or lost); `Child` needs no further waiting.
     drop(child);
-    let (reaped, killed) = reaped.map_err(|e| RunError::Failed(format!("waiting for `{what}`: {e}")))?;
+    let (reaped, killed) =
+        reaped.map_err(|e| RunError::Failed(format!("waiting for `{what}`: {e}")))?;
     if killed || interrupted() {
         return Err(RunError::Interrupted);
     }
@@ -383,7 +384,12 @@ pub struct Server {
 impl Server {
     /// Starts `cmd` (an `s_server` command accepting on 127.0.0.1:`port`)
     /// and waits until it accepts connections.
-    pub fn start(mut cmd: Command, port: u16, err_path: &Path, what: &str) -> Result<Server, RunError> {
+    pub fn start(
+        mut cmd: Command,
+        port: u16,
+        err_path: &Path,
+        what: &str,
+    ) -> Result<Server, RunError> {
         if interrupted() {
             return Err(RunError::Interrupted);
         }
@@ -396,7 +402,13 @@ impl Server {
         // the server if the lab process dies without cleaning up.
         unsafe {
             cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
                 Ok(())
             });
         }
@@ -420,7 +432,8 @@ impl Server {
                 if let Ok(Some(status)) = c.try_wait() {
                     server.child = None;
                     let stderr = fs::read_to_string(&server.err_path).unwrap_or_default();
-                    let mut msg = format!("`{what}` exited before accepting connections ({status})");
+                    let mut msg =
+                        format!("`{what}` exited before accepting connections ({status})");
                     if stderr.contains("in use") {
                         msg.push_str(&format!(": port {port} on 127.0.0.1 is in use"));
                     }
@@ -477,9 +490,13 @@ mod tests {
     fn configs_load_what_they_say() {
         let a = config_a();
         assert!(a.contains("default = default_sect"));
-        assert!(!a.contains("rustica"));
+        assert!(!a.contains("rustica_sect") && !a.contains("module ="));
         assert!(a.contains("basicConstraints = critical, CA:TRUE"));
-        let b = config_b(Path::new("/x/rustica.so"), Some("software"), Some("/lib/libica.so.4"));
+        let b = config_b(
+            Path::new("/x/rustica.so"),
+            Some("software"),
+            Some("/lib/libica.so.4"),
+        );
         assert!(b.contains("module = /x/rustica.so"));
         assert!(b.contains("backend = software"));
         assert!(b.contains("libica = /lib/libica.so.4"));

@@ -362,7 +362,10 @@ mod tests {
     use super::*;
 
     fn s(v: f64) -> Sample {
-        Sample { value: v, cpu: v / 2.0 }
+        Sample {
+            value: v,
+            cpu: v / 2.0,
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@ use super::results::{Kind, Row, Status};
 use std::fmt::Write as _;
 
 const COLORS: [&str; 9] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#17becf",
 ];
 
 const W: f64 = 980.0;
@@ -17,11 +18,17 @@ const TOP: f64 = 60.0;
 const BOTTOM: f64 = 70.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn decade_label(e: i32) -> String {
-    dur(10f64.powi(e)).replace(".000", "").replace(".00", "").replace(".0", "")
+    dur(10f64.powi(e))
+        .replace(".000", "")
+        .replace(".00", "")
+        .replace(".0", "")
 }
 
 pub fn chart(rows: &[Row], title: &str) -> String {
@@ -91,7 +98,8 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         _ => (10.0, 12.0),
     };
     let pad = 40.0;
-    let x_of = |b: u32| px0 + pad + ((b as f64).log2() - lx0) / (lx1 - lx0) * (px1 - px0 - 2.0 * pad);
+    let x_of =
+        |b: u32| px0 + pad + ((b as f64).log2() - lx0) / (lx1 - lx0) * (px1 - px0 - 2.0 * pad);
     let (mut ymin, mut ymax) = (f64::MAX, f64::MIN);
     for p in &points {
         ymin = ymin.min(p.3);
@@ -270,8 +278,14 @@ mod tests {
         assert!(svg.contains("B 1024 bits, signature (process)"));
         assert!(svg.contains("A 2048 bits, signature (process)"));
         // log axis labels in readable units
-        assert!(svg.contains(">1 ms</text>") || svg.contains(">10 ms</text>"), "{svg}");
+        assert!(
+            svg.contains(">1 ms</text>") || svg.contains(">10 ms</text>"),
+            "{svg}"
+        );
         // balanced tags for the elements we open
-        assert_eq!(svg.matches("<circle").count(), svg.matches("</circle>").count() + 1);
+        assert_eq!(
+            svg.matches("<circle").count(),
+            svg.matches("</circle>").count() + 1
+        );
     }
 }

@@ -1,0 +1,137 @@
+//! `rustica config`: an openssl.cnf that loads rustica system-wide, merged
+//! into an existing one. It writes nothing but the output it is given.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::sysconf::{self, RusticaSection};
+use crate::system;
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    /// The openssl.cnf to merge into [default: the one `openssl version -d` names]
+    #[arg(long, value_name = "FILE")]
+    input: Option<PathBuf>,
+    /// Start from an empty file instead of an existing openssl.cnf
+    #[arg(long, conflicts_with = "input")]
+    fresh: bool,
+    /// Write the result to FILE (the only file written) instead of stdout
+    #[arg(long, short, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Path of rustica.so to load [default: $RUSTICA_MODULE, beside this
+    /// program, or the installed one]
+    #[arg(long, value_name = "PATH")]
+    module: Option<PathBuf>,
+    /// backend = auto|libica|software
+    #[arg(long)]
+    backend: Option<String>,
+    /// libica = PATH-OR-SONAME
+    #[arg(long)]
+    libica: Option<String>,
+    /// offload-min-bits
+    #[arg(long, value_name = "BITS")]
+    offload_min_bits: Option<u32>,
+    /// offload-max-bits
+    #[arg(long, value_name = "BITS")]
+    offload_max_bits: Option<u32>,
+    /// debug = no|yes|stderr
+    #[arg(long)]
+    debug: Option<String>,
+    /// debug-path = DIR
+    #[arg(long, value_name = "DIR")]
+    debug_path: Option<String>,
+    /// Skip the check that OpenSSL accepts the written file
+    #[arg(long)]
+    no_check: bool,
+}
+
+pub fn run(args: ConfigArgs) -> u8 {
+    match config(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("rustica config: {e}");
+            1
+        }
+    }
+}
+
+fn config(args: ConfigArgs) -> Result<(), String> {
+    let module = system::find_module(args.module.as_deref())?;
+    let existing = if args.fresh {
+        String::new()
+    } else {
+        let input = match &args.input {
+            Some(p) => p.clone(),
+            None => system::system_config()?,
+        };
+        match std::fs::read_to_string(&input) {
+            Ok(text) => text,
+            Err(e) if args.input.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!(
+                    "rustica config: {} does not exist; starting from an empty file",
+                    input.display()
+                );
+                String::new()
+            }
+            Err(e) => return Err(format!("cannot read {}: {e}", input.display())),
+        }
+    };
+    let mut keys = Vec::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            keys.push((k.to_string(), v));
+        }
+    };
+    put("backend", args.backend);
+    put("libica", args.libica);
+    put(
+        "offload-min-bits",
+        args.offload_min_bits.map(|b| b.to_string()),
+    );
+    put(
+        "offload-max-bits",
+        args.offload_max_bits.map(|b| b.to_string()),
+    );
+    put("debug", args.debug);
+    put("debug-path", args.debug_path);
+    let merged = sysconf::merge(
+        &existing,
+        &RusticaSection {
+            module: module.display().to_string(),
+            keys,
+        },
+    );
+    let Some(out) = args.out else {
+        print!("{merged}");
+        return Ok(());
+    };
+    std::fs::write(&out, &merged).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    if !args.no_check {
+        check(&out)?;
+    }
+    eprintln!(
+        "rustica config: wrote {}; use it with OPENSSL_CONF={} or install it as the system openssl.cnf",
+        out.display(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// OpenSSL must load the written file without an error, with rustica active.
+fn check(path: &std::path::Path) -> Result<(), String> {
+    let out = system::openssl(Some(path), &[], &["list", "-providers"])
+        .map_err(|e| format!("cannot run openssl: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() || !text.contains("rustica") || text.to_lowercase().contains("error") {
+        return Err(format!(
+            "OpenSSL does not accept the written config {}:\n{text}",
+            path.display()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! `rustica doctor`: checks an installed setup end to end and says what is
+//! wrong when something is.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use ibmca_shim::stats::{self, Backend, Op};
+
+use crate::{sysconf, system};
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// The module to check [default: $RUSTICA_MODULE, beside this program, or the installed one]
+    #[arg(long, value_name = "PATH")]
+    module: Option<PathBuf>,
+    /// The openssl.cnf to check [default: $OPENSSL_CONF, else the system's]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn ok(&self, what: &str, detail: impl AsRef<str>) {
+        println!("ok    {what}: {}", detail.as_ref());
+    }
+    fn fail(&mut self, what: &str, detail: impl AsRef<str>) {
+        self.failures += 1;
+        println!("FAIL  {what}: {}", detail.as_ref());
+    }
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn run(args: DoctorArgs) -> u8 {
+    let mut r = Report { failures: 0 };
+    match std::process::Command::new("openssl")
+        .arg("version")
+        .output()
+    {
+        Ok(o) if o.status.success() => r.ok("openssl", String::from_utf8_lossy(&o.stdout).trim()),
+        _ => {
+            r.fail(
+                "openssl",
+                "no working `openssl` on PATH (Debian: apt-get install openssl)",
+            );
+            return 1;
+        }
+    }
+
+    let module = match system::find_module(args.module.as_deref()) {
+        Ok(m) => {
+            r.ok("module", m.display().to_string());
+            Some(m)
+        }
+        Err(e) => {
+            r.fail("module", e);
+            None
+        }
+    };
+    if let Some(m) = &module {
+        check_loads(&mut r, m);
+    }
+
+    let config = args
+        .config
+        .or_else(|| std::env::var_os("OPENSSL_CONF").map(PathBuf::from))
+        .or_else(|| system::system_config().ok());
+    match config {
+        Some(c) if c.is_file() => check_config(&mut r, &c),
+        Some(c) => r.fail(
+            "config",
+            format!(
+                "{} does not exist; write one with `rustica config --out FILE`",
+                c.display()
+            ),
+        ),
+        None => r.fail("config", "cannot tell which openssl.cnf is in use"),
+    }
+
+    if r.failures == 0 {
+        println!(
+            "rustica is installed and doing RSA for OpenSSL programs that use this configuration."
+        );
+        0
+    } else {
+        println!(
+            "{} check(s) failed; see docs/troubleshooting.md",
+            r.failures
+        );
+        1
+    }
+}
+
+/// The module loads into the stock openssl command and reports itself active.
+fn check_loads(r: &mut Report, module: &Path) {
+    let dir = module.parent().unwrap_or(Path::new("."));
+    if module.file_name().and_then(|n| n.to_str()) != Some("rustica.so") {
+        r.fail(
+            "load",
+            format!(
+                "{} must be named rustica.so for -provider rustica",
+                module.display()
+            ),
+        );
+        return;
+    }
+    let dir = dir.to_string_lossy();
+    match system::openssl(
+        None,
+        &[],
+        &[
+            "list",
+            "-providers",
+            "-verbose",
+            "-provider-path",
+            &dir,
+            "-provider",
+            "rustica",
+        ],
+    ) {
+        Ok(o) if o.status.success() && text(&o).contains("status: active") => {
+            let t = text(&o);
+            let version = t
+                .lines()
+                .find(|l| l.contains("version:"))
+                .map(str::trim)
+                .unwrap_or("");
+            r.ok("load", format!("openssl loads it ({version})"));
+        }
+        Ok(o) => r.fail(
+            "load",
+            format!("openssl cannot load the module:\n{}", text(&o)),
+        ),
+        Err(e) => r.fail("load", format!("cannot run openssl: {e}")),
+    }
+}
+
+/// The configuration loads rustica, and a signature made under it is
+/// counted by rustica.
+fn check_config(r: &mut Report, config: &Path) {
+    let listed = system::openssl(Some(config), &[], &["list", "-providers"]);
+    match &listed {
+        Ok(o) if o.status.success() && text(o).contains("rustica") => {
+            r.ok("config", format!("{} loads rustica", config.display()))
+        }
+        Ok(o) => {
+            r.fail(
+                "config",
+                format!(
+                    "{} does not load rustica (add it with `rustica config`):\n{}",
+                    config.display(),
+                    text(o)
+                ),
+            );
+            return;
+        }
+        Err(e) => {
+            r.fail("config", format!("cannot run openssl: {e}"));
+            return;
+        }
+    }
+    let cnf = std::fs::read_to_string(config).unwrap_or_default();
+    if let Some((section, keys)) = sysconf::rustica_section(&cnf) {
+        for (key, value) in keys {
+            if !sysconf::KNOWN_KEYS.contains(&key.as_str()) {
+                r.fail(
+                    "config",
+                    format!(
+                        "unknown key '{key}' (= {value}) in [{section}]; rustica knows {}",
+                        sysconf::KNOWN_KEYS[3..].join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    if !cnf.contains("provider=rustica") {
+        r.fail(
+            "routing",
+            "no `default_properties = ?provider=rustica`: OpenSSL will pick the default provider's RSA",
+        );
+    }
+
+    let work = match tempdir() {
+        Ok(d) => d,
+        Err(e) => return r.fail("signature", e),
+    };
+    let stats_path = work.join("stats");
+    let key = work.join("key.pem");
+    let doc = work.join("doc.txt");
+    let sig = work.join("doc.sig");
+    let _ = std::fs::write(&doc, b"rustica doctor");
+    let env = [("RUSTICA_STATS_PATH", stats_path.as_path())];
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let steps: [(&str, Vec<String>); 2] = [
+        (
+            "genpkey",
+            vec![
+                "genpkey".into(),
+                "-algorithm".into(),
+                "RSA".into(),
+                "-pkeyopt".into(),
+                "rsa_keygen_bits:2048".into(),
+                "-out".into(),
+                s(&key),
+            ],
+        ),
+        (
+            "dgst",
+            vec![
+                "dgst".into(),
+                "-sha256".into(),
+                "-sign".into(),
+                s(&key),
+                "-out".into(),
+                s(&sig),
+                s(&doc),
+            ],
+        ),
+    ];
+    for (what, argv) in steps {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        match system::openssl(Some(config), &env, &argv) {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                let _ = std::fs::remove_dir_all(&work);
+                return r.fail(
+                    "signature",
+                    format!(
+                        "openssl {what} failed under {}:\n{}",
+                        config.display(),
+                        text(&o)
+                    ),
+                );
+            }
+            Err(e) => return r.fail("signature", format!("cannot run openssl: {e}")),
+        }
+    }
+    match stats::snapshot(&stats_path) {
+        Ok(snap) => {
+            let signed: u64 = [Backend::Libica, Backend::Software, Backend::Fallback]
+                .iter()
+                .map(|b| snap.get(Op::Sign, *b))
+                .sum();
+            if signed == 1 {
+                let how = Backend::ALL
+                    .iter()
+                    .filter(|b| snap.get(Op::Sign, **b) > 0)
+                    .map(|b| b.name())
+                    .collect::<Vec<_>>()
+                    .join("+");
+                r.ok(
+                    "signature",
+                    format!("a test signature was made by rustica ({how})"),
+                );
+            } else {
+                r.fail(
+                    "signature",
+                    "a test signature succeeded but rustica did not count it: RSA ran on another provider \
+                     (is default_properties = ?provider=rustica set, and RUSTICA_STATS not 0?)",
+                );
+            }
+        }
+        Err(e) => r.fail("signature", format!("cannot read rustica's counters: {e}")),
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn tempdir() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir().join(format!("rustica-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    Ok(base)
+}
