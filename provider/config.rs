@@ -107,6 +107,32 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The backend settings of the RSA primitive (`ibmca_shim::backend`).
+    /// `debug = yes` writes to `debug-path` (default /tmp), file
+    /// `rustica-debug.log`; `debug = stderr` to standard error.
+    pub fn backend_settings(&self) -> ibmca_shim::backend::Settings {
+        use ibmca_shim::backend::{Choice, Settings, Trace};
+        Settings {
+            choice: match self.backend {
+                BackendChoice::Auto => Choice::Auto,
+                BackendChoice::Libica => Choice::Libica,
+                BackendChoice::Software => Choice::Software,
+            },
+            libica: self.libica.clone(),
+            offload_min_bits: self.offload_min_bits,
+            offload_max_bits: self.offload_max_bits,
+            trace: match self.debug {
+                Debug::No => Trace::Off,
+                Debug::Stderr => Trace::Stderr,
+                Debug::Yes => {
+                    Trace::Dir(self.debug_path.as_deref().unwrap_or("/tmp").trim().into())
+                }
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +147,25 @@ mod tests {
         assert!(err.message.contains("banana"));
         let err = Config::load(|k| (k == "debug").then(|| "loud".to_string())).unwrap_err();
         assert!(err.message.contains("'debug'"));
+    }
+
+    #[test]
+    fn backend_settings_mapping() {
+        use ibmca_shim::backend::{Choice, Trace};
+        let c = Config::load(|k| match k {
+            "backend" => Some("software".into()),
+            "debug" => Some("yes".into()),
+            "debug-path" => Some("/var/tmp/x".into()),
+            "offload-min-bits" => Some("1024".into()),
+            _ => None,
+        })
+        .unwrap();
+        let s = c.backend_settings();
+        assert_eq!(s.choice, Choice::Software);
+        assert_eq!(s.trace, Trace::Dir("/var/tmp/x".into()));
+        assert_eq!((s.offload_min_bits, s.offload_max_bits), (1024, 4096));
+        let c = Config::load(|k| (k == "debug").then(|| "stderr".into())).unwrap();
+        assert_eq!(c.backend_settings().trace, Trace::Stderr);
+        assert_eq!(c.backend_settings().choice, Choice::Auto);
     }
 }

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
 
 use crate::boundary::{guard, quiet};
-use crate::config::{BackendChoice, Config, KEYS};
+use crate::config::{Config, KEYS};
 use crate::digest::DigestCache;
 use crate::dispatch::{dispatch, DISPATCH_END};
 use crate::error::{Error, ErrorSink, Reason, Result, REASON_STRINGS};
@@ -48,7 +48,11 @@ impl ProvCtx {
 
     /// The backend that RSA operations run on.
     pub fn backend_name(&self) -> &'static CStr {
-        c"software"
+        match ibmca_shim::backend::active_name() {
+            "libica" => c"libica",
+            "unavailable" => c"unavailable (backend = libica, but libica cannot be loaded)",
+            _ => c"software",
+        }
     }
 
     /// # Safety
@@ -171,13 +175,12 @@ pub unsafe extern "C" fn OSSL_provider_init(
             return Err(Error::new(Reason::Internal, "NULL output pointers"));
         }
         let config = Config::load(|k| config_lookup(&core, k))?;
-        if config.backend == BackendChoice::Libica {
-            return Err(Error::new(
-                Reason::Config,
-                "backend = libica was requested, but this build of rustica has no libica \
-                 backend yet; use backend = auto or software",
-            ));
-        }
+        // The RSA primitive's backend, for the whole process. With
+        // backend = libica and no loadable libica, the load succeeds and
+        // every RSA operation fails with the reason (OpenSSL 3.0 would drop
+        // an init error from openssl.cnf silently; see backend::configure).
+        ibmca_shim::backend::configure(&config.backend_settings())
+            .map_err(|e| Error::new(Reason::Config, e.0))?;
         // SAFETY: handle and input are the core's, as OSSL_LIB_CTX_new_child requires.
         let libctx = unsafe { ffi::OSSL_LIB_CTX_new_child(handle, input) };
         if libctx.is_null() {
@@ -203,6 +206,12 @@ pub unsafe extern "C" fn OSSL_provider_init(
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             sink.raise(&e);
+            // OpenSSL 3.0 discards errors from a provider activated by
+            // openssl.cnf, so a misconfiguration would otherwise leave no
+            // trace at all: say it once on stderr too.
+            if e.reason == Reason::Config {
+                eprintln!("rustica: not loaded: {}", e.message);
+            }
             0
         }
         Err(_) => {

@@ -70,12 +70,17 @@ pub fn run(args: DoctorArgs) -> u8 {
         check_loads(&mut r, m);
     }
 
+    let mut config_keys: Option<Vec<(String, String)>> = None;
     let config = args
         .config
         .or_else(|| std::env::var_os("OPENSSL_CONF").map(PathBuf::from))
         .or_else(|| system::system_config().ok());
     match config {
-        Some(c) if c.is_file() => check_config(&mut r, &c),
+        Some(c) if c.is_file() => {
+            let text = std::fs::read_to_string(&c).unwrap_or_default();
+            config_keys = sysconf::rustica_section(&text).map(|(_, keys)| keys);
+            check_config(&mut r, &c)
+        }
         Some(c) => r.fail(
             "config",
             format!(
@@ -85,6 +90,7 @@ pub fn run(args: DoctorArgs) -> u8 {
         ),
         None => r.fail("config", "cannot tell which openssl.cnf is in use"),
     }
+    check_backend(&mut r, config_keys.as_deref().unwrap_or(&[]));
 
     if r.failures == 0 {
         println!(
@@ -97,6 +103,56 @@ pub fn run(args: DoctorArgs) -> u8 {
             r.failures
         );
         1
+    }
+}
+
+/// Which libica this host has, and the backend each lab key size would use
+/// under the configuration's keys (and RUSTICA_BACKEND / RUSTICA_LIBICA).
+fn check_backend(r: &mut Report, keys: &[(String, String)]) {
+    use ibmca_shim::backend::{self, Choice, Settings};
+    let key = |name: &str, env: &str| {
+        std::env::var(env)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .or_else(|| keys.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    };
+    let mut settings = Settings::default();
+    settings.libica = key("libica", "RUSTICA_LIBICA");
+    let choice = key("backend", "RUSTICA_BACKEND").unwrap_or_else(|| "auto".into());
+    settings.choice = match choice.as_str() {
+        "libica" => Choice::Libica,
+        "software" => Choice::Software,
+        _ => Choice::Auto,
+    };
+    for (name, slot) in [
+        ("offload-min-bits", &mut settings.offload_min_bits),
+        ("offload-max-bits", &mut settings.offload_max_bits),
+    ] {
+        if let Some(v) = key(name, "").and_then(|v| v.parse().ok()) {
+            *slot = v;
+        }
+    }
+    match backend::probe(settings.libica.as_deref()) {
+        Ok(desc) => r.ok("libica", desc),
+        Err(e) if settings.choice == Choice::Libica => r.fail(
+            "libica",
+            format!("backend = libica, but no libica loads: {e}"),
+        ),
+        Err(e) => r.ok("libica", format!("none ({e}); RSA runs in software")),
+    }
+    match backend::configure(&settings) {
+        Ok(status) => {
+            let sizes = [1024u32, 2048, 3072, 4096, 7680, 15360]
+                .iter()
+                .map(|b| format!("{b}: {}", backend::route_name(*b)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            r.ok(
+                "backend",
+                format!("{} ({}); {sizes}", status.name, status.detail),
+            );
+        }
+        Err(e) => r.fail("backend", e.0),
     }
 }
 

@@ -9,7 +9,9 @@
 //! All integers cross this API as big-endian byte strings, so callers never
 //! touch libcrypto's BIGNUM.
 
+pub mod backend;
 mod bn;
+pub mod libica;
 mod rsa;
 mod software;
 pub mod stats;

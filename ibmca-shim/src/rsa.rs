@@ -7,7 +7,10 @@ use std::sync::{Mutex, PoisonError};
 
 use zeroize::Zeroizing;
 
+use crate::backend::{self, Router};
 use crate::bn::{self, Bn, BnCtx, MontCtx};
+use crate::libica::convert::{self, CrtKey, ModExpoKey};
+use crate::libica::Libica;
 use crate::software;
 use crate::stats::{self, Backend, Op};
 
@@ -339,17 +342,53 @@ impl RsaKey {
     /// Generates a two-prime key of exactly `bits` bits with public
     /// exponent `e` (big-endian). Counted as [`Op::Keygen`].
     pub fn generate(bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
-        let r = Self::generate_inner(bits, e);
-        let backend = if r.is_ok() {
-            Backend::Software
-        } else {
-            Backend::Failed
+        let router = backend::current();
+        let params = match router.as_deref().map(Router::check_available) {
+            Some(Err(x)) => Err(x),
+            _ => Self::check_gen_params(bits, e),
+        };
+        let (r, backend) = match params {
+            Err(x) => (Err(x), Backend::Failed),
+            Ok(e) => match router
+                .as_deref()
+                .and_then(|r| r.offload(bits).map(|l| (r, l)))
+            {
+                Some((router, ica)) => match Self::generate_libica(ica, bits, &e) {
+                    Ok(k) => {
+                        router.log_op(Op::Keygen, bits, Backend::Libica, format_args!("ok"));
+                        (Ok(k), Backend::Libica)
+                    }
+                    Err(why) => {
+                        let r = Self::generate_inner(bits, e);
+                        let b = if r.is_ok() {
+                            Backend::Fallback
+                        } else {
+                            Backend::Failed
+                        };
+                        router.log_op(Op::Keygen, bits, b, format_args!("({why})"));
+                        (r, b)
+                    }
+                },
+                None => {
+                    let r = Self::generate_inner(bits, e);
+                    let b = if r.is_ok() {
+                        Backend::Software
+                    } else {
+                        Backend::Failed
+                    };
+                    if let Some(router) = router.as_deref().filter(|r| r.tracing()) {
+                        let why = router.software_reason(bits);
+                        router.log_op(Op::Keygen, bits, b, format_args!("({why})"));
+                    }
+                    (r, b)
+                }
+            },
         };
         stats::record(Op::Keygen, backend, bits);
         r
     }
 
-    fn generate_inner(bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
+    fn check_gen_params(bits: u32, e: &[u8]) -> Result<Bn, RsaError> {
         if !(MIN_BITS..=MAX_BITS).contains(&bits) {
             return err(format!(
                 "key size {bits} bits is outside the supported {MIN_BITS}..={MAX_BITS}"
@@ -363,6 +402,59 @@ impl RsaKey {
                 e.num_bits()
             ));
         }
+        Ok(e)
+    }
+
+    /// Key generation on libica; the key is accepted only if it is a
+    /// consistent key of exactly `bits` bits with exponent `e`.
+    fn generate_libica(ica: &Libica, bits: u32, e: &Bn) -> Result<RsaKey, String> {
+        let key_length = (bits as usize).div_ceil(8);
+        let e_bytes = e.to_be();
+        // libica reads the exponent from the last sizeof(unsigned long)
+        // bytes of the public key's exponent buffer.
+        if e_bytes.len() > std::mem::size_of::<std::os::raw::c_ulong>() {
+            return Err("public exponent too long for libica key generation".into());
+        }
+        let mut public = ModExpoKey::empty(key_length);
+        let e_buf = convert::right_aligned_bytes(&e_bytes, key_length)
+            .ok_or("public exponent does not fit the key")?;
+        public.exponent_mut().copy_from_slice(&e_buf);
+        let mut private = CrtKey::empty(key_length);
+        match ica.rsa_key_generate_crt(bits, &mut public, &mut private) {
+            None => return Err("libica has no ica_rsa_key_generate_crt".into()),
+            Some(Err(x)) => return Err(x.to_string()),
+            Some(Ok(())) => {}
+        }
+        // libica's own p > q normalisation, where it has one (from_parts
+        // normalises either way).
+        if let Some(Err(x)) = ica.rsa_crt_key_check(&mut private) {
+            return Err(x.to_string());
+        }
+        let secret = |b: &[u8]| Some(zeroize::Zeroizing::new(b.to_vec()));
+        let parts = RsaParts {
+            n: public.modulus().to_vec(),
+            e: e_bytes,
+            d: None,
+            p: secret(&private.p),
+            q: secret(&private.q),
+            dp: secret(&private.dp),
+            dq: secret(&private.dq),
+            qinv: secret(&private.qinv),
+        };
+        let key = RsaKey::from_parts(parts)
+            .map_err(|x| format!("libica generated an unusable key: {x}"))?;
+        if key.bits != bits {
+            return Err(format!(
+                "libica generated a {}-bit key instead of {bits} bits",
+                key.bits
+            ));
+        }
+        key.check(KeyCheck::Pair)
+            .map_err(|x| format!("libica generated an inconsistent key: {x}"))?;
+        Ok(key)
+    }
+
+    fn generate_inner(bits: u32, e: Bn) -> Result<RsaKey, RsaError> {
         let pbits = bits.div_ceil(2);
         let qbits = bits - pbits;
         let min_diff_bits = bits / 2 - 100;
@@ -560,17 +652,28 @@ impl RsaKey {
     /// recomputed with d alone and checked again). Output: exactly size()
     /// bytes. Counted as `op`.
     pub fn private_op(&self, op: Op, input: &[u8]) -> Result<Zeroizing<Vec<u8>>, RsaError> {
-        let r = self.private_op_inner(input);
-        let backend = if r.is_ok() {
-            Backend::Software
-        } else {
-            Backend::Failed
+        let router = backend::current();
+        let r = self.private_op_inner(op, input, router.as_deref());
+        let backend = match &r {
+            Ok((_, b)) => *b,
+            Err(_) => Backend::Failed,
         };
+        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
+            router.log_op(op, self.bits, backend, format_args!("error: {e}"));
+        }
         stats::record(op, backend, self.bits);
-        r
+        r.map(|(v, _)| v)
     }
 
-    fn private_op_inner(&self, input: &[u8]) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+    fn private_op_inner(
+        &self,
+        op: Op,
+        input: &[u8],
+        router: Option<&Router>,
+    ) -> Result<(Zeroizing<Vec<u8>>, Backend), RsaError> {
+        if let Some(router) = router {
+            router.check_available()?;
+        }
         let Some(private) = &self.private else {
             return err("key has no private part");
         };
@@ -578,8 +681,56 @@ impl RsaKey {
         let mut ctx = BnCtx::new()?;
         let (blinded, ai) = self.blind(&c, &mut ctx)?;
 
-        // Backend choice goes here (libica later); the software backend is
-        // also the fallback.
+        // libica first, when routed there; its result must pass the same
+        // check as software's, else software does the job (a fallback).
+        let mut used = Backend::Software;
+        let mut from_libica = None;
+        if let Some(router) = router {
+            match router.offload(self.bits) {
+                Some(ica) => match self.libica_private(ica, private, &blinded) {
+                    Attempt::Done(m, what) => {
+                        if self.result_ok(&m, &blinded, &mut ctx)? {
+                            router.log_op(
+                                op,
+                                self.bits,
+                                Backend::Libica,
+                                format_args!("{what} ok"),
+                            );
+                            used = Backend::Libica;
+                            from_libica = Some(m);
+                        } else {
+                            used = Backend::Fallback;
+                            router.log_op(
+                                op,
+                                self.bits,
+                                used,
+                                format_args!(
+                                    "({what} returned a WRONG result: it failed the \
+                                     public-exponent check; recomputed in software)"
+                                ),
+                            );
+                        }
+                    }
+                    Attempt::Failed(why) => {
+                        used = Backend::Fallback;
+                        router.log_op(op, self.bits, used, format_args!("({why})"));
+                    }
+                    Attempt::Skipped(why) => {
+                        router.log_op(op, self.bits, used, format_args!("({why})"));
+                    }
+                },
+                None if router.tracing() => {
+                    let why = router.software_reason(self.bits);
+                    router.log_op(op, self.bits, used, format_args!("({why})"));
+                }
+                None => {}
+            }
+        }
+        if let Some(m) = from_libica {
+            return Ok((self.unblind(&m, &ai, &mut ctx)?, used));
+        }
+
+        // The software backend, also the fallback.
         let mut m = match &private.crt {
             Some(crt) => software::crt_exp(crt, &blinded, &mut ctx)?,
             None => software::d_exp(&private.d, &blinded, &self.n, &self.mont_n, &mut ctx)?,
@@ -595,11 +746,49 @@ impl RsaKey {
             }
         }
 
-        // Unblind in constant time: m * (Ai * R) * R^-1 = m * Ai mod n.
+        Ok((self.unblind(&m, &ai, &mut ctx)?, used))
+    }
+
+    /// Unblinds in constant time: m * (Ai * R) * R^-1 = m * Ai mod n.
+    fn unblind(&self, m: &Bn, ai: &Bn, ctx: &mut BnCtx) -> Result<Zeroizing<Vec<u8>>, RsaError> {
         let mut out = Bn::new()?;
         out.set_consttime();
-        bn::mont_mul(&mut out, &m, &ai, &self.mont_n, &mut ctx)?;
+        bn::mont_mul(&mut out, m, ai, &self.mont_n, ctx)?;
         out.to_be_padded(self.size)
+    }
+
+    /// The blinded private exponentiation on libica: `ica_rsa_crt`, or
+    /// `ica_rsa_mod_expo` with d for keys without CRT parts.
+    fn libica_private(&self, ica: &Libica, private: &Private, blinded: &Bn) -> Attempt {
+        let Ok(input) = blinded.to_be_padded(self.size) else {
+            return Attempt::Skipped("input does not fit the modulus size");
+        };
+        let mut out = Zeroizing::new(vec![0u8; self.size]);
+        let (r, what) = match &private.crt {
+            Some(c) => {
+                let Some(mut key) = CrtKey::new(self.size, &c.p, &c.q, &c.dp, &c.dq, &c.qinv)
+                else {
+                    return Attempt::Skipped("CRT parts do not fit libica's key layout");
+                };
+                (ica.rsa_crt(&input, &mut key, &mut out), "ica_rsa_crt")
+            }
+            None => {
+                let Some(mut key) = ModExpoKey::new(self.size, &self.n, &private.d) else {
+                    return Attempt::Skipped("d does not fit libica's key layout");
+                };
+                (
+                    ica.rsa_mod_expo(&input, &mut key, &mut out),
+                    "ica_rsa_mod_expo",
+                )
+            }
+        };
+        match r {
+            Err(e) => Attempt::Failed(e.to_string()),
+            Ok(()) => match Bn::from_be(&out) {
+                Ok(m) => Attempt::Done(m, what),
+                Err(e) => Attempt::Failed(e.0),
+            },
+        }
     }
 
     /// m^e mod n == blinded input?
@@ -678,23 +867,103 @@ impl RsaKey {
     /// The public-key primitive: input^e mod n, exactly size() bytes.
     /// Counted as `op`.
     pub fn public_op(&self, op: Op, input: &[u8]) -> Result<Vec<u8>, RsaError> {
-        let r = self.public_op_inner(input);
-        let backend = if r.is_ok() {
-            Backend::Software
-        } else {
-            Backend::Failed
+        let router = backend::current();
+        let r = self.public_op_inner(op, input, router.as_deref());
+        let backend = match &r {
+            Ok((_, b)) => *b,
+            Err(_) => Backend::Failed,
         };
+        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
+            router.log_op(op, self.bits, backend, format_args!("error: {e}"));
+        }
         stats::record(op, backend, self.bits);
-        r
+        r.map(|(v, _)| v)
     }
 
-    fn public_op_inner(&self, input: &[u8]) -> Result<Vec<u8>, RsaError> {
+    fn public_op_inner(
+        &self,
+        op: Op,
+        input: &[u8],
+        router: Option<&Router>,
+    ) -> Result<(Vec<u8>, Backend), RsaError> {
+        if let Some(router) = router {
+            router.check_available()?;
+        }
         let c = self.parse_input(input)?;
+        let mut used = Backend::Software;
+        if let Some(router) = router {
+            match router.offload(self.bits) {
+                Some(ica) => match self.libica_public(ica, &c) {
+                    Attempt::Done(m, what) => {
+                        // Nothing cheaper than the computation itself can
+                        // check a public result; a result that is not even
+                        // reduced is certainly wrong.
+                        if m.cmp(&self.n) == Ordering::Less {
+                            router.log_op(
+                                op,
+                                self.bits,
+                                Backend::Libica,
+                                format_args!("{what} ok"),
+                            );
+                            return Ok((m.to_be_padded(self.size)?.to_vec(), Backend::Libica));
+                        }
+                        used = Backend::Fallback;
+                        router.log_op(
+                            op,
+                            self.bits,
+                            used,
+                            format_args!(
+                                "({what} returned a value not below n; recomputed in software)"
+                            ),
+                        );
+                    }
+                    Attempt::Failed(why) => {
+                        used = Backend::Fallback;
+                        router.log_op(op, self.bits, used, format_args!("({why})"));
+                    }
+                    Attempt::Skipped(why) => {
+                        router.log_op(op, self.bits, used, format_args!("({why})"));
+                    }
+                },
+                None if router.tracing() => {
+                    let why = router.software_reason(self.bits);
+                    router.log_op(op, self.bits, used, format_args!("({why})"));
+                }
+                None => {}
+            }
+        }
         let mut ctx = BnCtx::new()?;
         let mut m = Bn::new()?;
         bn::mod_exp_public(&mut m, &c, &self.e, &self.n, &self.mont_n, &mut ctx)?;
-        Ok(m.to_be_padded(self.size)?.to_vec())
+        Ok((m.to_be_padded(self.size)?.to_vec(), used))
     }
+
+    fn libica_public(&self, ica: &Libica, c: &Bn) -> Attempt {
+        let (Ok(input), Some(mut key)) = (
+            c.to_be_padded(self.size),
+            ModExpoKey::new(self.size, &self.n, &self.e),
+        ) else {
+            return Attempt::Skipped("key does not fit libica's key layout");
+        };
+        let mut out = vec![0u8; self.size];
+        match ica.rsa_mod_expo(&input, &mut key, &mut out) {
+            Err(e) => Attempt::Failed(e.to_string()),
+            Ok(()) => match Bn::from_be(&out) {
+                Ok(m) => Attempt::Done(m, "ica_rsa_mod_expo"),
+                Err(e) => Attempt::Failed(e.0),
+            },
+        }
+    }
+}
+
+/// The outcome of offering an operation to libica.
+enum Attempt {
+    /// libica returned a result (still to be checked), from this function.
+    Done(Bn, &'static str),
+    /// libica failed: software finishes the job (a fallback).
+    Failed(String),
+    /// Not offloadable after all (key layout): software by choice.
+    Skipped(&'static str),
 }
 
 impl fmt::Debug for RsaKey {

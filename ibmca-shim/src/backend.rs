@@ -1,0 +1,288 @@
+//! Backend selection: which operations go to libica, and the debug trace.
+//!
+//! The provider calls [`configure`] once at load with its configuration;
+//! until then (and in programs that never call it) everything runs in
+//! software. The setting is process-wide: when several rustica instances
+//! are loaded into one process, the last one initialised decides.
+
+use std::fmt;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use crate::libica::Libica;
+use crate::rsa::RsaError;
+use crate::stats::{Backend, Op};
+
+/// `backend = auto|libica|software`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// libica when it loads and its function list reports RSA hardware.
+    Auto,
+    /// libica whenever it loads, whatever it reports; loading it is required.
+    Libica,
+    /// Software only.
+    Software,
+}
+
+/// Where debug trace lines go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trace {
+    Off,
+    Stderr,
+    /// Appended to `DIR/rustica-debug.log` (mode 0600).
+    Dir(PathBuf),
+}
+
+/// The backend settings (from the provider's configuration).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub choice: Choice,
+    /// A soname or path; `None`: libica.so.4, else libica.so.3.
+    pub libica: Option<String>,
+    pub offload_min_bits: u32,
+    pub offload_max_bits: u32,
+    pub trace: Trace,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            choice: Choice::Auto,
+            libica: None,
+            offload_min_bits: 512,
+            offload_max_bits: crate::libica::abi::ADAPTER_MAX_BITS,
+            trace: Trace::Off,
+        }
+    }
+}
+
+/// What [`configure`] chose.
+#[derive(Clone, Debug)]
+pub struct Status {
+    /// "libica", "software", or "unavailable" (backend = libica without a
+    /// loadable libica: every RSA operation fails, saying why).
+    pub name: &'static str,
+    /// Why, and which libica (for logs and `rustica doctor`).
+    pub detail: String,
+}
+
+pub(crate) struct Router {
+    libica: Option<Arc<Libica>>,
+    /// backend = libica could not be honoured: why (every operation fails).
+    unavailable: Option<String>,
+    min_bits: u32,
+    max_bits: u32,
+    trace: Trace,
+}
+
+static ROUTER: RwLock<Option<Arc<Router>>> = RwLock::new(None);
+
+/// Loaded libraries by name: dlopen once per process.
+static LOADED: Mutex<Vec<(String, Arc<Libica>)>> = Mutex::new(Vec::new());
+
+fn load(explicit: Option<&str>) -> Result<Arc<Libica>, String> {
+    let key = explicit.unwrap_or("").to_string();
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, l)) = loaded.iter().find(|(k, _)| *k == key) {
+        return Ok(l.clone());
+    }
+    let l = Arc::new(Libica::open_first(explicit)?);
+    loaded.push((key, l.clone()));
+    Ok(l)
+}
+
+/// Applies `s` for the whole process.
+///
+/// `backend = libica` with no loadable libica does not fail here: OpenSSL
+/// 3.0 drops provider initialisation errors from openssl.cnf silently (and
+/// `?provider=rustica` then quietly runs everything on the default
+/// provider). Instead the load succeeds and every RSA operation fails with
+/// the reason, so the error reaches the user at first use.
+pub fn configure(s: &Settings) -> Result<Status, RsaError> {
+    let mut unavailable = None;
+    let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
+    let (libica, status) = match s.choice {
+        Choice::Software => (
+            None,
+            Status {
+                name: "software",
+                detail: "backend = software".into(),
+            },
+        ),
+        Choice::Auto => match load(s.libica.as_deref()) {
+            Ok(l) if l.rsa_hardware() => {
+                let detail = format!("backend = auto: libica {}; offload {range}", l.describe());
+                (
+                    Some(l),
+                    Status {
+                        name: "libica",
+                        detail,
+                    },
+                )
+            }
+            Ok(l) => (
+                None,
+                Status {
+                    name: "software",
+                    detail: format!(
+                        "backend = auto: software, libica {} (set backend = libica to use it anyway)",
+                        l.describe()
+                    ),
+                },
+            ),
+            Err(e) => (
+                None,
+                Status {
+                    name: "software",
+                    detail: format!("backend = auto: software, no libica ({e})"),
+                },
+            ),
+        },
+        Choice::Libica => match load(s.libica.as_deref()) {
+            Ok(l) => {
+                let detail = format!("backend = libica: {}; offload {range}", l.describe());
+                (
+                    Some(l),
+                    Status {
+                        name: "libica",
+                        detail,
+                    },
+                )
+            }
+            Err(e) => {
+                let msg = format!(
+                    "backend = libica, but libica cannot be loaded ({e}); install libica, \
+                     point the 'libica' key (or RUSTICA_LIBICA) at it, or use backend = auto \
+                     or software"
+                );
+                unavailable = Some(msg.clone());
+                (
+                    None,
+                    Status {
+                        name: "unavailable",
+                        detail: msg,
+                    },
+                )
+            }
+        },
+    };
+    let router = Arc::new(Router {
+        libica,
+        unavailable,
+        min_bits: s.offload_min_bits,
+        max_bits: s.offload_max_bits,
+        trace: s.trace.clone(),
+    });
+    router.log(format_args!("init: {}", status.detail));
+    *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = Some(router);
+    Ok(status)
+}
+
+/// The name of the active backend ("software" until [`configure`];
+/// "unavailable" when backend = libica found no libica).
+pub fn active_name() -> &'static str {
+    match current() {
+        Some(r) if r.libica.is_some() => "libica",
+        Some(r) if r.unavailable.is_some() => "unavailable",
+        _ => "software",
+    }
+}
+
+/// The backend a key of `bits` bits would use now: "libica" or "software".
+pub fn route_name(bits: u32) -> &'static str {
+    match current().and_then(|r| r.offload(bits).map(|_| ())) {
+        Some(()) => "libica",
+        None => "software",
+    }
+}
+
+/// Resets to software (tests and tools).
+pub fn reset() {
+    *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = None;
+}
+
+pub(crate) fn current() -> Option<Arc<Router>> {
+    ROUTER
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+impl Router {
+    /// The error every operation returns when the configured backend
+    /// cannot run.
+    pub(crate) fn check_available(&self) -> Result<(), RsaError> {
+        match &self.unavailable {
+            Some(m) => Err(RsaError(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// libica for a key of `bits` bits, when it is the route.
+    pub(crate) fn offload(&self, bits: u32) -> Option<&Libica> {
+        let l = self.libica.as_deref()?;
+        (self.min_bits..=self.max_bits).contains(&bits).then_some(l)
+    }
+
+    /// The route of a `bits`-bit key when libica is not used for it.
+    pub(crate) fn software_reason(&self, bits: u32) -> &'static str {
+        if self.libica.is_none() {
+            "software backend"
+        } else if bits < self.min_bits || bits > self.max_bits {
+            "outside the offload range"
+        } else {
+            "not offloadable"
+        }
+    }
+
+    pub(crate) fn tracing(&self) -> bool {
+        self.trace != Trace::Off
+    }
+
+    /// Writes one trace line (when tracing is on).
+    pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
+        if !self.tracing() {
+            return;
+        }
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let line = format!("rustica[{pid}]: {msg}\n");
+        match &self.trace {
+            Trace::Off => {}
+            Trace::Stderr => {
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
+            Trace::Dir(dir) => {
+                // Opened per line in append mode: one write per line keeps
+                // lines of concurrent processes whole, and a forked child
+                // needs nothing reopened.
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(dir.join("rustica-debug.log"))
+                {
+                    let _ = f.write_all(line.as_bytes());
+                }
+            }
+        }
+    }
+
+    /// The per-operation trace line: backend, key size, outcome.
+    pub(crate) fn log_op(&self, op: Op, bits: u32, backend: Backend, outcome: fmt::Arguments<'_>) {
+        self.log(format_args!(
+            "{} rsa-{bits}: backend={} {outcome}",
+            op.name(),
+            backend.name()
+        ));
+    }
+}
+
+/// Loads libica (`explicit`, else the default names) and describes it:
+/// path, version, RSA function list flags. For `rustica doctor`.
+pub fn probe(explicit: Option<&str>) -> Result<String, String> {
+    load(explicit).map(|l| l.describe())
+}

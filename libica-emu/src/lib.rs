@@ -1,0 +1,557 @@
+//! An emulated libica: the C ABI of libica's RSA functions (the subset
+//! rustica uses), doing the arithmetic in software with libcrypto, so
+//! rustica's libica path runs end to end on any host. For tests only: the
+//! arithmetic is not hardened the way rustica's software backend is.
+//!
+//! Behaviour, like libica 4 on a machine with a crypto adapter:
+//! - the function list reports RSA ME / CRT / key generation as hardware
+//!   (`ICA_FLAG_DHW`), unless `LIBICA_EMU_HW=0` (then software only);
+//! - keys over 4096 bits are refused with `EPERM`;
+//! - `ica_rsa_crt` with p < q swaps p/q, dp/dq and recomputes qInverse in
+//!   the caller's key, as libica does (rustica never passes such a key; the
+//!   call log says `swapped` if it ever did).
+//!
+//! Environment (read once per process):
+//! - `LIBICA_EMU_COUNTS=FILE`: every RSA call appends one line
+//!   `SEQ PID FUNCTION BITS OUTCOME` (outcome `ok`, `swapped`, `corrupt`,
+//!   or an errno name), under an exclusive lock; SEQ numbers calls across
+//!   all processes sharing the file. Without it, calls are numbered per
+//!   process.
+//! - `LIBICA_EMU_ERRNO_EVERY=N`, `LIBICA_EMU_ERRNO=EIO|ENODEV|EPERM|EINVAL|<n>`
+//!   (default EIO): every Nth call fails with that errno.
+//! - `LIBICA_EMU_CORRUPT_EVERY=N`: every Nth call returns a wrong result
+//!   (one bit flipped; for key generation, in qInverse).
+//! - `LIBICA_EMU_LATENCY_US=N`: each RSA call sleeps N microseconds first.
+
+mod bn;
+
+use std::cmp::Ordering;
+use std::io::{Read, Seek, Write};
+use std::os::raw::{c_int, c_uint};
+use std::os::unix::io::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering as AtOrd};
+use std::sync::OnceLock;
+
+use ibmca_shim::libica::abi::{
+    self, ica_adapter_handle_t, ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t,
+    libica_func_list_element, libica_version_info,
+};
+
+use bn::{Bn, Ctx, Fail};
+
+const EPERM: c_uint = libc::EPERM as c_uint;
+const EINVAL: c_uint = libc::EINVAL as c_uint;
+const EIO: c_uint = libc::EIO as c_uint;
+
+/// The version the emulator reports.
+const VERSION: libica_version_info = libica_version_info {
+    major_version: 4,
+    minor_version: 3,
+    fixpack_version: 0,
+};
+
+/// The handle `ica_open_adapter` hands out (not a real descriptor).
+const FAKE_HANDLE: ica_adapter_handle_t = 4242;
+
+struct Settings {
+    counts: Option<std::path::PathBuf>,
+    errno_every: u64,
+    errno: c_uint,
+    corrupt_every: u64,
+    latency_us: u64,
+    hardware: bool,
+}
+
+fn settings() -> &'static Settings {
+    static S: OnceLock<Settings> = OnceLock::new();
+    S.get_or_init(|| {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+        let num = |n: &str| {
+            var(n)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let errno = match var("LIBICA_EMU_ERRNO").as_deref().map(str::trim) {
+            None | Some("EIO") => EIO,
+            Some("ENODEV") => libc::ENODEV as c_uint,
+            Some("EPERM") => EPERM,
+            Some("EINVAL") => EINVAL,
+            Some("ENOMEM") => libc::ENOMEM as c_uint,
+            Some(other) => other.parse().unwrap_or(EIO),
+        };
+        Settings {
+            counts: var("LIBICA_EMU_COUNTS").map(Into::into),
+            errno_every: num("LIBICA_EMU_ERRNO_EVERY"),
+            errno,
+            corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
+            latency_us: num("LIBICA_EMU_LATENCY_US"),
+            hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
+        }
+    })
+}
+
+/// What the fault injector decided for one call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Run,
+    Errno(c_uint),
+    Corrupt,
+}
+
+fn plan(seq: u64) -> Plan {
+    let s = settings();
+    if s.errno_every > 0 && seq.is_multiple_of(s.errno_every) {
+        Plan::Errno(s.errno)
+    } else if s.corrupt_every > 0 && seq.is_multiple_of(s.corrupt_every) {
+        Plan::Corrupt
+    } else {
+        Plan::Run
+    }
+}
+
+fn outcome_name(rc: c_uint, plan: Plan, swapped: bool) -> String {
+    match (rc, plan) {
+        (0, Plan::Corrupt) => "corrupt".into(),
+        (0, _) if swapped => "swapped".into(),
+        (0, _) => "ok".into(),
+        (rc, _) => abi::errno_name(rc)
+            .split(' ')
+            .next()
+            .unwrap_or("error")
+            .to_string(),
+    }
+}
+
+/// Runs one RSA call: numbers it, applies latency and faults, runs `f`
+/// (which returns an errno or 0, and whether it swapped p and q) and logs
+/// it. With a counts file, the whole call holds an exclusive lock on it, so
+/// numbering is global and the emulated adapter serves one call at a time.
+fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_uint {
+    let s = settings();
+    let run = |seq: u64| -> (c_uint, String) {
+        if s.latency_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(s.latency_us));
+        }
+        let p = if bits > abi::ADAPTER_MAX_BITS {
+            Plan::Errno(EPERM)
+        } else {
+            plan(seq)
+        };
+        let (rc, swapped) = match p {
+            Plan::Errno(e) => (e, false),
+            _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(p)))
+                .unwrap_or((EIO, false)),
+        };
+        (rc, outcome_name(rc, p, swapped))
+    };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let Some(path) = &s.counts else {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        return run(SEQ.fetch_add(1, AtOrd::Relaxed) + 1).0;
+    };
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+    else {
+        return EIO;
+    };
+    // SAFETY: an open descriptor; the lock is released when it closes.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return EIO;
+    }
+    let mut text = String::new();
+    let _ = file.rewind();
+    let _ = file.read_to_string(&mut text);
+    let seq = text.lines().count() as u64 + 1;
+    let (rc, outcome) = run(seq);
+    let _ = file.write_all(format!("{seq} {pid} {function} {bits} {outcome}\n").as_bytes());
+    rc
+}
+
+fn flip_last_bit(out: &mut [u8]) {
+    if let Some(b) = out.last_mut() {
+        *b ^= 1;
+    }
+}
+
+/// # Safety
+/// `p` must be valid for `len` bytes for the returned lifetime.
+unsafe fn slice<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    // SAFETY: per the caller.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
+/// # Safety
+/// `p` must be valid and writable for `len` bytes, unaliased, for the
+/// returned lifetime.
+unsafe fn slice_mut<'a>(p: *mut u8, len: usize) -> &'a mut [u8] {
+    // SAFETY: per the caller.
+    unsafe { std::slice::from_raw_parts_mut(p, len) }
+}
+
+/// `ica_open_adapter`: hands out a fake handle.
+///
+/// # Safety
+/// `handle` must be NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn ica_open_adapter(handle: *mut ica_adapter_handle_t) -> c_uint {
+    if handle.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL out-pointer from the caller.
+    unsafe { *handle = FAKE_HANDLE };
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ica_close_adapter(_handle: ica_adapter_handle_t) -> c_uint {
+    0
+}
+
+/// `ica_get_version`: reports 4.3.0.
+///
+/// # Safety
+/// `info` must be NULL or valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn ica_get_version(info: *mut libica_version_info) -> c_uint {
+    if info.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL out-pointer from the caller.
+    unsafe { *info = VERSION };
+    0
+}
+
+/// `ica_get_functionlist`: RSA ME, CRT and key generation.
+///
+/// # Safety
+/// `len` must be NULL or valid for reading and writing; `list` NULL or
+/// valid for `*len` elements.
+#[no_mangle]
+pub unsafe extern "C" fn ica_get_functionlist(
+    list: *mut libica_func_list_element,
+    len: *mut c_uint,
+) -> c_uint {
+    if len.is_null() {
+        return EINVAL;
+    }
+    let flags = if settings().hardware {
+        abi::ICA_FLAG_DHW | abi::ICA_FLAG_SW
+    } else {
+        abi::ICA_FLAG_SW
+    };
+    let entries: Vec<libica_func_list_element> = [
+        abi::RSA_ME,
+        abi::RSA_CRT,
+        abi::RSA_KEY_GEN_ME,
+        abi::RSA_KEY_GEN_CRT,
+    ]
+    .iter()
+    .map(|&m| libica_func_list_element {
+        mech_mode_id: m,
+        flags,
+        property: 0,
+    })
+    .collect();
+    // SAFETY: len is a valid in/out pointer.
+    let cap = unsafe { *len } as usize;
+    // SAFETY: as above.
+    unsafe { *len = entries.len() as c_uint };
+    if list.is_null() {
+        return 0;
+    }
+    if cap < entries.len() {
+        return EINVAL;
+    }
+    // SAFETY: the caller gave room for `cap` >= entries.len() elements.
+    unsafe { std::ptr::copy_nonoverlapping(entries.as_ptr(), list, entries.len()) };
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ica_fips_status() -> c_int {
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ica_cleanup() {}
+
+fn mod_expo(input: &[u8], n: &[u8], e: &[u8], out: &mut [u8]) -> Result<c_uint, Fail> {
+    let ctx = Ctx::new()?;
+    let (c, n, e) = (Bn::from_be(input)?, Bn::from_be(n)?, Bn::from_be(e)?);
+    if !n.is_odd() || c.cmp(&n) != Ordering::Less {
+        return Ok(EINVAL);
+    }
+    bn::mod_exp(&c, &e, &n, &ctx)?.write_to(out)?;
+    Ok(0)
+}
+
+/// `ica_rsa_mod_expo`.
+///
+/// # Safety
+/// libica's contract: `input` and `output` hold `key_length` bytes, and so
+/// do the key's `modulus` and `exponent`.
+#[no_mangle]
+pub unsafe extern "C" fn ica_rsa_mod_expo(
+    _handle: ica_adapter_handle_t,
+    input: *const u8,
+    key: *mut ica_rsa_key_mod_expo_t,
+    output: *mut u8,
+) -> c_uint {
+    if input.is_null() || key.is_null() || output.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL key struct from the caller.
+    let k = unsafe { &*key };
+    if k.modulus.is_null() || k.exponent.is_null() || k.key_length < 8 {
+        return EINVAL;
+    }
+    let kl = k.key_length as usize;
+    call("rsa_mod_expo", k.key_length * 8, |plan| {
+        // SAFETY: libica's contract: input, modulus, exponent and output
+        // each hold key_length bytes; output does not overlap the inputs.
+        let (inp, n, e, out) = unsafe {
+            (
+                slice(input, kl),
+                slice(k.modulus, kl),
+                slice(k.exponent, kl),
+                slice_mut(output, kl),
+            )
+        };
+        let rc = mod_expo(inp, n, e, out).unwrap_or(EIO);
+        if rc == 0 && plan == Plan::Corrupt {
+            flip_last_bit(out);
+        }
+        (rc, false)
+    })
+}
+
+struct CrtParts<'a> {
+    p: &'a mut [u8],
+    q: &'a mut [u8],
+    dp: &'a mut [u8],
+    dq: &'a mut [u8],
+    qinv: &'a mut [u8],
+}
+
+/// # Safety
+/// The key's buffers must have libica's documented CRT lengths.
+unsafe fn crt_parts<'a>(k: &ica_rsa_key_crt_t) -> Option<CrtParts<'a>> {
+    if [k.p, k.q, k.dp, k.dq, k.q_inverse]
+        .iter()
+        .any(|p| p.is_null())
+    {
+        return None;
+    }
+    let half = k.key_length as usize / 2;
+    // SAFETY: lengths per libica's contract (the caller's promise); the five
+    // buffers are distinct.
+    unsafe {
+        Some(CrtParts {
+            p: slice_mut(k.p, half + 8),
+            q: slice_mut(k.q, half),
+            dp: slice_mut(k.dp, half + 8),
+            dq: slice_mut(k.dq, half),
+            qinv: slice_mut(k.q_inverse, half + 8),
+        })
+    }
+}
+
+/// libica's key check: if p < q, swap p/q and dp/dq and recompute qInverse
+/// in place. Returns whether it swapped.
+fn normalise(k: &mut CrtParts<'_>) -> Result<bool, Fail> {
+    let (p, q) = (Bn::from_be(k.p)?, Bn::from_be(k.q)?);
+    if p.cmp(&q) != Ordering::Less {
+        return Ok(false);
+    }
+    let (dp, dq) = (Bn::from_be(k.dp)?, Bn::from_be(k.dq)?);
+    // New p (old q) goes into the long buffer, new q (old p) must fit the
+    // short one.
+    q.write_to(k.p)?;
+    p.write_to(k.q)?;
+    dq.write_to(k.dp)?;
+    dp.write_to(k.dq)?;
+    let ctx = Ctx::new()?;
+    bn::mod_inverse(&p, &q, &ctx)?.write_to(k.qinv)?;
+    Ok(true)
+}
+
+fn crt(input: &[u8], k: &mut CrtParts<'_>, out: &mut [u8]) -> Result<(c_uint, bool), Fail> {
+    let swapped = normalise(k)?;
+    let ctx = Ctx::new()?;
+    let c = Bn::from_be(input)?;
+    let (p, q) = (Bn::from_be(k.p)?, Bn::from_be(k.q)?);
+    let (dp, dq, qinv) = (Bn::from_be(k.dp)?, Bn::from_be(k.dq)?, Bn::from_be(k.qinv)?);
+    if !p.is_odd() || !q.is_odd() {
+        return Ok((EINVAL, swapped));
+    }
+    let m1 = bn::mod_exp(&bn::nnmod(&c, &p, &ctx)?, &dp, &p, &ctx)?;
+    let m2 = bn::mod_exp(&bn::nnmod(&c, &q, &ctx)?, &dq, &q, &ctx)?;
+    let h = bn::mod_sub_mul(&m1, &m2, &qinv, &p, &ctx)?;
+    let m = bn::mul_add(&h, &q, &m2, &ctx)?;
+    m.write_to(out)?;
+    Ok((0, swapped))
+}
+
+/// `ica_rsa_crt`.
+///
+/// # Safety
+/// libica's contract: `input` and `output` hold `key_length` bytes; `p`,
+/// `dp`, `qInverse` hold `key_length / 2 + 8`, `q` and `dq` `key_length / 2`.
+#[no_mangle]
+pub unsafe extern "C" fn ica_rsa_crt(
+    _handle: ica_adapter_handle_t,
+    input: *const u8,
+    key: *mut ica_rsa_key_crt_t,
+    output: *mut u8,
+) -> c_uint {
+    if input.is_null() || key.is_null() || output.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL key struct from the caller.
+    let k = unsafe { &*key };
+    if k.key_length < 8 {
+        return EINVAL;
+    }
+    let kl = k.key_length as usize;
+    call("rsa_crt", k.key_length * 8, |plan| {
+        // SAFETY: libica's contract for the key buffers and for input and
+        // output (key_length bytes each).
+        let (parts, inp, out) = unsafe { (crt_parts(k), slice(input, kl), slice_mut(output, kl)) };
+        let Some(mut parts) = parts else {
+            return (EINVAL, false);
+        };
+        let (rc, swapped) = crt(inp, &mut parts, out).unwrap_or((EIO, false));
+        if rc == 0 && plan == Plan::Corrupt {
+            flip_last_bit(out);
+        }
+        (rc, swapped)
+    })
+}
+
+/// `ica_rsa_crt_key_check`.
+///
+/// # Safety
+/// As for `ica_rsa_crt`, for the key buffers.
+#[no_mangle]
+pub unsafe extern "C" fn ica_rsa_crt_key_check(key: *mut ica_rsa_key_crt_t) -> c_uint {
+    if key.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL key struct; buffer lengths per libica's contract.
+    let Some(mut parts) = (unsafe { crt_parts(&*key) }) else {
+        return EINVAL;
+    };
+    match normalise(&mut parts) {
+        Ok(false) => 0,
+        Ok(true) => 1,
+        Err(Fail) => EIO,
+    }
+}
+
+fn generate(
+    bits: u32,
+    e: u64,
+    public: &mut [u8],
+    parts: &mut CrtParts<'_>,
+) -> Result<c_uint, Fail> {
+    struct Rsa(*mut openssl_sys::RSA);
+    impl Drop for Rsa {
+        fn drop(&mut self) {
+            // SAFETY: owned, freed once (RSA_free clears the key).
+            unsafe { openssl_sys::RSA_free(self.0) }
+        }
+    }
+    // SAFETY: no preconditions.
+    let rsa = Rsa(unsafe { openssl_sys::RSA_new() });
+    if rsa.0.is_null() {
+        return Err(Fail);
+    }
+    let ebn = Bn::from_u64(e)?;
+    // SAFETY: valid RSA and exponent; NULL callback allowed.
+    bn::ok(unsafe {
+        openssl_sys::RSA_generate_key_ex(rsa.0, bits as c_int, ebn.ptr(), std::ptr::null_mut())
+    })?;
+    let mut n = std::ptr::null();
+    let (mut p, mut q) = (std::ptr::null(), std::ptr::null());
+    let (mut dp, mut dq, mut qinv) = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+    // SAFETY: valid RSA; out-pointers receive pointers owned by it.
+    unsafe {
+        openssl_sys::RSA_get0_key(rsa.0, &mut n, std::ptr::null_mut(), std::ptr::null_mut());
+        openssl_sys::RSA_get0_factors(rsa.0, &mut p, &mut q);
+        openssl_sys::RSA_get0_crt_params(rsa.0, &mut dp, &mut dq, &mut qinv);
+    }
+    if [n, p, q, dp, dq, qinv].iter().any(|v| v.is_null()) {
+        return Err(Fail);
+    }
+    // SAFETY: all six are valid BIGNUMs owned by `rsa`, alive here.
+    unsafe {
+        Bn::dup_raw(n)?.write_to(public)?;
+        Bn::dup_raw(p)?.write_to(parts.p)?;
+        Bn::dup_raw(q)?.write_to(parts.q)?;
+        Bn::dup_raw(dp)?.write_to(parts.dp)?;
+        Bn::dup_raw(dq)?.write_to(parts.dq)?;
+        Bn::dup_raw(qinv)?.write_to(parts.qinv)?;
+    }
+    normalise(parts)?;
+    Ok(0)
+}
+
+/// `ica_rsa_key_generate_crt`.
+///
+/// # Safety
+/// libica's contract: the public key's buffers hold `key_length` bytes,
+/// the private key's their CRT lengths.
+#[no_mangle]
+pub unsafe extern "C" fn ica_rsa_key_generate_crt(
+    _handle: ica_adapter_handle_t,
+    bits: c_uint,
+    public_key: *mut ica_rsa_key_mod_expo_t,
+    private_key: *mut ica_rsa_key_crt_t,
+) -> c_uint {
+    if public_key.is_null() || private_key.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-NULL structs from the caller.
+    let (pk, sk) = unsafe { (&*public_key, &*private_key) };
+    let kl = pk.key_length as usize;
+    if pk.key_length != sk.key_length
+        || (bits as usize).div_ceil(8) != kl
+        || kl < 8
+        || pk.modulus.is_null()
+        || pk.exponent.is_null()
+    {
+        return EINVAL;
+    }
+    call("rsa_key_generate_crt", bits, |plan| {
+        // SAFETY: libica's contract: modulus and exponent hold key_length
+        // bytes; the CRT buffers their documented lengths.
+        let (modulus, exponent, parts) = unsafe {
+            (
+                slice_mut(pk.modulus, kl),
+                slice(pk.exponent, kl),
+                crt_parts(sk),
+            )
+        };
+        let Some(mut parts) = parts else {
+            return (EINVAL, false);
+        };
+        // The exponent lives in the last 8 bytes; the rest must be zero.
+        let (head, tail) = exponent.split_at(kl - 8);
+        if head.iter().any(|&b| b != 0) {
+            return (EINVAL, false);
+        }
+        let mut e = u64::from_be_bytes(tail.try_into().unwrap_or([0; 8]));
+        if e == 0 {
+            e = 65537;
+        }
+        let rc = generate(bits, e, modulus, &mut parts).unwrap_or(EIO);
+        if rc == 0 && plan == Plan::Corrupt {
+            flip_last_bit(parts.qinv);
+        }
+        (rc, false)
+    })
+}

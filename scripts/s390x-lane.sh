@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The big-endian lane: rustica cross-built for s390x, loaded into Debian's
+# s390x openssl under qemu-user, with the REAL libica (Debian's libica3,
+# whose software fallback does the arithmetic under qemu) as its backend.
+#
+#   scripts/s390x-lane.sh            # install, build, run, check
+#
+# Steps: install the cross tools (gcc-s390x-linux-gnu, qemu-user-static,
+# the rustup target); extract Debian's s390x packages into a sysroot with a
+# private apt configuration (the host's dpkg architectures are not
+# touched); cross-build rustica; then under qemu-s390x-static, with
+# backend = libica and libica = libica.so.3: generate a 2048-bit key, sign
+# and verify at 2048 and 4096 bits, verify each signature on the host with
+# the default provider, compare with the host's signature, and check
+# rustica's s390x counters show libica. Exits non-zero, saying what failed.
+#
+# Work directory: $S390X_LANE_DIR (default target/s390x-lane), reused on the
+# next run (sysroot and cross build are cached there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
+SYSROOT=$LANE/sysroot
+APTDIR=$LANE/apt
+RUN=$LANE/run
+TARGET=s390x-unknown-linux-gnu
+START=$SECONDS
+
+say() { echo "s390x-lane: $*" >&2; }
+die() { say "FAILED: $*"; exit 1; }
+step() { say "[$((SECONDS - START))s] $*"; }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+# --- 1. tools ---------------------------------------------------------------
+step "tools"
+need=()
+for pkg in gcc-s390x-linux-gnu qemu-user-static libclang-dev openssl; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  $sudo apt-get update -qq || die "apt-get update failed (no network or no apt mirror?)"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null \
+    || die "could not install ${need[*]}"
+fi
+command -v qemu-s390x-static >/dev/null || die "qemu-s390x-static is missing after install"
+command -v s390x-linux-gnu-gcc >/dev/null || die "s390x-linux-gnu-gcc is missing after install"
+if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
+  rustup target add "$TARGET" >/dev/null || die "rustup target add $TARGET failed"
+fi
+
+# --- 2. sysroot from Debian's s390x packages ----------------------------------
+PKGS=(libc6 libgcc-s1 libssl3 libssl-dev openssl libica3 libica-dev libc6-dev
+      linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1)
+if [ ! -f "$SYSROOT/.complete" ]; then
+  step "sysroot (private apt configuration, s390x)"
+  rm -rf "$SYSROOT" "$APTDIR"
+  mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" \
+           "$APTDIR/sources.list.d" "$APTDIR/debs" "$SYSROOT"
+  src=/etc/apt/sources.list.d/debian.sources
+  [ -f "$src" ] || die "$src not found: this lane expects Debian 12's deb822 sources"
+  # Every stanza gets "Architectures: s390x".
+  awk 'BEGIN{added=0} /^Types:/{print; print "Architectures: s390x"; next} {print}' \
+    "$src" >"$APTDIR/sources.list.d/debian.sources"
+  : >"$APTDIR/sources.list"
+  : >"$APTDIR/status"
+  APT=(apt-get -q -o APT::Architecture=s390x -o APT::Architectures=s390x
+       -o Dir::State="$APTDIR" -o Dir::State::Lists="$APTDIR/lists"
+       -o Dir::State::status="$APTDIR/status" -o Dir::Cache="$APTDIR/cache"
+       -o Dir::Etc::SourceList="$APTDIR/sources.list"
+       -o Dir::Etc::SourceParts="$APTDIR/sources.list.d"
+       -o APT::Sandbox::User=root)
+  "${APT[@]}" update >/dev/null || die "private apt update for s390x failed"
+  (cd "$APTDIR/debs" && "${APT[@]}" download "${PKGS[@]}" >/dev/null) \
+    || die "could not download the s390x packages ${PKGS[*]}"
+  for deb in "$APTDIR"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
+  # libica seeds from /dev/prandom; without it, from the slow host RNG.
+  mkdir -p "$SYSROOT/dev"
+  ln -sf /dev/urandom "$SYSROOT/dev/prandom"
+  touch "$SYSROOT/.complete"
+fi
+LIBDIR=$SYSROOT/usr/lib/s390x-linux-gnu
+[ -e "$LIBDIR/libica.so.3" ] || die "libica.so.3 missing from the sysroot"
+[ -x "$SYSROOT/usr/bin/openssl" ] || die "the s390x openssl is missing from the sysroot"
+
+# --- 3. cross build -----------------------------------------------------------
+step "cross-building rustica for $TARGET"
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=--sysroot=$SYSROOT"
+export CC_s390x_unknown_linux_gnu=s390x-linux-gnu-gcc
+export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
+export OPENSSL_LIB_DIR=$LIBDIR
+export OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include
+export RUSTICA_SYSROOT=$SYSROOT
+cargo build -q --target "$TARGET" --target-dir "$LANE/target" -p rustica --lib \
+  || die "cross build failed"
+MODULE=$LANE/target/$TARGET/debug/librustica.so
+[ -f "$MODULE" ] || die "no $MODULE after the build"
+file "$MODULE" 2>/dev/null | grep -q "IBM S/390" || say "note: could not confirm $MODULE is s390x"
+unset OPENSSL_LIB_DIR OPENSSL_INCLUDE_DIR
+
+# --- 4. run under qemu ----------------------------------------------------------
+step "running the s390x openssl under qemu with rustica and libica.so.3"
+rm -rf "$RUN"
+mkdir -p "$RUN/modules"
+cp "$MODULE" "$RUN/modules/rustica.so"
+cat >"$RUN/s390x.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = evp_properties
+[provider_sect]
+default = default_sect
+rustica = rustica_sect
+[default_sect]
+activate = 1
+[rustica_sect]
+module = $RUN/modules/rustica.so
+activate = 1
+backend = libica
+libica = libica.so.3
+debug = yes
+debug-path = $RUN
+[evp_properties]
+default_properties = ?provider=rustica
+CNF
+uid=$(id -u)
+icastats=/dev/shm/icastats_$uid
+had_icastats=0
+[ -e "$icastats" ] && had_icastats=1
+cleanup() { [ "$had_icastats" = 1 ] || rm -f "$icastats"; }
+trap cleanup EXIT
+
+STATS=$RUN/stats
+s390x_openssl() {
+  env -u RUSTICA_BACKEND -u RUSTICA_LIBICA -u RUSTICA_DEBUG \
+    OPENSSL_CONF="$RUN/s390x.cnf" RUSTICA_STATS_PATH="$STATS" LIBICA_STATS_MODE=0 \
+    qemu-s390x-static -L "$SYSROOT" "$SYSROOT/usr/bin/openssl" "$@"
+}
+host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
+
+# rustica's counters: u64[op][backend] at offset 64, in the writer's (big-endian)
+# byte order; ops keygen, sign, verify, encrypt, decrypt; backends libica,
+# software, fallback, failed (ibmca-shim/src/stats.rs).
+counter() { # op-index backend-index
+  od -A n -t u8 --endian=big -j $((64 + ($1 * 4 + $2) * 8)) -N 8 "$STATS" | tr -d ' '
+}
+
+s390x_openssl version | grep -q "OpenSSL 3" || die "the s390x openssl does not run under qemu"
+head -c 100000 /dev/urandom >"$RUN/doc.bin"
+
+step "2048-bit key generated on s390x by rustica (ica_rsa_key_generate_crt)"
+s390x_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$RUN/key-2048.pem" \
+  || die "genpkey 2048 on s390x failed"
+host_openssl pkey -in "$RUN/key-2048.pem" -check -noout >/dev/null \
+  || die "the key generated on s390x does not pass the host's check"
+host_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:4096 -out "$RUN/key-4096.pem" 2>/dev/null
+
+for bits in 2048 4096; do
+  step "sign and verify, $bits bits"
+  key=$RUN/key-$bits.pem
+  host_openssl pkey -in "$key" -pubout -out "$RUN/pub-$bits.pem"
+  s390x_openssl dgst -sha256 -sign "$key" -out "$RUN/sig-$bits.bin" "$RUN/doc.bin" \
+    || die "signing at $bits bits on s390x failed"
+  s390x_openssl dgst -sha256 -verify "$RUN/pub-$bits.pem" -signature "$RUN/sig-$bits.bin" \
+    "$RUN/doc.bin" | grep -q "Verified OK" || die "s390x rustica does not verify its $bits-bit signature"
+  host_openssl dgst -sha256 -verify "$RUN/pub-$bits.pem" -signature "$RUN/sig-$bits.bin" \
+    "$RUN/doc.bin" | grep -q "Verified OK" || die "the host does not verify the s390x $bits-bit signature"
+  host_openssl dgst -sha256 -sign "$key" -out "$RUN/host-sig-$bits.bin" "$RUN/doc.bin"
+  cmp -s "$RUN/sig-$bits.bin" "$RUN/host-sig-$bits.bin" \
+    || die "the s390x PKCS#1 v1.5 signature differs from the host's at $bits bits"
+done
+
+step "rustica's counters on the s390x side"
+[ -f "$STATS" ] || die "no rustica counters file: rustica did not run on s390x"
+keygen_libica=$(counter 0 0)
+sign_libica=$(counter 1 0); sign_other=$(( $(counter 1 1) + $(counter 1 2) + $(counter 1 3) ))
+verify_libica=$(counter 2 0); verify_other=$(( $(counter 2 1) + $(counter 2 2) + $(counter 2 3) ))
+say "keygen libica=$keygen_libica; sign libica=$sign_libica other=$sign_other;" \
+    "verify libica=$verify_libica other=$verify_other"
+[ "$keygen_libica" = 1 ] || die "the s390x key generation was not counted on libica"
+[ "$sign_libica" = 2 ] && [ "$sign_other" = 0 ] || die "signatures were not all on libica"
+[ "$verify_libica" = 2 ] && [ "$verify_other" = 0 ] || die "verifications were not all on libica"
+grep -q "backend = libica: libica.so.3" "$RUN/rustica-debug.log" \
+  || die "rustica's debug log does not show libica.so.3 as the backend"
+say "libica: $(grep -m1 -o 'backend = libica: [^;]*' "$RUN/rustica-debug.log")"
+step "OK: rustica on s390x (big-endian) with the real libica 3 signs and verifies at 2048 and 4096 bits"

@@ -1,0 +1,620 @@
+//! rustica's libica backend, end to end, through the emulated libica
+//! (`libica-emu`): the stock openssl command with rustica routed to the
+//! emulator, proven by rustica's counters and by the emulator's own call
+//! log; fault injection; large keys; and the no-libica host.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+
+/// A lab whose rustica uses the emulator (backend = libica by environment,
+/// so both the config-loaded and the flag-loaded rustica use it), with the
+/// emulator's call log in the lab.
+struct Emu {
+    lab: Lab,
+    counts: PathBuf,
+    _counts_dir: tempfile::TempDir,
+}
+
+/// One call the emulator logged.
+#[derive(Debug)]
+struct Call {
+    function: String,
+    bits: u32,
+    outcome: String,
+}
+
+impl Emu {
+    fn new(keys: &[(&str, &str)], env: &[(&str, &str)]) -> Emu {
+        Self::with_backend("libica", keys, env)
+    }
+
+    fn with_backend(backend: &str, keys: &[(&str, &str)], env: &[(&str, &str)]) -> Emu {
+        let emu = emulator_path();
+        let counts_dir = tempfile::tempdir().unwrap();
+        let counts = counts_dir.path().join("emu-calls");
+        let mut all_env = vec![
+            ("RUSTICA_BACKEND", backend),
+            ("RUSTICA_LIBICA", emu.to_str().unwrap()),
+            ("LIBICA_EMU_COUNTS", counts.to_str().unwrap()),
+        ];
+        all_env.extend_from_slice(env);
+        let lab = Lab::with_rustica(keys, &all_env);
+        Emu {
+            lab,
+            counts,
+            _counts_dir: counts_dir,
+        }
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        let text = std::fs::read_to_string(&self.counts).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(f.len(), 5, "bad emulator log line {l:?}");
+                Call {
+                    function: f[2].to_string(),
+                    bits: f[3].parse().unwrap(),
+                    outcome: f[4].to_string(),
+                }
+            })
+            .collect()
+    }
+
+    fn count(&self, function: &str, bits: u32, outcome: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.function == function && c.bits == bits && c.outcome == outcome)
+            .count()
+    }
+}
+
+fn assert_only(lab: &Lab, op: Op, backend: Backend, n: u64) {
+    let s = lab.stats();
+    for b in Backend::ALL {
+        let want = if b == backend { n } else { 0 };
+        assert_eq!(
+            s.get(op, b),
+            want,
+            "{} on {}: {}",
+            op.name(),
+            b.name(),
+            s.to_json()
+        );
+    }
+}
+
+fn pubkey(lab: &Lab, key: &str, name: &str) -> String {
+    lab.ok(
+        Side::Default,
+        &["pkey", "-in", key, "-pubout", "-out", name],
+    );
+    lab.p(name)
+}
+
+/// keygen, sign, verify (both providers), encrypt and decrypt at one size,
+/// all on the emulator.
+fn every_operation_on_the_emulator(bits: u32) {
+    let emu = Emu::new(&[], &[]);
+    let lab = &emu.lab;
+    let key = lab.genkey(bits, "key.pem");
+    let pubk = pubkey(lab, &key, "pub.pem");
+    let doc = lab.write("doc.txt", b"offloaded to the emulated adapter\n");
+
+    lab.ok(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
+    );
+    let out = lab.ok(
+        Side::Default,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            &pubk,
+            "-signature",
+            "sig.bin",
+            &doc,
+        ],
+    );
+    assert!(out.contains("Verified OK"), "{out}");
+    let out = lab.ok(
+        Side::RusticaConfig,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            &pubk,
+            "-signature",
+            "sig.bin",
+            &doc,
+        ],
+    );
+    assert!(out.contains("Verified OK"), "{out}");
+
+    let secret = lab.write("secret.bin", b"session key material");
+    let oaep = ["-pkeyopt", "rsa_padding_mode:oaep"];
+    let mut args = vec![
+        "pkeyutl",
+        "-encrypt",
+        "-propquery",
+        PROPQ,
+        "-pubin",
+        "-inkey",
+        &pubk,
+        "-in",
+        &secret,
+        "-out",
+        "ct.bin",
+    ];
+    args.extend_from_slice(&oaep);
+    lab.ok(Side::RusticaFlags, &args);
+    let mut args = vec![
+        "pkeyutl",
+        "-decrypt",
+        "-propquery",
+        PROPQ,
+        "-inkey",
+        &key,
+        "-in",
+        "ct.bin",
+        "-out",
+        "back.bin",
+    ];
+    args.extend_from_slice(&oaep);
+    lab.ok(Side::RusticaFlags, &args);
+    assert_eq!(lab.read("back.bin"), b"session key material");
+
+    // rustica: everything on libica, once each.
+    assert_only(lab, Op::Keygen, Backend::Libica, 1);
+    assert_only(lab, Op::Sign, Backend::Libica, 1);
+    assert_only(lab, Op::Verify, Backend::Libica, 1);
+    assert_only(lab, Op::Encrypt, Backend::Libica, 1);
+    assert_only(lab, Op::Decrypt, Backend::Libica, 1);
+    let s = lab.stats();
+    assert_eq!(s.by_bits(Op::Sign).get(&bits), Some(&1));
+    // The emulator: the same calls, nothing else, no p < q key ever.
+    assert_eq!(emu.count("rsa_key_generate_crt", bits, "ok"), 1);
+    assert_eq!(emu.count("rsa_crt", bits, "ok"), 2, "{:?}", emu.calls());
+    assert_eq!(
+        emu.count("rsa_mod_expo", bits, "ok"),
+        2,
+        "{:?}",
+        emu.calls()
+    );
+    assert_eq!(emu.calls().len(), 5, "{:?}", emu.calls());
+}
+
+#[test]
+fn emulator_1024() {
+    every_operation_on_the_emulator(1024);
+}
+
+#[test]
+fn emulator_2048() {
+    every_operation_on_the_emulator(2048);
+}
+
+#[test]
+fn emulator_3072() {
+    every_operation_on_the_emulator(3072);
+}
+
+#[test]
+fn emulator_4096() {
+    every_operation_on_the_emulator(4096);
+}
+
+#[test]
+fn tls_handshake_through_the_emulator() {
+    let emu = Emu::new(&[], &[]);
+    let lab = &emu.lab;
+    let key = lab.genkey(2048, "key.pem");
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            &key,
+            "-subj",
+            "/CN=localhost",
+            "-sha256",
+            "-out",
+            "cert.pem",
+        ],
+    );
+    let cert = lab.p("cert.pem");
+    let port = free_port();
+    let accept = port.to_string();
+    let server = lab
+        .command(
+            Side::RusticaConfig,
+            &[
+                "s_server", "-accept", &accept, "-cert", &cert, "-key", &key, "-www", "-quiet",
+            ],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start s_server");
+    let server = Server(server);
+    wait_for_port(port);
+    let signs_before = lab.done(Op::Sign);
+    let connect = format!("127.0.0.1:{port}");
+    let mut client = lab
+        .command(
+            Side::RusticaConfig,
+            &["s_client", "-connect", &connect, "-brief", "-tls1_3"],
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = client.stdin.take().unwrap();
+        let _ = stdin.write_all(b"GET / HTTP/1.0\r\n\r\n");
+    }
+    let out = client.wait_with_output().unwrap();
+    drop(server);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("CONNECTION ESTABLISHED"), "{text}");
+    let s = lab.stats();
+    assert!(
+        lab.done(Op::Sign) > signs_before,
+        "the server's CertificateVerify was not signed by rustica: {}",
+        s.to_json()
+    );
+    assert!(s.get(Op::Verify, Backend::Libica) >= 1, "{}", s.to_json());
+    for op in [Op::Keygen, Op::Sign, Op::Verify] {
+        assert_eq!(s.get(op, Backend::Software), 0, "{}", s.to_json());
+        assert_eq!(s.get(op, Backend::Fallback), 0, "{}", s.to_json());
+        assert_eq!(s.get(op, Backend::Failed), 0, "{}", s.to_json());
+    }
+    assert_eq!(
+        emu.count("rsa_crt", 2048, "ok") as u64,
+        s.get(Op::Sign, Backend::Libica),
+        "{:?}",
+        emu.calls()
+    );
+    assert_eq!(
+        emu.count("rsa_mod_expo", 2048, "ok") as u64,
+        s.get(Op::Verify, Backend::Libica),
+        "{:?}",
+        emu.calls()
+    );
+}
+
+/// Keys above the offload range never reach libica (software); with the
+/// range opened up, the emulator refuses them like libica 4 (EPERM) and
+/// software finishes the job (fallback).
+#[test]
+fn large_keys_run_in_software_or_fallback() {
+    let doc_bytes = b"a large key\n";
+    for bits in [7680u32, 15360] {
+        let emu = Emu::new(&[], &[]);
+        let lab = &emu.lab;
+        let key = fixture(bits).display().to_string();
+        let pubk = pubkey(lab, &key, "pub.pem");
+        let doc = lab.write("doc.txt", doc_bytes);
+        lab.ok(
+            Side::RusticaConfig,
+            &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
+        );
+        let out = lab.ok(
+            Side::Default,
+            &[
+                "dgst",
+                "-sha256",
+                "-verify",
+                &pubk,
+                "-signature",
+                "sig.bin",
+                &doc,
+            ],
+        );
+        assert!(out.contains("Verified OK"), "{bits}: {out}");
+        assert_only(lab, Op::Sign, Backend::Software, 1);
+        assert!(emu.calls().is_empty(), "{bits}: {:?}", emu.calls());
+    }
+
+    let emu = Emu::new(&[("offload-max-bits", "16384")], &[]);
+    let lab = &emu.lab;
+    let key = fixture(7680).display().to_string();
+    let pubk = pubkey(lab, &key, "pub.pem");
+    let doc = lab.write("doc.txt", doc_bytes);
+    lab.ok(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
+    );
+    let out = lab.ok(
+        Side::RusticaConfig,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            &pubk,
+            "-signature",
+            "sig.bin",
+            &doc,
+        ],
+    );
+    assert!(out.contains("Verified OK"), "{out}");
+    let out = lab.ok(
+        Side::Default,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            &pubk,
+            "-signature",
+            "sig.bin",
+            &doc,
+        ],
+    );
+    assert!(out.contains("Verified OK"), "{out}");
+    assert_only(lab, Op::Sign, Backend::Fallback, 1);
+    assert_only(lab, Op::Verify, Backend::Fallback, 1);
+    assert_eq!(emu.count("rsa_crt", 7680, "EPERM"), 1, "{:?}", emu.calls());
+    assert_eq!(emu.count("rsa_mod_expo", 7680, "EPERM"), 1);
+}
+
+/// Signatures under fault injection (every 3rd call of the emulator
+/// faulty): every signature verifies under the default provider, and the
+/// counters show exactly the faulty calls as fallbacks.
+fn signatures_under_faults(fault: (&str, &str), outcome: &str) -> Emu {
+    const N: usize = 100;
+    let debug_dir = tempfile::tempdir().unwrap();
+    let dir = debug_dir.path();
+    let dir_s = dir.display().to_string();
+    let emu = Emu::new(&[("debug", "yes"), ("debug-path", &dir_s)], &[fault]);
+    let lab = &emu.lab;
+    // The key comes from the default provider: the emulator sees signatures only.
+    lab.ok(
+        Side::Default,
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "key.pem",
+        ],
+    );
+    let key = lab.p("key.pem");
+    let pubk = pubkey(lab, &key, "pub.pem");
+    for i in 0..N {
+        let doc = lab.write(&format!("doc{i}.txt"), format!("document {i}\n").as_bytes());
+        let sig = format!("sig{i}.bin");
+        lab.ok(
+            Side::RusticaConfig,
+            &["dgst", "-sha256", "-sign", &key, "-out", &sig, &doc],
+        );
+        let out = lab.ok(
+            Side::Default,
+            &[
+                "dgst",
+                "-sha256",
+                "-verify",
+                &pubk,
+                "-signature",
+                &sig,
+                &doc,
+            ],
+        );
+        assert!(out.contains("Verified OK"), "signature {i}: {out}");
+    }
+    let faulty = N / 3;
+    let s = lab.stats();
+    assert_eq!(
+        s.get(Op::Sign, Backend::Fallback),
+        faulty as u64,
+        "{}",
+        s.to_json()
+    );
+    assert_eq!(
+        s.get(Op::Sign, Backend::Libica),
+        (N - faulty) as u64,
+        "{}",
+        s.to_json()
+    );
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0);
+    assert_eq!(s.get(Op::Sign, Backend::Software), 0);
+    assert_eq!(
+        emu.count("rsa_crt", 2048, outcome),
+        faulty,
+        "{:?}",
+        emu.calls()
+    );
+    assert_eq!(emu.count("rsa_crt", 2048, "ok"), N - faulty);
+    // The debug trace names backend, size and outcome of every signature.
+    let log = std::fs::read_to_string(dir.join("rustica-debug.log")).unwrap();
+    assert_eq!(
+        log.matches("sign rsa-2048: backend=libica ica_rsa_crt ok")
+            .count(),
+        N - faulty,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("sign rsa-2048: backend=fallback").count(),
+        faulty,
+        "{log}"
+    );
+    emu
+}
+
+#[test]
+fn every_third_call_fails_with_eio() {
+    let emu = signatures_under_faults(("LIBICA_EMU_ERRNO_EVERY", "3"), "EIO");
+    let _ = emu;
+}
+
+#[test]
+fn every_third_result_is_wrong() {
+    let emu = signatures_under_faults(("LIBICA_EMU_CORRUPT_EVERY", "3"), "corrupt");
+    let _ = emu;
+}
+
+/// A wrong key generated by "hardware" is never used: software generates.
+#[test]
+fn a_wrong_generated_key_is_replaced() {
+    let emu = Emu::new(&[], &[("LIBICA_EMU_CORRUPT_EVERY", "1")]);
+    let lab = &emu.lab;
+    let key = lab.genkey(2048, "key.pem");
+    assert_only(lab, Op::Keygen, Backend::Fallback, 1);
+    assert_eq!(emu.count("rsa_key_generate_crt", 2048, "corrupt"), 1);
+    let out = lab.ok(Side::Default, &["pkey", "-in", &key, "-check", "-noout"]);
+    assert!(out.contains("valid") || out.is_empty(), "{out}");
+}
+
+/// auto uses libica only where its function list reports hardware; libica
+/// forces it whatever the list says.
+#[test]
+fn auto_needs_hardware_libica_does_not() {
+    let sign_once = |emu: &Emu| {
+        let lab = &emu.lab;
+        lab.ok(
+            Side::Default,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:1024",
+                "-out",
+                "k.pem",
+            ],
+        );
+        let doc = lab.write("d.txt", b"x");
+        lab.ok(
+            Side::RusticaConfig,
+            &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
+        );
+    };
+    let emu = Emu::with_backend("auto", &[], &[]);
+    sign_once(&emu);
+    assert_only(&emu.lab, Op::Sign, Backend::Libica, 1);
+
+    let emu = Emu::with_backend("auto", &[], &[("LIBICA_EMU_HW", "0")]);
+    sign_once(&emu);
+    assert_only(&emu.lab, Op::Sign, Backend::Software, 1);
+    assert!(emu.calls().is_empty());
+
+    let emu = Emu::with_backend("libica", &[], &[("LIBICA_EMU_HW", "0")]);
+    sign_once(&emu);
+    assert_only(&emu.lab, Op::Sign, Backend::Libica, 1);
+}
+
+/// The config keys alone (no environment) select the emulator.
+#[test]
+fn config_keys_select_libica() {
+    let emu_path = emulator_path().display().to_string();
+    let counts_dir = tempfile::tempdir().unwrap();
+    let counts = counts_dir.path().join("calls");
+    let counts_s = counts.display().to_string();
+    let lab = Lab::with_rustica(
+        &[("backend", "libica"), ("libica", &emu_path)],
+        &[("LIBICA_EMU_COUNTS", &counts_s)],
+    );
+    lab.ok(
+        Side::Default,
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "k.pem",
+        ],
+    );
+    let doc = lab.write("d.txt", b"x");
+    lab.ok(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
+    );
+    assert_only(&lab, Op::Sign, Backend::Libica, 1);
+    let calls = std::fs::read_to_string(&counts).unwrap();
+    assert!(calls.contains(" rsa_crt 2048 ok"), "{calls}");
+}
+
+/// On a host without libica: auto runs in software; backend = libica loads
+/// (OpenSSL 3.0 would swallow an init error from openssl.cnf) and every
+/// RSA operation then fails, saying what it tried.
+#[test]
+fn no_libica_on_this_host() {
+    if ibmca_shim::backend::probe(None).is_ok() {
+        eprintln!("skipped: this host has a libica");
+        return;
+    }
+    let sign = |lab: &Lab| {
+        lab.ok(
+            Side::Default,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:1024",
+                "-out",
+                "k.pem",
+            ],
+        );
+        lab.write("d.txt", b"x");
+        lab.run(
+            Side::RusticaConfig,
+            &[
+                "dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", "d.txt",
+            ],
+        )
+    };
+    let lab = Lab::with_rustica(&[], &[("RUSTICA_BACKEND", "auto")]);
+    assert!(sign(&lab).status.success());
+    assert_only(&lab, Op::Sign, Backend::Software, 1);
+
+    for lab in [
+        Lab::with_rustica(&[], &[("RUSTICA_BACKEND", "libica")]),
+        Lab::with_rustica(&[("backend", "libica")], &[]),
+    ] {
+        let out = sign(&lab);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "signed without libica: {text}");
+        assert!(
+            text.contains("backend = libica, but libica cannot be loaded")
+                && text.contains("libica.so.4")
+                && text.contains("libica.so.3"),
+            "{text}"
+        );
+        assert_only(&lab, Op::Sign, Backend::Failed, 1);
+        // Key generation fails the same way.
+        let text = lab.fails(
+            Side::RusticaConfig,
+            &["genpkey", "-algorithm", "RSA", "-out", "g.pem"],
+        );
+        assert!(text.contains("libica cannot be loaded"), "{text}");
+    }
+
+    let lab = Lab::with_rustica(
+        &[
+            ("backend", "libica"),
+            ("libica", "/nonexistent/libica.so.4"),
+        ],
+        &[],
+    );
+    let out = sign(&lab);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(text.contains("/nonexistent/libica.so.4"), "{text}");
+}
