@@ -116,10 +116,109 @@ impl Ctx {
     }
 }
 
-/// r = a^p mod m.
+extern "C" {
+    // libcrypto functions openssl-sys does not declare (bn.h).
+    fn BN_MONT_CTX_new() -> *mut openssl_sys::BN_MONT_CTX;
+    fn BN_MONT_CTX_set(
+        mont: *mut openssl_sys::BN_MONT_CTX,
+        m: *const BIGNUM,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_MONT_CTX_free(mont: *mut openssl_sys::BN_MONT_CTX);
+    fn BN_mod_exp_mont_consttime_x2(
+        rr1: *mut BIGNUM,
+        a1: *const BIGNUM,
+        p1: *const BIGNUM,
+        m1: *const BIGNUM,
+        in_mont1: *mut openssl_sys::BN_MONT_CTX,
+        rr2: *mut BIGNUM,
+        a2: *const BIGNUM,
+        p2: *const BIGNUM,
+        m2: *const BIGNUM,
+        in_mont2: *mut openssl_sys::BN_MONT_CTX,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+}
+
+impl Bn {
+    pub fn bits(&self) -> i32 {
+        // SAFETY: valid BIGNUM.
+        unsafe { openssl_sys::BN_num_bits(self.ptr()) }
+    }
+}
+
+/// A Montgomery context for one odd modulus, built per call as a card
+/// without state would.
+struct Mont(*mut openssl_sys::BN_MONT_CTX);
+
+impl Mont {
+    fn new(m: &Bn, ctx: &Ctx) -> Result<Mont, Fail> {
+        // SAFETY: plain allocation, then set up for a valid odd modulus.
+        unsafe {
+            let mont = BN_MONT_CTX_new();
+            if mont.is_null() {
+                return Err(Fail);
+            }
+            let mont = Mont(mont);
+            ok(BN_MONT_CTX_set(mont.0, m.ptr(), ctx.ptr()))?;
+            Ok(mont)
+        }
+    }
+}
+
+impl Drop for Mont {
+    fn drop(&mut self) {
+        // SAFETY: owned, freed once.
+        unsafe { BN_MONT_CTX_free(self.0) }
+    }
+}
+
+/// Both CRT halves in one call when p and q are 1024 bits each (OpenSSL's
+/// AVX-512 path for RSA-2048), so the emulator does the same arithmetic as
+/// rustica's software backend; None for other sizes.
+pub fn crt_x2(
+    c1: &Bn,
+    dp: &Bn,
+    p: &Bn,
+    c2: &Bn,
+    dq: &Bn,
+    q: &Bn,
+    ctx: &Ctx,
+) -> Result<Option<(Bn, Bn)>, Fail> {
+    if p.bits() != 1024 || q.bits() != 1024 {
+        return Ok(None);
+    }
+    let (mp, mq) = (Mont::new(p, ctx)?, Mont::new(q, ctx)?);
+    let (m1, m2) = (Bn::new()?, Bn::new()?);
+    dp.set_consttime();
+    dq.set_consttime();
+    // SAFETY: valid BIGNUMs and Montgomery contexts for p and q; outputs
+    // distinct from the inputs; ctx used by this thread only.
+    ok(unsafe {
+        BN_mod_exp_mont_consttime_x2(
+            m1.ptr(),
+            c1.ptr(),
+            dp.ptr(),
+            p.ptr(),
+            mp.0,
+            m2.ptr(),
+            c2.ptr(),
+            dq.ptr(),
+            q.ptr(),
+            mq.0,
+            ctx.ptr(),
+        )
+    })?;
+    Ok(Some((m1, m2)))
+}
+
+/// r = a^p mod m; constant-time for secret-sized exponents (public
+/// exponents are a few bits and need not be).
 pub fn mod_exp(a: &Bn, p: &Bn, m: &Bn, ctx: &Ctx) -> Result<Bn, Fail> {
     let r = Bn::new()?;
-    p.set_consttime();
+    if p.bits() > 64 {
+        p.set_consttime();
+    }
     // SAFETY: valid BIGNUMs, r distinct from the inputs, ctx used by this
     // thread only.
     ok(unsafe { openssl_sys::BN_mod_exp(r.ptr(), a.ptr(), p.ptr(), m.ptr(), ctx.ptr()) })?;

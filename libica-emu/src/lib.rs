@@ -388,8 +388,14 @@ fn crt(input: &[u8], k: &mut CrtParts<'_>, out: &mut [u8]) -> Result<(c_uint, bo
     if !p.is_odd() || !q.is_odd() {
         return Ok((EINVAL, swapped));
     }
-    let m1 = bn::mod_exp(&bn::nnmod(&c, &p, &ctx)?, &dp, &p, &ctx)?;
-    let m2 = bn::mod_exp(&bn::nnmod(&c, &q, &ctx)?, &dq, &q, &ctx)?;
+    let (c1, c2) = (bn::nnmod(&c, &p, &ctx)?, bn::nnmod(&c, &q, &ctx)?);
+    let (m1, m2) = match bn::crt_x2(&c1, &dp, &p, &c2, &dq, &q, &ctx)? {
+        Some(pair) => pair,
+        None => (
+            bn::mod_exp(&c1, &dp, &p, &ctx)?,
+            bn::mod_exp(&c2, &dq, &q, &ctx)?,
+        ),
+    };
     let h = bn::mod_sub_mul(&m1, &m2, &qinv, &p, &ctx)?;
     let m = bn::mul_add(&h, &q, &m2, &ctx)?;
     m.write_to(out)?;
