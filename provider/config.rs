@@ -40,16 +40,6 @@ impl Default for Config {
     }
 }
 
-/// The configuration keys rustica reads from its section.
-pub const KEYS: [&str; 6] = [
-    "backend",
-    "libica",
-    "offload-min-bits",
-    "offload-max-bits",
-    "debug",
-    "debug-path",
-];
-
 fn bad(key: &str, value: &str, expected: &str) -> crate::error::Error {
     crate::error::Error::new(
         Reason::Config,

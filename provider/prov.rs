@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
 
 use crate::boundary::{guard, quiet};
-use crate::config::{Config, KEYS};
+use crate::config::Config;
 use crate::digest::DigestCache;
 use crate::dispatch::{dispatch, DISPATCH_END};
 use crate::error::{Error, ErrorSink, Reason, Result, REASON_STRINGS};
@@ -348,8 +348,3 @@ static PROVIDER_DISPATCH: [OSSL_DISPATCH; 6] = [
     ),
     DISPATCH_END,
 ];
-
-/// The configuration keys rustica understands, for documentation and tools.
-pub fn config_keys() -> &'static [&'static str] {
-    &KEYS
-}

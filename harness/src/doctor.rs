@@ -116,13 +116,15 @@ fn check_backend(r: &mut Report, keys: &[(String, String)]) {
             .filter(|v| !v.is_empty())
             .or_else(|| keys.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
     };
-    let mut settings = Settings::default();
-    settings.libica = key("libica", "RUSTICA_LIBICA");
     let choice = key("backend", "RUSTICA_BACKEND").unwrap_or_else(|| "auto".into());
-    settings.choice = match choice.as_str() {
-        "libica" => Choice::Libica,
-        "software" => Choice::Software,
-        _ => Choice::Auto,
+    let mut settings = Settings {
+        libica: key("libica", "RUSTICA_LIBICA"),
+        choice: match choice.as_str() {
+            "libica" => Choice::Libica,
+            "software" => Choice::Software,
+            _ => Choice::Auto,
+        },
+        ..Settings::default()
     };
     for (name, slot) in [
         ("offload-min-bits", &mut settings.offload_min_bits),
@@ -227,12 +229,12 @@ fn check_config(r: &mut Report, config: &Path) {
     let cnf = std::fs::read_to_string(config).unwrap_or_default();
     if let Some((section, keys)) = sysconf::rustica_section(&cnf) {
         for (key, value) in keys {
-            if !sysconf::KNOWN_KEYS.contains(&key.as_str()) {
+            if !sysconf::known_key(&key) {
                 r.fail(
                     "config",
                     format!(
                         "unknown key '{key}' (= {value}) in [{section}]; rustica knows {}",
-                        sysconf::KNOWN_KEYS[3..].join(", ")
+                        ibmca_shim::CONFIG_KEYS.join(", ")
                     ),
                 );
             }

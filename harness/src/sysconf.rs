@@ -115,18 +115,13 @@ impl Doc {
     }
 }
 
-/// Keys OpenSSL itself reads in a provider section, and rustica's own.
-pub const KNOWN_KEYS: [&str; 9] = [
-    "module",
-    "activate",
-    "identity",
-    "backend",
-    "libica",
-    "offload-min-bits",
-    "offload-max-bits",
-    "debug",
-    "debug-path",
-];
+/// Keys OpenSSL itself reads in a provider section.
+const OPENSSL_KEYS: [&str; 3] = ["module", "activate", "identity"];
+
+/// A key OpenSSL or rustica reads in rustica's section.
+pub fn known_key(key: &str) -> bool {
+    OPENSSL_KEYS.contains(&key) || ibmca_shim::CONFIG_KEYS.contains(&key)
+}
 
 /// rustica's section in a config (name and its `key = value` pairs), if
 /// the config loads rustica.
@@ -354,7 +349,7 @@ mod tests {
         let out = merge("", &section());
         let (_, keys) = rustica_section(&out).unwrap();
         assert!(keys.iter().any(|(k, v)| k == "backend" && v == "software"));
-        assert!(keys.iter().all(|(k, _)| KNOWN_KEYS.contains(&k.as_str())));
+        assert!(keys.iter().all(|(k, _)| known_key(k)));
         assert!(rustica_section("openssl_conf = x\n[x]\n").is_none());
     }
 

@@ -16,5 +16,16 @@ mod rsa;
 mod software;
 pub mod stats;
 
+/// The keys rustica reads from its openssl.cnf section (the provider reads
+/// them; `rustica doctor` flags any other key there).
+pub const CONFIG_KEYS: [&str; 6] = [
+    "backend",
+    "libica",
+    "offload-min-bits",
+    "offload-max-bits",
+    "debug",
+    "debug-path",
+];
+
 pub use rsa::{KeyCheck, RsaError, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
 pub use stats::{Backend, Op};
