@@ -187,6 +187,11 @@ pub fn tls_premaster(
     alt_version: u32,
     random: &[u8; TLS_PREMASTER_LEN],
 ) -> Zeroizing<[u8; TLS_PREMASTER_LEN]> {
+    // A block too short to hold a padded premaster secret (a public fact:
+    // the modulus size) gets the random one.
+    if em.len() < TLS_PREMASTER_LEN + 11 {
+        return Zeroizing::new(*random);
+    }
     let d = pkcs1_type2_decode(em);
     let mut good = d.good & ct::eq(d.len as u32, TLS_PREMASTER_LEN as u32);
     let pms = &em[em.len() - TLS_PREMASTER_LEN..];
@@ -246,5 +251,16 @@ mod tests {
         let mut bad = em.clone();
         bad[1] = 1;
         assert_eq!(&tls_premaster(&bad, 0x0303, 0, &random)[..], &random[..]);
+    }
+
+    #[test]
+    fn tls_premaster_of_a_short_block_is_random_not_a_panic() {
+        let random = [0x22u8; 48];
+        for len in [0usize, 1, 47, 48, 58] {
+            assert_eq!(
+                &tls_premaster(&vec![0u8; len], 0x0303, 0, &random)[..],
+                &random[..]
+            );
+        }
     }
 }

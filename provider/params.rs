@@ -114,7 +114,21 @@ fn what(p: &OSSL_PARAM) -> String {
     String::from_utf8_lossy(name(p)).into_owned()
 }
 
+/// Refuses an integer parameter without data before libcrypto reads it:
+/// OpenSSL 3.0's OSSL_PARAM_get_* read the byte before the buffer (or
+/// dereference NULL) for a zero-sized integer.
+fn check_number(p: &OSSL_PARAM) -> Result<()> {
+    if p.data.is_null() || p.data_size == 0 {
+        return fail(
+            Reason::InvalidParameter,
+            format!("parameter '{}' has no value", what(p)),
+        );
+    }
+    Ok(())
+}
+
 pub fn get_int(p: &OSSL_PARAM) -> Result<i32> {
+    check_number(p)?;
     let mut v = 0i32;
     // SAFETY: `p` is a valid parameter; OSSL_PARAM_get_int checks its type and size.
     if unsafe { ffi::OSSL_PARAM_get_int(p, &mut v) } == 1 {
@@ -128,6 +142,7 @@ pub fn get_int(p: &OSSL_PARAM) -> Result<i32> {
 }
 
 pub fn get_size(p: &OSSL_PARAM) -> Result<usize> {
+    check_number(p)?;
     let mut v = 0usize;
     // SAFETY: as for get_int.
     if unsafe { ffi::OSSL_PARAM_get_size_t(p, &mut v) } == 1 {
@@ -141,6 +156,13 @@ pub fn get_size(p: &OSSL_PARAM) -> Result<usize> {
 }
 
 pub fn get_str(p: &OSSL_PARAM) -> Result<&str> {
+    // libcrypto dereferences the data of a UTF8_PTR parameter unchecked.
+    if p.data.is_null() {
+        return fail(
+            Reason::InvalidParameter,
+            format!("parameter '{}' has no value", what(p)),
+        );
+    }
     let mut s: *const c_char = ptr::null();
     // SAFETY: OSSL_PARAM_get_utf8_string_ptr checks the type and returns a
     // pointer into the parameter's own NUL-terminated data.
@@ -365,5 +387,25 @@ impl OwnedParams {
             self.entries.push(END);
         }
         self.entries.as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_strings_without_data_are_refused_not_read() {
+        let mut byte = 0u8;
+        for data_type in [INT, UINT, ffi::OSSL_PARAM_UTF8_PTR] {
+            let mut p = param(b"x\0", data_type);
+            assert!(get_int(&p).is_err());
+            assert!(get_size(&p).is_err());
+            assert!(get_str(&p).is_err());
+            // Non-NULL data of size zero: libcrypto would read before it.
+            p.data = &mut byte as *mut u8 as *mut c_void;
+            assert!(get_int(&p).is_err());
+            assert!(get_size(&p).is_err());
+        }
     }
 }

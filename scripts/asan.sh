@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs rustica's test suite (unit, in-process and end-to-end tests) under
+# AddressSanitizer, with nightly Rust's -Zsanitizer=address.
+#
+#   scripts/asan.sh [extra cargo test args...]   # e.g. --test e2e_encrypt
+#
+# How the pieces get the ASan runtime:
+# - test binaries are instrumented executables: rustc links its static ASan
+#   runtime into them, and --export-dynamic makes its symbols visible to
+#   the instrumented rustica.so they dlopen (in-process tests);
+# - end-to-end tests run the stock, uninstrumented `openssl` binary, which
+#   dlopens the instrumented rustica.so: it gets gcc's libasan through
+#   LD_PRELOAD, set only for `openssl` by a wrapper placed first on PATH (the
+#   test binaries must not get a second runtime).
+# Builds go to target/asan (override with ASAN_TARGET_DIR). Exits non-zero
+# on any test failure or ASan report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+host=$(rustc +nightly -vV | sed -n 's/^host: //p')
+libasan=$(gcc -print-file-name=libasan.so)
+[ -e "$libasan" ] || { echo "asan.sh: gcc's libasan not found (apt-get install libasan8)" >&2; exit 2; }
+libasan=$(readlink -f "$libasan")
+
+export CARGO_TARGET_DIR=${ASAN_TARGET_DIR:-$root/target/asan}
+export RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes -Clink-arg=-Wl,--export-dynamic"
+export RUSTDOCFLAGS="-Zsanitizer=address"
+reports=$CARGO_TARGET_DIR/asan-reports
+rm -rf "$reports"
+mkdir -p "$reports"
+# log_path: every process (test binaries and the openssl children) writes
+# its reports to a file, so one buried in a test's captured output is not
+# missed. Leak checking: on for openssl (set by its wrapper); off by default
+# in the test binaries (ASAN_TEST_LEAKS=1 turns it on), where freeing a
+# library context that loaded rustica leaks today (docs/testing.md).
+export ASAN_OPTIONS="detect_leaks=${ASAN_TEST_LEAKS:-0}:abort_on_error=0:halt_on_error=1:log_path=$reports/asan:symbolize=1:detect_stack_use_after_return=0"
+export RUSTICA_STATS_PATH=${RUSTICA_STATS_PATH:-$CARGO_TARGET_DIR/stats}
+
+wrap=$CARGO_TARGET_DIR/asan-bin
+rm -rf "$wrap"
+mkdir -p "$wrap"
+openssl_bin=$(command -v openssl)
+# openssl dlcloses rustica.so at exit, before LeakSanitizer runs: its
+# frames could then not be symbolized, and heap blocks held only by the
+# module's statics would show up as leaks of "<unknown module>". A
+# one-line dlclose stand-in keeps modules mapped; ASAN_KEEP_MODULES=0 turns
+# it off (then such static-held blocks are reported, unsymbolized).
+preload=$libasan
+if [ "${ASAN_KEEP_MODULES:-1}" != 0 ]; then
+    printf 'int dlclose(void *h) { (void)h; return 0; }\n' >"$wrap/noclose.c"
+    cc -shared -fPIC -o "$wrap/noclose.so" "$wrap/noclose.c"
+    preload="$libasan:$wrap/noclose.so"
+fi
+# The programs the end-to-end tests start by name and that load rustica.
+# Leak checking stays on for openssl (short-lived, cleans up at exit);
+# nginx keeps its off: its exit-time leaks are not rustica's. Memory
+# errors are caught in both. curl is left alone: the tests run it without
+# rustica, and with libasan preloaded it deadlocks in setlocale at start.
+for prog in openssl nginx; do
+    real=$(command -v "$prog" || true)
+    [ -n "$real" ] || continue
+    leaks=0
+    [ "$prog" = openssl ] && leaks=1
+    cat >"$wrap/$prog" <<WRAP
+#!/bin/sh
+ASAN_OPTIONS="\${ASAN_OPTIONS}:detect_leaks=$leaks" \\
+LD_PRELOAD="$preload\${LD_PRELOAD:+:\$LD_PRELOAD}" exec "$real" "\$@"
+WRAP
+    chmod +x "$wrap/$prog"
+done
+export PATH="$wrap:$PATH"
+
+# --target keeps build scripts and proc macros uninstrumented.
+cargo +nightly build --workspace --target "$host"
+# Python is started by absolute path (/usr/bin/python3), out of the
+# wrappers' reach, and cannot load an instrumented rustica.so without the
+# runtime: its test is skipped unless arguments are given.
+args=("$@")
+if [ ${#args[@]} -eq 0 ]; then
+    args=(-- --skip python_ssl_handshake_uses_rustica)
+fi
+status=0
+cargo +nightly test --workspace --target "$host" --no-fail-fast "${args[@]}" || status=$?
+
+if compgen -G "$reports/asan*" >/dev/null; then
+    echo "== AddressSanitizer reports (in $reports):"
+    for f in "$reports"/asan*; do
+        echo "--- $f"
+        head -60 "$f"
+    done
+    status=1
+else
+    echo "== no AddressSanitizer reports"
+fi
+exit $status
