@@ -365,13 +365,11 @@ impl SigCtx {
         self.check_digest_len(tbs)?;
         let em = self.open(sig)?;
         let ok = match self.pad {
-            Pad::Pkcs1 => {
-                let expected = match self.md {
-                    Some(md) => der::digest_info(md, tbs),
-                    None => tbs.to_vec(),
-                };
-                padding::pkcs1_type1_decode(&em) == Some(&expected[..])
-            }
+            Pad::Pkcs1 => match (padding::pkcs1_type1_decode(&em), self.md) {
+                (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
+                (Some(t), None) => t == tbs,
+                (None, _) => false,
+            },
             Pad::Pss => self.pss(key)?.verify(tbs, &em, self.saltlen)?,
             Pad::None => em == tbs,
             Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),

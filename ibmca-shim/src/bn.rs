@@ -205,7 +205,12 @@ impl Bn {
 
     /// Big-endian bytes left-padded to exactly `len`, in a zeroizing buffer.
     pub(crate) fn to_be_padded(&self, len: usize) -> Result<Zeroizing<Vec<u8>>, RsaError> {
-        let mut out = Zeroizing::new(vec![0u8; len]);
+        self.to_be_padded_public(len).map(Zeroizing::new)
+    }
+
+    /// As `to_be_padded`, for public values (no zeroizing on drop).
+    pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
+        let mut out = vec![0u8; len];
         let clen =
             c_int::try_from(len).map_err(|_| RsaError("output length is too large".into()))?;
         // SAFETY: out is valid for `len` bytes; BN_bn2binpad writes exactly
@@ -238,7 +243,17 @@ impl BnCtx {
     pub(crate) fn new() -> Result<BnCtx, RsaError> {
         // SAFETY: no preconditions; secure variant keeps temporaries in the
         // secure heap when one is configured, and clears them either way.
-        let p = unsafe { openssl_sys::BN_CTX_secure_new() };
+        Self::wrap(unsafe { openssl_sys::BN_CTX_secure_new() })
+    }
+
+    /// Scratch space for public operations only (no secrets pass through
+    /// it, so it skips the secure heap and the clearing).
+    pub(crate) fn new_public() -> Result<BnCtx, RsaError> {
+        // SAFETY: no preconditions.
+        Self::wrap(unsafe { openssl_sys::BN_CTX_new() })
+    }
+
+    fn wrap(p: *mut BN_CTX) -> Result<BnCtx, RsaError> {
         NonNull::new(p)
             .map(BnCtx)
             .ok_or_else(|| RsaError("libcrypto BN_CTX_new failed (out of memory)".into()))

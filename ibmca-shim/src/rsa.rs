@@ -905,7 +905,7 @@ impl RsaKey {
                                 Backend::Libica,
                                 format_args!("{what} ok"),
                             );
-                            return Ok((m.to_be_padded(self.size)?.to_vec(), Backend::Libica));
+                            return Ok((m.to_be_padded_public(self.size)?, Backend::Libica));
                         }
                         used = Backend::Fallback;
                         router.log_op(
@@ -932,10 +932,10 @@ impl RsaKey {
                 None => {}
             }
         }
-        let mut ctx = BnCtx::new()?;
+        let mut ctx = BnCtx::new_public()?;
         let mut m = Bn::new()?;
         bn::mod_exp_public(&mut m, &c, &self.e, &self.n, &self.mont_n, &mut ctx)?;
-        Ok((m.to_be_padded(self.size)?.to_vec(), used))
+        Ok((m.to_be_padded_public(self.size)?, used))
     }
 
     fn libica_public(&self, ica: &Libica, c: &Bn) -> Attempt {

@@ -5,17 +5,21 @@
 //! `/dev/shm/rustica-stats-<uid>`, overridden by `RUSTICA_STATS_PATH`;
 //! `RUSTICA_STATS=0` disables counting.
 //!
-//! File layout (native endianness, version 1):
+//! File layout (native endianness, version 2):
 //!
 //! | offset | content |
 //! |--------|---------|
 //! | 0      | magic `u64` ([`MAGIC`]) |
 //! | 8      | version `u32`, ops `u32`, backends `u32`, max bits `u32` |
-//! | 64     | counters: `u64[ops][backends]` |
-//! | 4096   | by-bits: `u64[ops][max bits + 1]`, indexed by exact key size |
+//! | 24     | shards `u64` |
+//! | 4096 + k * [`SHARD_SIZE`] | shard k: counters `u64[ops][backends]` |
+//! | ... + 4096 | shard k: by-bits `u64[ops][max bits + 1]`, by exact key size |
 //!
-//! The file is created sparse, so only the touched pages of the by-bits
-//! table take memory. A file with a wrong magic, version or size is never
+//! Counts are spread over [`SHARDS`] shards, each process and thread adding
+//! to its own (by pid and thread), so processes signing side by side
+//! (`openssl speed -multi`, nginx workers) do not bounce one cache line
+//! between cores on every operation; readers add the shards up. The file
+//! is created sparse, so only touched pages take memory. A file with a wrong magic, version or size is never
 //! written to: counting is disabled for the process and [`snapshot`]
 //! reports the problem.
 
@@ -94,22 +98,67 @@ impl Backend {
 /// File magic: "RUSTSTAT" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RUSTSTAT");
 /// File layout version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Largest key size with its own by-bits counter.
 pub const MAX_TRACKED_BITS: u32 = 16384;
 
 const NOPS: usize = Op::ALL.len();
 const NBACKENDS: usize = Backend::ALL.len();
 const BITS_SLOTS: usize = MAX_TRACKED_BITS as usize + 1;
-const COUNTERS_OFF: usize = 64;
-const BY_BITS_OFF: usize = 4096;
+const HEADER_WORDS_END: usize = 64;
+/// Independent copies of the counters (a power of two).
+pub const SHARDS: usize = 16;
+const SHARDS_OFF: usize = 4096;
+const PAGE: usize = 4096;
+/// Bytes per shard: a page of counters, then the by-bits table, page-rounded.
+pub const SHARD_SIZE: usize = PAGE + (NOPS * BITS_SLOTS * 8).div_ceil(PAGE) * PAGE;
 /// Total file size.
-pub const FILE_SIZE: usize = BY_BITS_OFF + NOPS * BITS_SLOTS * 8;
+pub const FILE_SIZE: usize = SHARDS_OFF + SHARDS * SHARD_SIZE;
+
+/// The shard this thread adds to: the process's base (from its pid, reset
+/// in a child after fork) plus the thread's own index.
+fn my_shard() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static PROCESS_BASE: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+    static ATFORK: std::sync::Once = std::sync::Once::new();
+    thread_local! {
+        static THREAD_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    extern "C" fn child_after_fork() {
+        // SAFETY: getpid is async-signal-safe and has no preconditions.
+        let pid = unsafe { libc::getpid() } as usize;
+        PROCESS_BASE.store(pid % SHARDS, Ordering::Relaxed);
+    }
+    let mut base = PROCESS_BASE.load(Ordering::Relaxed);
+    if base == usize::MAX {
+        ATFORK.call_once(|| {
+            // SAFETY: registers a handler that only stores to an atomic;
+            // pthread_atfork has no other preconditions. A failure only
+            // means a child shares its parent's shard (still correct).
+            unsafe { libc::pthread_atfork(None, None, Some(child_after_fork)) };
+        });
+        child_after_fork();
+        base = PROCESS_BASE.load(Ordering::Relaxed);
+    }
+    let index = THREAD_INDEX.with(|t| {
+        if t.get() == usize::MAX {
+            t.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    });
+    (base + index) % SHARDS
+}
 
 /// An open, validated mapping of a counters file.
 pub struct Stats {
     base: *mut u8,
     len: usize,
+    /// Readers keep the file open to find which pages hold data (see
+    /// `present_pages`); the writer mapping of a process does not hold a
+    /// descriptor (daemons may close every descriptor they did not open).
+    fd: Option<Fd>,
 }
 
 // SAFETY: the mapping is only ever accessed through atomic operations
@@ -239,6 +288,7 @@ impl Stats {
         let stats = Stats {
             base: base.cast(),
             len: FILE_SIZE,
+            fd: Some(fd),
         };
         let magic = stats.word(0).load(Ordering::Acquire);
         if magic == 0 && stats.header_words_zero() {
@@ -249,12 +299,26 @@ impl Stats {
             return Err(invalid(path, "wrong magic"));
         } else {
             let (v, o, b, m) = stats.header();
-            if (v, o, b, m) != (VERSION, NOPS as u32, NBACKENDS as u32, MAX_TRACKED_BITS) {
+            let shards = stats.word(24).load(Ordering::Acquire);
+            if (v, o, b, m) != (VERSION, NOPS as u32, NBACKENDS as u32, MAX_TRACKED_BITS)
+                || shards != SHARDS as u64
+            {
                 return Err(invalid(
                     path,
-                    &format!("unsupported layout (version {v}, {o} ops, {b} backends, {m} bits)"),
+                    &format!(
+                        "unsupported layout (version {v}, {o} ops, {b} backends, {m} bits, \
+                         {shards} shards); remove the file to start counting again"
+                    ),
                 ));
             }
+        }
+        let mut stats = stats;
+        if create {
+            // Writers: unlock and close now (Fd's drop does both).
+            stats.fd = None;
+        } else if let Some(fd) = &stats.fd {
+            // SAFETY: the descriptor is open; initialisation is done.
+            unsafe { libc::flock(fd.0, libc::LOCK_UN) };
         }
         Ok(stats)
     }
@@ -276,7 +340,7 @@ impl Stats {
     }
 
     fn header_words_zero(&self) -> bool {
-        (8..COUNTERS_OFF)
+        (8..HEADER_WORDS_END)
             .step_by(8)
             .all(|off| self.word(off).load(Ordering::Acquire) == 0)
     }
@@ -288,42 +352,85 @@ impl Stats {
             NBACKENDS as u64 | ((MAX_TRACKED_BITS as u64) << 32),
             Ordering::Release,
         );
+        self.word(24).store(SHARDS as u64, Ordering::Release);
         self.word(0).store(MAGIC, Ordering::Release);
     }
 
-    fn counter_off(op: Op, b: Backend) -> usize {
-        COUNTERS_OFF + (op.index() * NBACKENDS + b.index()) * 8
+    fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
+        SHARDS_OFF + shard * SHARD_SIZE + (op.index() * NBACKENDS + b.index()) * 8
     }
 
-    fn bits_off(op: Op, bits: u32) -> Option<usize> {
+    fn bits_off(shard: usize, op: Op, bits: u32) -> Option<usize> {
         if bits > MAX_TRACKED_BITS {
             return None;
         }
-        Some(BY_BITS_OFF + (op.index() * BITS_SLOTS + bits as usize) * 8)
+        Some(SHARDS_OFF + shard * SHARD_SIZE + PAGE + (op.index() * BITS_SLOTS + bits as usize) * 8)
     }
 
     /// Counts one `op` completed on `backend` with a `bits`-bit key.
     pub fn record(&self, op: Op, backend: Backend, bits: u32) {
-        self.word(Self::counter_off(op, backend))
+        let shard = my_shard();
+        self.word(Self::counter_off(shard, op, backend))
             .fetch_add(1, Ordering::Relaxed);
-        if let Some(off) = Self::bits_off(op, bits) {
+        if let Some(off) = Self::bits_off(shard, op, bits) {
             self.word(off).fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Reads all counters.
+    /// Which pages of the file hold data. Reading a hole of a tmpfs file
+    /// through the mapping would allocate it, so readers only visit pages
+    /// that `lseek(SEEK_DATA/SEEK_HOLE)` reports (all of them if the file
+    /// system cannot tell).
+    fn present_pages(&self) -> Vec<bool> {
+        let pages = self.len.div_ceil(PAGE);
+        let Some(fd) = &self.fd else {
+            return vec![true; pages];
+        };
+        let mut present = vec![false; pages];
+        let mut pos: libc::off_t = 0;
+        while (pos as usize) < self.len {
+            // SAFETY: lseek on our open descriptor has no memory effects.
+            let data = unsafe { libc::lseek(fd.0, pos, libc::SEEK_DATA) };
+            if data < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
+                    break; // no data after pos
+                }
+                return vec![true; pages];
+            }
+            // SAFETY: as above.
+            let hole = unsafe { libc::lseek(fd.0, data, libc::SEEK_HOLE) };
+            if hole < 0 {
+                return vec![true; pages];
+            }
+            let (first, end) = (
+                data as usize / PAGE,
+                (hole as usize).div_ceil(PAGE).min(pages),
+            );
+            present[first..end].iter_mut().for_each(|p| *p = true);
+            pos = hole;
+        }
+        present
+    }
+
+    /// Reads all counters (the sum of the shards).
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::default();
-        for op in Op::ALL {
-            for b in Backend::ALL {
-                s.counts[op.index()][b.index()] =
-                    self.word(Self::counter_off(op, b)).load(Ordering::Relaxed);
-            }
-            for bits in 0..=MAX_TRACKED_BITS {
-                if let Some(off) = Self::bits_off(op, bits) {
-                    let v = self.word(off).load(Ordering::Relaxed);
-                    if v != 0 {
-                        s.by_bits[op.index()].insert(bits, v);
+        let present = self.present_pages();
+        for shard in 0..SHARDS {
+            for op in Op::ALL {
+                for b in Backend::ALL {
+                    let off = Self::counter_off(shard, op, b);
+                    if present[off / PAGE] {
+                        s.counts[op.index()][b.index()] += self.word(off).load(Ordering::Relaxed);
+                    }
+                }
+                for bits in 0..=MAX_TRACKED_BITS {
+                    if let Some(off) = Self::bits_off(shard, op, bits).filter(|o| present[o / PAGE])
+                    {
+                        let v = self.word(off).load(Ordering::Relaxed);
+                        if v != 0 {
+                            *s.by_bits[op.index()].entry(bits).or_insert(0) += v;
+                        }
                     }
                 }
             }
@@ -333,11 +440,12 @@ impl Stats {
 
     /// Zeroes all counters (the header stays).
     pub fn reset(&self) {
-        for off in (COUNTERS_OFF..COUNTERS_OFF + NOPS * NBACKENDS * 8).step_by(8) {
-            self.word(off).store(0, Ordering::Relaxed);
-        }
-        for off in (BY_BITS_OFF..FILE_SIZE).step_by(8) {
-            // Avoid dirtying untouched (sparse) pages.
+        let present = self.present_pages();
+        for off in (SHARDS_OFF..FILE_SIZE)
+            .step_by(8)
+            .filter(|o| present[o / PAGE])
+        {
+            // Avoid dirtying untouched words and pages.
             let w = self.word(off);
             if w.load(Ordering::Relaxed) != 0 {
                 w.store(0, Ordering::Relaxed);
