@@ -4,9 +4,12 @@
 //!
 //! Each group holds `libcrypto` (RSA_private_encrypt / RSA_public_encrypt
 //! with no padding, the cost OpenSSL's default provider pays) and
-//! `rustica` (`RsaKey::private_op` with blinding and the public-exponent
-//! check, `RsaKey::public_op`) on the same key and input; the ratio of the
-//! two times is the figure that matters.
+//! `rustica-software` (`RsaKey::private_op` with blinding and the
+//! public-exponent check, `RsaKey::public_op`) on the same key and input;
+//! the ratio of the two times is the figure that matters. Up to 4096 bits
+//! the groups also hold `rustica-libica-emu`, the libica backend driving
+//! the emulated libica (target/release/libica_emu.so, or
+//! $RUSTICA_BENCH_LIBICA), when it has been built.
 
 use std::ffi::c_int;
 use std::ptr;
@@ -90,9 +93,36 @@ fn sizes() -> Vec<u32> {
         .unwrap_or_else(|| vec![1024, 2048, 3072, 4096, 7680, 15360])
 }
 
+/// The emulated libica to benchmark the libica backend with, if built.
+fn emulator() -> Option<String> {
+    let path = std::env::var("RUSTICA_BENCH_LIBICA").unwrap_or_else(|_| {
+        format!(
+            "{}/target/release/libica_emu.so",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    });
+    std::path::Path::new(&path).exists().then_some(path)
+}
+
+/// Routes the primitive to `libica` (Some) or software (None).
+fn route(libica: Option<&str>) {
+    use ibmca_shim::backend::{self, Choice, Settings};
+    let settings = Settings {
+        choice: if libica.is_some() {
+            Choice::Libica
+        } else {
+            Choice::Software
+        },
+        libica: libica.map(str::to_string),
+        ..Settings::default()
+    };
+    backend::configure(&settings).expect("backend");
+}
+
 fn bench(c: &mut Criterion) {
     // Keep the benchmark out of the user's statistics file.
     std::env::set_var("RUSTICA_STATS", "0");
+    let emu = emulator();
     for bits in sizes() {
         let (base, ours) = key(bits);
         let k = ours.size();
@@ -116,9 +146,17 @@ fn bench(c: &mut Criterion) {
                 )
             })
         });
+        route(None);
         g.bench_function(BenchmarkId::new("rustica-software", bits), |b| {
             b.iter(|| ours.private_op(Op::Sign, &input).unwrap())
         });
+        if let (Some(emu), true) = (&emu, bits <= 4096) {
+            route(Some(emu));
+            g.bench_function(BenchmarkId::new("rustica-libica-emu", bits), |b| {
+                b.iter(|| ours.private_op(Op::Sign, &input).unwrap())
+            });
+            route(None);
+        }
         g.finish();
 
         let mut g = c.benchmark_group(format!("public-{bits}"));
