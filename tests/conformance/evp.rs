@@ -101,6 +101,24 @@ extern "C" {
     ) -> u64;
     fn ERR_error_string_n(e: u64, buf: *mut c_char, len: usize);
     fn ERR_clear_error();
+    fn EVP_PKEY_check(ctx: *mut c_void) -> c_int;
+    fn EVP_PKEY_eq(a: *const c_void, b: *const c_void) -> c_int;
+    fn EVP_PKEY_sign_init(ctx: *mut c_void) -> c_int;
+    fn EVP_PKEY_sign(
+        ctx: *mut c_void,
+        sig: *mut u8,
+        siglen: *mut usize,
+        tbs: *const u8,
+        tbslen: usize,
+    ) -> c_int;
+}
+
+/// Whether two keys have the same public key (EVP_PKEY_eq, which asks the
+/// key manager's `match`).
+#[allow(dead_code)]
+pub fn same_key(a: &Pkey, b: &Pkey) -> bool {
+    // SAFETY: two live keys.
+    unsafe { EVP_PKEY_eq(a.0, b.0) == 1 }
 }
 
 /// OSSL_KEYMGMT_SELECT_* as EVP_PKEY_fromdata takes them.
@@ -235,6 +253,7 @@ impl Params {
 }
 
 /// An EVP_PKEY reference.
+#[derive(Debug)]
 pub struct Pkey(pub *mut c_void);
 // SAFETY: EVP_PKEY is reference counted and safe to use from several
 // threads for operations (each thread makes its own EVP_PKEY_CTX).
@@ -344,6 +363,50 @@ impl Lib {
                 "key imported by the wrong provider"
             );
             Ok(Pkey(pkey))
+        }
+    }
+
+    /// EVP_PKEY_check on the provider `propq` names: Err carries the
+    /// error queue.
+    #[allow(dead_code)]
+    pub fn check(&self, pkey: &Pkey, propq: &str) -> Result<(), String> {
+        let pq = cstr(propq);
+        // SAFETY: valid context, key and string.
+        unsafe {
+            clear_errors();
+            let c = EVP_PKEY_CTX_new_from_pkey(self.0, pkey.0, pq.as_ptr());
+            let ok = EVP_PKEY_check(c) == 1;
+            EVP_PKEY_CTX_free(c);
+            if ok {
+                Ok(())
+            } else {
+                Err(errors())
+            }
+        }
+    }
+
+    /// EVP_PKEY_sign of a precomputed digest (default padding, no digest
+    /// set) on the provider `propq` names; returns the signature and the
+    /// name of the provider that made it.
+    #[allow(dead_code)]
+    pub fn sign_digest(&self, pkey: &Pkey, propq: &str, tbs: &[u8]) -> (Vec<u8>, String) {
+        let pq = cstr(propq);
+        // SAFETY: valid context and key; the buffer is sized by a NULL query.
+        unsafe {
+            let c = EVP_PKEY_CTX_new_from_pkey(self.0, pkey.0, pq.as_ptr());
+            assert_eq!(EVP_PKEY_sign_init(c), 1, "{}", errors());
+            let provider = provider_of(c);
+            let mut len = 0usize;
+            assert_eq!(
+                EVP_PKEY_sign(c, ptr::null_mut(), &mut len, tbs.as_ptr(), tbs.len()),
+                1
+            );
+            let mut sig = vec![0u8; len];
+            let rc = EVP_PKEY_sign(c, sig.as_mut_ptr(), &mut len, tbs.as_ptr(), tbs.len());
+            assert_eq!(rc, 1, "{}", errors());
+            sig.truncate(len);
+            EVP_PKEY_CTX_free(c);
+            (sig, provider)
         }
     }
 
