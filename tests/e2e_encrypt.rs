@@ -266,70 +266,11 @@ fn bad_ciphertexts_and_parameters_are_refused() {
 fn tls12_rsa_key_exchange_decrypts_on_rustica() {
     let lab = Lab::new();
     let key = lab.genkey(2048, "private-2048.pem");
-    lab.ok(
-        Side::RusticaConfig,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            &key,
-            "-subj",
-            "/CN=localhost",
-            "-sha256",
-            "-out",
-            "cert.pem",
-        ],
-    );
-    let port = free_port();
-    let accept = port.to_string();
-    let server = lab
-        .command(
-            Side::RusticaConfig,
-            &[
-                "s_server",
-                "-accept",
-                &accept,
-                "-cert",
-                "cert.pem",
-                "-key",
-                &key,
-                "-www",
-                "-quiet",
-                "-cipher",
-                "AES128-GCM-SHA256",
-            ],
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Server(server);
-    wait_for_port(port);
+    let cert = lab.self_signed(&key, "cert.pem");
+    let suite = ["-cipher", "AES128-GCM-SHA256"];
+    let (_server, port) = lab.tls_server(Side::RusticaConfig, &key, &cert, &suite);
     let before = lab.done(Op::Decrypt);
-    let connect = format!("127.0.0.1:{port}");
-    let out = lab
-        .command(
-            Side::Default,
-            &[
-                "s_client",
-                "-connect",
-                &connect,
-                "-tls1_2",
-                "-cipher",
-                "AES128-GCM-SHA256",
-                "-brief",
-            ],
-        )
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = lab.tls_client(Side::Default, port, &["-tls1_2", suite[0], suite[1]]);
     assert!(text.contains("CONNECTION ESTABLISHED"), "{text}");
     assert!(text.contains("AES128-GCM-SHA256"), "{text}");
     assert_eq!(

@@ -213,62 +213,11 @@ fn tls_handshake_through_the_emulator() {
     let emu = Emu::new(&[], &[]);
     let lab = &emu.lab;
     let key = lab.genkey(2048, "key.pem");
-    lab.ok(
-        Side::RusticaConfig,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            &key,
-            "-subj",
-            "/CN=localhost",
-            "-sha256",
-            "-out",
-            "cert.pem",
-        ],
-    );
-    let cert = lab.p("cert.pem");
-    let port = free_port();
-    let accept = port.to_string();
-    let server = lab
-        .command(
-            Side::RusticaConfig,
-            &[
-                "s_server", "-accept", &accept, "-cert", &cert, "-key", &key, "-www", "-quiet",
-            ],
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start s_server");
-    let server = Server(server);
-    wait_for_port(port);
+    let cert = lab.self_signed(&key, "cert.pem");
+    let (server, port) = lab.tls_server(Side::RusticaConfig, &key, &cert, &[]);
     let signs_before = lab.done(Op::Sign);
-    let connect = format!("127.0.0.1:{port}");
-    let mut client = lab
-        .command(
-            Side::RusticaConfig,
-            &["s_client", "-connect", &connect, "-brief", "-tls1_3"],
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = client.stdin.take().unwrap();
-        let _ = stdin.write_all(b"GET / HTTP/1.0\r\n\r\n");
-    }
-    let out = client.wait_with_output().unwrap();
+    let text = lab.tls_client(Side::RusticaConfig, port, &["-tls1_3"]);
     drop(server);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(text.contains("CONNECTION ESTABLISHED"), "{text}");
     let s = lab.stats();
     assert!(

@@ -369,44 +369,9 @@ fn every_supported_digest_signs_and_verifies_across_providers() {
 }
 
 fn tls_handshake(lab: &Lab, key: &str, cert: &str, client_args: &[&str]) {
-    let port = free_port();
-    let accept = port.to_string();
-    let server = lab
-        .command(
-            Side::RusticaConfig,
-            &[
-                "s_server", "-accept", &accept, "-cert", cert, "-key", key, "-www", "-quiet",
-            ],
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start s_server");
-    let _server = Server(server);
-    wait_for_port(port);
+    let (_server, port) = lab.tls_server(Side::RusticaConfig, key, cert, &[]);
     let before = lab.done(Op::Sign);
-    let connect = format!("127.0.0.1:{port}");
-    let mut args = vec!["s_client", "-connect", &connect, "-brief"];
-    args.extend_from_slice(client_args);
-    let mut client = lab
-        .command(Side::Default, &args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = client.stdin.take().unwrap();
-        let _ = stdin.write_all(b"GET / HTTP/1.0\r\n\r\n");
-    }
-    let out = client.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = lab.tls_client(Side::Default, port, client_args);
     assert!(
         text.contains("CONNECTION ESTABLISHED"),
         "{client_args:?}: {text}"
@@ -421,22 +386,7 @@ fn tls_handshake(lab: &Lab, key: &str, cert: &str, client_args: &[&str]) {
 fn tls_server_signs_with_rustica() {
     let lab = Lab::new();
     let key = lab.genkey(2048, "private-2048.pem");
-    lab.ok(
-        Side::RusticaConfig,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            &key,
-            "-subj",
-            "/CN=localhost",
-            "-sha256",
-            "-out",
-            "mycert-2048.pem",
-        ],
-    );
-    let cert = lab.p("mycert-2048.pem");
+    let cert = lab.self_signed(&key, "mycert-2048.pem");
     tls_handshake(&lab, &key, &cert, &["-tls1_3"]);
     tls_handshake(
         &lab,

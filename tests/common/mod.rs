@@ -282,6 +282,74 @@ impl Lab {
     }
 }
 
+impl Lab {
+    /// A self-signed certificate for localhost made through rustica.
+    pub fn self_signed(&self, key: &str, name: &str) -> String {
+        self.ok(
+            Side::RusticaConfig,
+            &[
+                "req",
+                "-x509",
+                "-new",
+                "-key",
+                key,
+                "-subj",
+                "/CN=localhost",
+                "-sha256",
+                "-out",
+                name,
+            ],
+        );
+        self.p(name)
+    }
+
+    /// Starts `openssl s_server -www` on a free port under `side`, with
+    /// `extra` arguments; it is killed when the returned guard drops.
+    pub fn tls_server(&self, side: Side, key: &str, cert: &str, extra: &[&str]) -> (Server, u16) {
+        let port = free_port();
+        let accept = port.to_string();
+        let mut args = vec![
+            "s_server", "-accept", &accept, "-cert", cert, "-key", key, "-www", "-quiet",
+        ];
+        args.extend_from_slice(extra);
+        let child = self
+            .command(side, &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start s_server");
+        let server = Server(child);
+        wait_for_port(port);
+        (server, port)
+    }
+
+    /// One `openssl s_client -brief` exchange (an HTTP GET) with the server
+    /// on `port`; returns everything the client printed.
+    pub fn tls_client(&self, side: Side, port: u16, extra: &[&str]) -> String {
+        use std::io::Write;
+        let connect = format!("127.0.0.1:{port}");
+        let mut args = vec!["s_client", "-connect", &connect, "-brief"];
+        args.extend_from_slice(extra);
+        let mut client = self
+            .command(side, &args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start s_client");
+        if let Some(mut stdin) = client.stdin.take() {
+            let _ = stdin.write_all(b"GET / HTTP/1.0\r\n\r\n");
+        }
+        let out = client.wait_with_output().expect("s_client output");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
