@@ -195,6 +195,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             config,
             digests: DigestCache::new(libctx),
         });
+        INSTANCES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // SAFETY: both out pointers were checked non-NULL above.
         unsafe {
             *provctx = Box::into_raw(ctx) as *mut c_void;
@@ -224,12 +225,21 @@ pub unsafe extern "C" fn OSSL_provider_init(
     }
 }
 
+/// Live provider instances in this process (one per library context that
+/// loaded rustica); they share the RSA backend.
+static INSTANCES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 unsafe extern "C" fn teardown(provctx: *mut c_void) {
     quiet((), || {
         if !provctx.is_null() {
             // SAFETY: provctx is the Box OSSL_provider_init leaked; OpenSSL
             // calls teardown once, after every object under it is freed.
             drop(unsafe { Box::from_raw(provctx as *mut ProvCtx) });
+            // The last instance in the process releases the backend (and
+            // libica), so unloading rustica.so leaves nothing behind.
+            if INSTANCES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+                ibmca_shim::backend::reset();
+            }
         }
     })
 }

@@ -33,8 +33,8 @@ mkdir -p "$reports"
 # log_path: every process (test binaries and the openssl children) writes
 # its reports to a file, so one buried in a test's captured output is not
 # missed. Leak checking: on for openssl (set by its wrapper); off by default
-# in the test binaries (ASAN_TEST_LEAKS=1 turns it on), where freeing a
-# library context that loaded rustica leaks today (docs/testing.md).
+# in the test binaries (ASAN_TEST_LEAKS=1 turns it on; see docs/testing.md
+# for what it found and how it was fixed).
 export ASAN_OPTIONS="detect_leaks=${ASAN_TEST_LEAKS:-0}:abort_on_error=0:halt_on_error=1:log_path=$reports/asan:symbolize=1:detect_stack_use_after_return=0"
 export RUSTICA_STATS_PATH=${RUSTICA_STATS_PATH:-$CARGO_TARGET_DIR/stats}
 

@@ -198,9 +198,14 @@ pub fn route_name(bits: u32) -> &'static str {
     }
 }
 
-/// Resets to software (tests and tools).
+/// Resets to software and lets go of every loaded libica (tests, tools,
+/// and the provider's last teardown in a process).
 pub fn reset() {
     *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = None;
+    LOADED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
 }
 
 pub(crate) fn current() -> Option<Arc<Router>> {

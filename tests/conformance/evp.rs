@@ -15,6 +15,7 @@ extern "C" {
     fn OSSL_LIB_CTX_new() -> *mut c_void;
     fn OSSL_LIB_CTX_free(ctx: *mut c_void);
     fn OSSL_PROVIDER_set_default_search_path(ctx: *mut c_void, path: *const c_char) -> c_int;
+    fn OSSL_PROVIDER_unload(prov: *mut c_void) -> c_int;
     fn OSSL_PROVIDER_load(ctx: *mut c_void, name: *const c_char) -> *mut c_void;
     fn OSSL_PROVIDER_get0_name(prov: *const c_void) -> *const c_char;
     fn EVP_PKEY_CTX_new_from_name(
@@ -276,15 +277,23 @@ impl Drop for Pkey {
 }
 
 /// A library context with rustica (from `module_dir`) and default loaded.
-pub struct Lib(pub *mut c_void);
-// SAFETY: a library context is designed to be shared by threads.
+pub struct Lib(pub *mut c_void, [*mut c_void; 2]);
+// SAFETY: a library context (and its loaded providers) is designed to be
+// shared by threads.
 unsafe impl Send for Lib {}
 unsafe impl Sync for Lib {}
 
 impl Drop for Lib {
     fn drop(&mut self) {
-        // SAFETY: the context is ours; providers are unloaded with it.
-        unsafe { OSSL_LIB_CTX_free(self.0) };
+        // SAFETY: the context and our references to its two providers are
+        // ours. Unloading drops those references (OSSL_LIB_CTX_free alone
+        // would leave each provider, and rustica's teardown, behind).
+        unsafe {
+            for prov in self.1 {
+                OSSL_PROVIDER_unload(prov);
+            }
+            OSSL_LIB_CTX_free(self.0);
+        }
     }
 }
 
@@ -322,13 +331,11 @@ impl Lib {
             assert!(!ctx.is_null());
             let dir = cstr(module_dir.to_str().expect("UTF-8 module path"));
             assert_eq!(OSSL_PROVIDER_set_default_search_path(ctx, dir.as_ptr()), 1);
-            assert!(
-                !OSSL_PROVIDER_load(ctx, c"rustica".as_ptr()).is_null(),
-                "loading rustica: {}",
-                errors()
-            );
-            assert!(!OSSL_PROVIDER_load(ctx, c"default".as_ptr()).is_null());
-            Lib(ctx)
+            let rustica = OSSL_PROVIDER_load(ctx, c"rustica".as_ptr());
+            assert!(!rustica.is_null(), "loading rustica: {}", errors());
+            let default = OSSL_PROVIDER_load(ctx, c"default".as_ptr());
+            assert!(!default.is_null());
+            Lib(ctx, [rustica, default])
         }
     }
 
