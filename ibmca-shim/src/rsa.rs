@@ -683,49 +683,13 @@ impl RsaKey {
 
         // libica first, when routed there; its result must pass the same
         // check as software's, else software does the job (a fallback).
-        let mut used = Backend::Software;
-        let mut from_libica = None;
-        if let Some(router) = router {
-            match router.offload(self.bits) {
-                Some(ica) => match self.libica_private(ica, private, &blinded) {
-                    Attempt::Done(m, what) => {
-                        if self.result_ok(&m, &blinded, &mut ctx)? {
-                            router.log_op(
-                                op,
-                                self.bits,
-                                Backend::Libica,
-                                format_args!("{what} ok"),
-                            );
-                            used = Backend::Libica;
-                            from_libica = Some(m);
-                        } else {
-                            used = Backend::Fallback;
-                            router.log_op(
-                                op,
-                                self.bits,
-                                used,
-                                format_args!(
-                                    "({what} returned a WRONG result: it failed the \
-                                     public-exponent check; recomputed in software)"
-                                ),
-                            );
-                        }
-                    }
-                    Attempt::Failed(why) => {
-                        used = Backend::Fallback;
-                        router.log_op(op, self.bits, used, format_args!("({why})"));
-                    }
-                    Attempt::Skipped(why) => {
-                        router.log_op(op, self.bits, used, format_args!("({why})"));
-                    }
-                },
-                None if router.tracing() => {
-                    let why = router.software_reason(self.bits);
-                    router.log_op(op, self.bits, used, format_args!("({why})"));
-                }
-                None => {}
-            }
-        }
+        let (from_libica, used) = self.try_libica(
+            op,
+            router,
+            |ica| self.libica_private(ica, private, &blinded),
+            |m| self.result_ok(m, &blinded, &mut ctx),
+            "returned a WRONG result: it failed the public-exponent check",
+        )?;
         if let Some(m) = from_libica {
             return Ok((self.unblind(&m, &ai, &mut ctx)?, used));
         }
@@ -890,52 +854,71 @@ impl RsaKey {
             router.check_available()?;
         }
         let c = self.parse_input(input)?;
-        let mut used = Backend::Software;
-        if let Some(router) = router {
-            match router.offload(self.bits) {
-                Some(ica) => match self.libica_public(ica, &c) {
-                    Attempt::Done(m, what) => {
-                        // Nothing cheaper than the computation itself can
-                        // check a public result; a result that is not even
-                        // reduced is certainly wrong.
-                        if m.cmp(&self.n) == Ordering::Less {
-                            router.log_op(
-                                op,
-                                self.bits,
-                                Backend::Libica,
-                                format_args!("{what} ok"),
-                            );
-                            return Ok((m.to_be_padded_public(self.size)?, Backend::Libica));
-                        }
-                        used = Backend::Fallback;
-                        router.log_op(
-                            op,
-                            self.bits,
-                            used,
-                            format_args!(
-                                "({what} returned a value not below n; recomputed in software)"
-                            ),
-                        );
-                    }
-                    Attempt::Failed(why) => {
-                        used = Backend::Fallback;
-                        router.log_op(op, self.bits, used, format_args!("({why})"));
-                    }
-                    Attempt::Skipped(why) => {
-                        router.log_op(op, self.bits, used, format_args!("({why})"));
-                    }
-                },
-                None if router.tracing() => {
-                    let why = router.software_reason(self.bits);
-                    router.log_op(op, self.bits, used, format_args!("({why})"));
-                }
-                None => {}
-            }
+        // Nothing cheaper than the computation itself can check a public
+        // result; a result that is not even reduced is certainly wrong.
+        let (from_libica, used) = self.try_libica(
+            op,
+            router,
+            |ica| self.libica_public(ica, &c),
+            |m| Ok(m.cmp(&self.n) == Ordering::Less),
+            "returned a value not below n",
+        )?;
+        if let Some(m) = from_libica {
+            return Ok((m.to_be_padded_public(self.size)?, used));
         }
         let mut ctx = BnCtx::new_public()?;
         let mut m = Bn::new()?;
         bn::mod_exp_public(&mut m, &c, &self.e, &self.n, &self.mont_n, &mut ctx)?;
         Ok((m.to_be_padded_public(self.size)?, used))
+    }
+
+    /// Runs `attempt` on libica when the router sends this key size there,
+    /// and keeps its result only if `accept` says so; traces the outcome.
+    /// Returns the accepted result (None: software must do the job) and the
+    /// backend to count: libica, fallback (libica failed or was wrong), or
+    /// software (not routed to libica).
+    fn try_libica(
+        &self,
+        op: Op,
+        router: Option<&Router>,
+        attempt: impl FnOnce(&Libica) -> Attempt,
+        mut accept: impl FnMut(&Bn) -> Result<bool, RsaError>,
+        wrong: &str,
+    ) -> Result<(Option<Bn>, Backend), RsaError> {
+        let Some(router) = router else {
+            return Ok((None, Backend::Software));
+        };
+        let log = |backend, outcome: std::fmt::Arguments<'_>| {
+            router.log_op(op, self.bits, backend, outcome)
+        };
+        let Some(ica) = router.offload(self.bits) else {
+            if router.tracing() {
+                let why = router.software_reason(self.bits);
+                log(Backend::Software, format_args!("({why})"));
+            }
+            return Ok((None, Backend::Software));
+        };
+        match attempt(ica) {
+            Attempt::Done(m, what) if accept(&m)? => {
+                log(Backend::Libica, format_args!("{what} ok"));
+                Ok((Some(m), Backend::Libica))
+            }
+            Attempt::Done(_, what) => {
+                log(
+                    Backend::Fallback,
+                    format_args!("({what} {wrong}; recomputed in software)"),
+                );
+                Ok((None, Backend::Fallback))
+            }
+            Attempt::Failed(why) => {
+                log(Backend::Fallback, format_args!("({why})"));
+                Ok((None, Backend::Fallback))
+            }
+            Attempt::Skipped(why) => {
+                log(Backend::Software, format_args!("({why})"));
+                Ok((None, Backend::Software))
+            }
+        }
     }
 
     fn libica_public(&self, ica: &Libica, c: &Bn) -> Attempt {
