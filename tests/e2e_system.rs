@@ -486,3 +486,52 @@ fn doctor_checks_a_configured_setup() {
     assert!(!o.status.success(), "{t}");
     assert!(t.contains("FAIL  config"), "{t}");
 }
+
+#[test]
+fn install_places_a_loadable_module() {
+    let lab = Lab::new();
+    let dir = lab.path("modules");
+    let o = Command::new(rustica_bin())
+        .args([
+            "install",
+            "--module",
+            module_path().to_str().unwrap(),
+            "--modules-dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let installed = dir.join("rustica.so");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        installed.display().to_string()
+    );
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(module_path()).unwrap()
+    );
+    let listed = Command::new("openssl")
+        .args([
+            "list",
+            "-providers",
+            "-provider-path",
+            dir.to_str().unwrap(),
+            "-provider",
+            "rustica",
+        ])
+        .env("OPENSSL_CONF", lab.path("default.cnf"))
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success() && text(&listed).contains("rustica"),
+        "{}",
+        text(&listed)
+    );
+    // No stray temporary file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
