@@ -183,7 +183,8 @@ fn invalid(path: &Path, what: &str) -> io::Error {
         io::ErrorKind::InvalidData,
         format!(
             "{}: {what}; not a rustica statistics file (version {VERSION}), statistics disabled \
-             for it (remove it or choose another RUSTICA_STATS_PATH)",
+             for it (`rustica stats --reset` replaces one from another rustica version; \
+             otherwise remove it or choose another RUSTICA_STATS_PATH)",
             path.display()
         ),
     )
@@ -577,6 +578,9 @@ pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
 }
 
 /// Zeroes the counters at `path`; a missing file is left missing.
+/// A counters file written by another layout version of rustica is
+/// replaced by a fresh one (processes still mapping the old file keep
+/// counting into it, unseen); any other file is left alone.
 pub fn reset(path: &Path) -> io::Result<()> {
     match Stats::open_existing(path) {
         Ok(s) => {
@@ -584,8 +588,31 @@ pub fn reset(path: &Path) -> io::Result<()> {
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData && is_ours(path) => {
+            std::fs::remove_file(path)?;
+            Stats::open(path).map(|_| ())
+        }
         Err(e) => Err(e),
     }
+}
+
+/// A regular file of ours (this user's, rustica's magic), whatever its
+/// layout version.
+fn is_ours(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions.
+    if !meta.file_type().is_file() || meta.uid() != unsafe { libc::geteuid() } {
+        return false;
+    }
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && u64::from_ne_bytes(magic) == MAGIC
 }
 
 #[cfg(test)]
@@ -701,6 +728,24 @@ mod tests {
         assert!(Stats::open(&p).is_err());
         assert_eq!(std::fs::read(&p).unwrap(), b"hello");
         std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn reset_replaces_an_older_layout_but_not_a_foreign_file() {
+        let p = temp_path("old-layout");
+        let mut old = vec![0u8; 659_496];
+        old[..8].copy_from_slice(&MAGIC.to_ne_bytes());
+        old[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        std::fs::write(&p, &old).unwrap();
+        assert!(snapshot(&p).is_err());
+        reset(&p).unwrap();
+        assert_eq!(snapshot(&p).unwrap(), Snapshot::default());
+        let q = temp_path("foreign");
+        std::fs::write(&q, vec![7u8; 4096]).unwrap();
+        assert!(reset(&q).is_err());
+        assert_eq!(std::fs::read(&q).unwrap(), vec![7u8; 4096]);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_file(&q);
     }
 
     #[test]
