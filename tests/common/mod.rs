@@ -397,7 +397,8 @@ pub fn emulator_path() -> PathBuf {
     p
 }
 
-/// Committed keys of the sizes too slow to generate on every run.
+/// Committed keys of the sizes too slow to generate on every run, made by
+/// rustica itself (scripts/make-fixtures.sh).
 pub fn fixture(bits: u32) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/private-{bits}.pem"))
 }
