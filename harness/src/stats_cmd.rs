@@ -20,17 +20,16 @@ pub struct StatsArgs {
 
 pub fn run(args: StatsArgs) -> u8 {
     let path = args.path.clone().unwrap_or_else(stats::default_path);
-    let snap = match stats::snapshot(&path) {
-        Ok(s) => s,
+    match stats::snapshot(&path) {
+        Ok(snap) if args.json => println!("{}", snap.to_json()),
+        Ok(snap) => print!("{}", table(&path, &snap)),
         Err(e) => {
             eprintln!("rustica stats: cannot read {}: {e}", path.display());
-            return 2;
+            // --reset still replaces a file from another rustica version.
+            if !args.reset {
+                return 2;
+            }
         }
-    };
-    if args.json {
-        println!("{}", snap.to_json());
-    } else {
-        print!("{}", table(&path, &snap));
     }
     if args.reset {
         if let Err(e) = stats::reset(&path) {
