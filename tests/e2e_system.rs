@@ -430,23 +430,28 @@ fn a_wrong_module_path_leaves_programs_on_the_default_provider() {
     }
 }
 
-#[test]
-fn doctor_checks_a_configured_setup() {
-    let lab = Lab::new();
-    let conf = system_config(&lab, None, &[]);
+/// Runs `rustica doctor` on `config`; returns (success, output).
+fn doctor(lab: &Lab, config: &str) -> (bool, String) {
     let o = Command::new(rustica_bin())
         .args([
             "doctor",
             "--module",
             module_path().to_str().unwrap(),
             "--config",
-            &conf,
+            config,
         ])
         .env("RUSTICA_STATS_PATH", lab.path("stats"))
         .output()
         .unwrap();
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    (o.status.success(), text(&o))
+}
+
+#[test]
+fn doctor_checks_a_configured_setup() {
+    let lab = Lab::new();
+    let conf = system_config(&lab, None, &[]);
+    let (ok, t) = doctor(&lab, &conf);
+    assert!(ok, "{t}");
     assert!(t.contains("a test signature was made by rustica"), "{t}");
     // A misspelt key is named.
     let text_conf = std::fs::read_to_string(&conf).unwrap().replace(
@@ -454,36 +459,11 @@ fn doctor_checks_a_configured_setup() {
         "activate = 1\noffload-max-bitz = 2048\n# keys",
     );
     let typo = lab.write("typo.cnf", text_conf.as_bytes());
-    let o = Command::new(rustica_bin())
-        .args([
-            "doctor",
-            "--module",
-            module_path().to_str().unwrap(),
-            "--config",
-            &typo,
-        ])
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(
-        !o.status.success() && t.contains("unknown key 'offload-max-bitz'"),
-        "{t}"
-    );
+    let (ok, t) = doctor(&lab, &typo);
+    assert!(!ok && t.contains("unknown key 'offload-max-bitz'"), "{t}");
     // A config without rustica is diagnosed, not passed.
-    let plain = lab.p("default.cnf");
-    let o = Command::new(rustica_bin())
-        .args([
-            "doctor",
-            "--module",
-            module_path().to_str().unwrap(),
-            "--config",
-            &plain,
-        ])
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
+    let (ok, t) = doctor(&lab, &lab.p("default.cnf"));
+    assert!(!ok, "{t}");
     assert!(t.contains("FAIL  config"), "{t}");
 }
 
