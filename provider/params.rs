@@ -163,18 +163,37 @@ pub fn get_str(p: &OSSL_PARAM) -> Result<&str> {
             format!("parameter '{}' has no value", what(p)),
         );
     }
-    let mut s: *const c_char = ptr::null();
-    // SAFETY: OSSL_PARAM_get_utf8_string_ptr checks the type and returns a
-    // pointer into the parameter's own NUL-terminated data.
-    let ok = unsafe { ffi::OSSL_PARAM_get_utf8_string_ptr(p, &mut s) } == 1;
-    if !ok || s.is_null() {
-        return fail(
-            Reason::InvalidParameter,
-            format!("parameter '{}' is not a string", what(p)),
-        );
-    }
-    // SAFETY: see above; the string lives as long as the parameter.
-    unsafe { CStr::from_ptr(s) }.to_str().or_else(|_| {
+    let bytes: &[u8] = match p.data_type {
+        // A UTF8_STRING's bytes are its data, data_size long; a terminating
+        // NUL is optional, so never read past data_size looking for one.
+        UTF8 => {
+            // SAFETY: data is non-NULL and the caller's parameter promises
+            // data_size readable bytes that live as long as the parameter.
+            let all = unsafe { std::slice::from_raw_parts(p.data as *const u8, p.data_size) };
+            all.split(|&b| b == 0).next().unwrap_or(&[])
+        }
+        ffi::OSSL_PARAM_UTF8_PTR => {
+            // SAFETY: a UTF8_PTR's data holds one pointer (checked non-NULL
+            // above); read it unaligned, as C callers may pack it anywhere.
+            let s = unsafe { (p.data as *const *const c_char).read_unaligned() };
+            if s.is_null() {
+                return fail(
+                    Reason::InvalidParameter,
+                    format!("parameter '{}' has no value", what(p)),
+                );
+            }
+            // SAFETY: the pointed-to string is NUL-terminated by the UTF8_PTR
+            // contract and lives as long as the parameter.
+            unsafe { CStr::from_ptr(s) }.to_bytes()
+        }
+        _ => {
+            return fail(
+                Reason::InvalidParameter,
+                format!("parameter '{}' is not a string", what(p)),
+            )
+        }
+    };
+    std::str::from_utf8(bytes).or_else(|_| {
         fail(
             Reason::InvalidParameter,
             format!("parameter '{}' is not UTF-8", what(p)),
@@ -407,5 +426,38 @@ mod tests {
             assert!(get_int(&p).is_err());
             assert!(get_size(&p).is_err());
         }
+    }
+
+    #[test]
+    fn utf8_string_is_read_within_data_size_only() {
+        // "sha256" followed by bytes that are not part of the value and no
+        // NUL inside data_size: the reader must stop at data_size.
+        let buf = *b"sha256XYZ";
+        let mut p = param(b"digest\0", UTF8);
+        p.data = buf.as_ptr() as *mut c_void;
+        p.data_size = 6;
+        assert_eq!(get_str(&p).unwrap(), "sha256");
+        // An embedded NUL ends the value early, as in C.
+        let buf = *b"sha1\0junk";
+        p.data = buf.as_ptr() as *mut c_void;
+        p.data_size = buf.len();
+        assert_eq!(get_str(&p).unwrap(), "sha1");
+        // A UTF8_PTR holding NULL is refused, not dereferenced.
+        let null: *const c_char = ptr::null();
+        let mut q = param(b"digest\0", ffi::OSSL_PARAM_UTF8_PTR);
+        q.data = &null as *const *const c_char as *mut c_void;
+        q.data_size = 0;
+        assert!(get_str(&q).is_err());
+        // A UTF8_PTR to a string is read.
+        let s = c"sha512";
+        let sp = s.as_ptr();
+        q.data = &sp as *const *const c_char as *mut c_void;
+        assert_eq!(get_str(&q).unwrap(), "sha512");
+        // Other types are refused.
+        let n = 5i32;
+        let mut r = param(b"digest\0", INT);
+        r.data = &n as *const i32 as *mut c_void;
+        r.data_size = 4;
+        assert!(get_str(&r).is_err());
     }
 }

@@ -191,3 +191,78 @@ fn raw_input_not_below_the_modulus_is_refused() {
     );
     assert!(out.contains("not smaller than the modulus"), "{out}");
 }
+
+/// A public key with a 2000-bit exponent on a modulus over 3072 bits: as
+/// OpenSSL does, rustica refuses it (such a key makes every verification
+/// cost as much as a private-key operation), before any exponentiation.
+#[test]
+fn large_public_exponent_on_a_large_modulus_is_refused() {
+    let lab = Lab::new();
+    let key = fixture(7680);
+    let modulus = lab.ok(
+        Side::Default,
+        &["rsa", "-in", key.to_str().unwrap(), "-noout", "-modulus"],
+    );
+    let n_hex = modulus.trim().trim_start_matches("Modulus=");
+    // An odd 2000-bit exponent (below n).
+    let e_hex = format!("C{}1", "5".repeat(2000 / 4 - 2));
+    lab.write(
+        "bige.cnf",
+        format!("asn1=SEQUENCE:pub\n[pub]\nn=INTEGER:0x{n_hex}\ne=INTEGER:0x{e_hex}\n").as_bytes(),
+    );
+    lab.ok(
+        Side::Default,
+        &[
+            "asn1parse",
+            "-genconf",
+            "bige.cnf",
+            "-out",
+            "bige.der",
+            "-noout",
+        ],
+    );
+    lab.ok(
+        Side::Default,
+        &[
+            "rsa",
+            "-RSAPublicKey_in",
+            "-inform",
+            "DER",
+            "-in",
+            "bige.der",
+            "-pubout",
+            "-out",
+            "bige.pem",
+        ],
+    );
+    lab.write("digest.bin", &[0x5a; 32]);
+    lab.write("sig.bin", &[0x11; 960]);
+    let before = lab.stats();
+    for side in [Side::RusticaFlags, Side::RusticaConfig] {
+        let mut args = vec![
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            "bige.pem",
+            "-in",
+            "digest.bin",
+            "-sigfile",
+            "sig.bin",
+        ];
+        if side == Side::RusticaFlags {
+            args.extend_from_slice(&["-propquery", PROPQ]);
+        }
+        let out = lab.fails(side, &args);
+        assert!(
+            out.contains("public exponent e is 2000 bits") || out.contains("bad e value"),
+            "{side:?}: no clear reason in:\n{out}"
+        );
+    }
+    let after = lab.stats();
+    assert_eq!(
+        after.total(Op::Verify) - after.get(Op::Verify, Backend::Failed),
+        before.total(Op::Verify) - before.get(Op::Verify, Backend::Failed),
+        "rustica exponentiated with the 2000-bit exponent"
+    );
+}

@@ -18,6 +18,10 @@ use crate::stats::{self, Backend, Op};
 pub const MIN_BITS: u32 = 512;
 /// Largest modulus size accepted.
 pub const MAX_BITS: u32 = 16384;
+/// Moduli up to this size accept any public exponent below n.
+pub const SMALL_MODULUS_BITS: u32 = 3072;
+/// The largest public exponent for moduli over [`SMALL_MODULUS_BITS`].
+pub const MAX_PUBEXP_BITS: u32 = 64;
 
 /// A blinding pair is used this many times (squared after each use) before
 /// a fresh one is drawn.
@@ -149,6 +153,15 @@ fn check_public(n: &Bn, e: &Bn) -> Result<(), RsaError> {
     check_exponent(e)?;
     if e.cmp(n) != Ordering::Less {
         return err("public exponent e is not smaller than the modulus n");
+    }
+    // As OpenSSL: a large e on a large modulus would make every public
+    // operation (a peer's certificate, say) cost as much as a private one.
+    let e_bits = e.num_bits();
+    if bits > SMALL_MODULUS_BITS && e_bits > MAX_PUBEXP_BITS {
+        return err(format!(
+            "public exponent e is {e_bits} bits; at most {MAX_PUBEXP_BITS} bits are accepted \
+             for a modulus over {SMALL_MODULUS_BITS} bits ({bits} bits)"
+        ));
     }
     Ok(())
 }
