@@ -1,0 +1,75 @@
+/*
+ * A provider that registers the RSA names rustica registers and does
+ * nothing: the floor for what loading any RSA provider into a process
+ * costs. scripts/bench-load.sh compares rustica against it.
+ *
+ * Its algorithms carry the property "provider=idle", so nothing selects
+ * them unless asked; its implementations have just enough functions for a
+ * fetch to construct them (never used by the benchmark).
+ */
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+#include <stddef.h>
+
+static void *idle_new(void *provctx) { (void)provctx; return NULL; }
+static void idle_free(void *obj) { (void)obj; }
+
+static const OSSL_DISPATCH idle_keymgmt[] = {
+    { OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))idle_new },
+    { OSSL_FUNC_KEYMGMT_FREE, (void (*)(void))idle_free },
+    { 0, NULL }
+};
+static const OSSL_DISPATCH idle_signature[] = {
+    { OSSL_FUNC_SIGNATURE_NEWCTX, (void (*)(void))idle_new },
+    { OSSL_FUNC_SIGNATURE_FREECTX, (void (*)(void))idle_free },
+    { 0, NULL }
+};
+static const OSSL_DISPATCH idle_cipher[] = {
+    { OSSL_FUNC_ASYM_CIPHER_NEWCTX, (void (*)(void))idle_new },
+    { OSSL_FUNC_ASYM_CIPHER_FREECTX, (void (*)(void))idle_free },
+    { 0, NULL }
+};
+
+static const OSSL_ALGORITHM keymgmt_algs[] = {
+    { "RSA:rsaEncryption:1.2.840.113549.1.1.1", "provider=idle", idle_keymgmt, NULL },
+    { "RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10", "provider=idle", idle_keymgmt, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+static const OSSL_ALGORITHM signature_algs[] = {
+    { "RSA:rsaEncryption:1.2.840.113549.1.1.1", "provider=idle", idle_signature, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+static const OSSL_ALGORITHM cipher_algs[] = {
+    { "RSA:rsaEncryption:1.2.840.113549.1.1.1", "provider=idle", idle_cipher, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+
+static const OSSL_ALGORITHM *idle_query(void *provctx, int id, int *no_cache)
+{
+    (void)provctx;
+    *no_cache = 0;
+    switch (id) {
+    case OSSL_OP_KEYMGMT: return keymgmt_algs;
+    case OSSL_OP_SIGNATURE: return signature_algs;
+    case OSSL_OP_ASYM_CIPHER: return cipher_algs;
+    }
+    return NULL;
+}
+
+static void idle_teardown(void *provctx) { (void)provctx; }
+
+static const OSSL_DISPATCH idle_provider[] = {
+    { OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))idle_teardown },
+    { OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))idle_query },
+    { 0, NULL }
+};
+
+int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                       const OSSL_DISPATCH **out, void **provctx)
+{
+    (void)handle;
+    (void)in;
+    *out = idle_provider;
+    *provctx = (void *)idle_provider;
+    return 1;
+}

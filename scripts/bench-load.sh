@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# What rustica costs every process it is loaded into (a benchmark, not a
+# test): stock OpenSSL, an idle provider that registers RSA names and does
+# nothing (benches/load/idle_provider.c, built here), and rustica preferred
+# by openssl.cnf, interleaved, medians of ROUNDS processes each, for
+# `rand`, `dgst -sign`, `dgst -verify` and `req -x509` with an existing
+# 2048-bit key. Prints a Markdown table of medians, deltas and ratios, and
+# checks that every rustica-side signature and verification was counted.
+#
+# usage: scripts/bench-load.sh [ROUNDS]      (default 60)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-60}
+if [ -z "${RUSTICA_MODULE:-}" ]; then
+  scripts/build.sh >/dev/null
+  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/idle"
+cc -shared -fPIC -O2 -o "$work/idle/idle.so" benches/load/idle_provider.c
+
+head='openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect'
+cat >"$work/stock.cnf" <<CNF
+$head
+[provider_sect]
+default = default_sect
+[default_sect]
+activate = 1
+CNF
+cat >"$work/idle.cnf" <<CNF
+$head
+[provider_sect]
+default = default_sect
+idle = idle_sect
+[default_sect]
+activate = 1
+[idle_sect]
+module = $work/idle/idle.so
+activate = 1
+CNF
+cat >"$work/rustica.cnf" <<CNF
+$head
+alg_section = evp_properties
+[provider_sect]
+default = default_sect
+rustica = rustica_sect
+[default_sect]
+activate = 1
+[rustica_sect]
+module = $RUSTICA_MODULE
+activate = 1
+[evp_properties]
+default_properties = ?provider=rustica
+CNF
+
+export RUSTICA_STATS_PATH=$work/stats
+unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG RUSTICA_STATS
+o() { OPENSSL_CONF=$work/stock.cnf openssl "$@"; }
+o genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/key.pem" 2>/dev/null
+o pkey -in "$work/key.pem" -pubout -out "$work/pub.pem"
+head -c $((3 * 1024 * 1024)) /dev/urandom >"$work/doc.bin"
+o dgst -sha256 -sign "$work/key.pem" -out "$work/sig.bin" "$work/doc.bin"
+
+rustica=$(dirname "$RUSTICA_MODULE")/rustica
+[ -x "$rustica" ] || rustica=$(pwd)/target/release/rustica
+echo "# scripts/bench-load.sh, $(date -u +%Y-%m-%d), $(nproc) cores, $(openssl version), $rounds processes per side and command"
+python3 benches/load/run.py "$work" "$rounds"
+# Proof that the rustica side ran on rustica: warm-up + rounds per command.
+want=$((rounds + 1))
+stats=$("$rustica" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null || true)
+python3 - "$want" "$stats" <<'PY'
+import json, sys
+want, doc = int(sys.argv[1]), sys.argv[2]
+ops = json.loads(doc)["ops"] if doc.strip() else None
+if ops is None:
+    sys.exit("bench-load: no rustica counters: rustica did not run")
+done = lambda op: sum(ops[op][b] for b in ("libica", "software", "fallback"))
+sign, verify = done("sign"), done("verify")
+# dgst -sign and req -x509 sign once each; dgst -verify verifies once.
+if sign != 2 * want or verify != want:
+    sys.exit(f"bench-load: rustica counted {sign} signatures and {verify} verifications, "
+             f"expected {2 * want} and {want}")
+print(f"\nrustica counted {sign} signatures and {verify} verifications: every rustica-side "
+      "operation ran on rustica.")
+PY
