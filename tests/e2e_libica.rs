@@ -567,3 +567,99 @@ fn no_libica_on_this_host() {
     assert!(!out.status.success());
     assert!(text.contains("/nonexistent/libica.so.4"), "{text}");
 }
+
+/// libica 4 on a host without a crypto adapter (emulated): libica 4 has no
+/// software RSA, so its function list reports no RSA at all and every RSA
+/// call fails with ENODEV. `backend = auto` must choose software and say
+/// why; `backend = libica` must end every operation as a counted fallback
+/// (libica tried, software finished), never as a failure.
+#[test]
+fn libica4_without_an_adapter() {
+    let no_adapter = [("LIBICA_EMU_ADAPTER", "none")];
+    let keygen_sign_verify = |emu: &Emu| {
+        let lab = &emu.lab;
+        lab.ok(
+            Side::RusticaConfig,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+                "k.pem",
+            ],
+        );
+        lab.ok(
+            Side::Default,
+            &["pkey", "-in", "k.pem", "-pubout", "-out", "p.pem"],
+        );
+        let doc = lab.write("d.txt", b"libica 4, no adapter");
+        lab.ok(
+            Side::RusticaConfig,
+            &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
+        );
+        let out = lab.ok(
+            Side::RusticaConfig,
+            &[
+                "dgst",
+                "-sha256",
+                "-verify",
+                "p.pem",
+                "-signature",
+                "s.bin",
+                &doc,
+            ],
+        );
+        assert!(out.contains("Verified OK"), "{out}");
+        // The default provider agrees with the signature.
+        let out = lab.ok(
+            Side::Default,
+            &[
+                "dgst",
+                "-sha256",
+                "-verify",
+                "p.pem",
+                "-signature",
+                "s.bin",
+                &doc,
+            ],
+        );
+        assert!(out.contains("Verified OK"), "{out}");
+    };
+
+    let emu = Emu::with_backend("auto", &[("debug", "stderr")], &no_adapter);
+    keygen_sign_verify(&emu);
+    for op in [Op::Keygen, Op::Sign, Op::Verify] {
+        assert_only(&emu.lab, op, Backend::Software, 1);
+    }
+    assert!(
+        emu.calls().is_empty(),
+        "auto offered work to libica: {:?}",
+        emu.calls()
+    );
+    // The reason is given (debug trace on stderr at first use).
+    let out = emu.lab.run(
+        Side::RusticaConfig,
+        &[
+            "dgst", "-sha256", "-sign", "k.pem", "-out", "s2.bin", "d.txt",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("backend = auto: software") && text.contains("no RSA hardware reported"),
+        "{text}"
+    );
+
+    let emu = Emu::with_backend("libica", &[], &no_adapter);
+    keygen_sign_verify(&emu);
+    for op in [Op::Keygen, Op::Sign, Op::Verify] {
+        assert_only(&emu.lab, op, Backend::Fallback, 1);
+    }
+    let calls = emu.calls();
+    assert!(!calls.is_empty());
+    assert!(
+        calls.iter().all(|c| c.outcome == "ENODEV"),
+        "libica 4 without an adapter answered: {calls:?}"
+    );
+}

@@ -22,6 +22,11 @@
 //! - `LIBICA_EMU_CORRUPT_EVERY=N`: every Nth call returns a wrong result
 //!   (one bit flipped; for key generation, in qInverse).
 //! - `LIBICA_EMU_LATENCY_US=N`: each RSA call sleeps N microseconds first.
+//! - `LIBICA_EMU_ADAPTER=none`: behave as libica 4 does on a host without a
+//!   crypto adapter. libica 4 has no software RSA, so the function list
+//!   reports RSA ME / CRT / key generation with no flags at all, the adapter
+//!   handle is `DRIVER_NOT_LOADED` (-1), and every RSA call fails with
+//!   `ENODEV` (logged as such). The version stays 4.x.
 
 mod bn;
 
@@ -60,6 +65,8 @@ struct Settings {
     corrupt_every: u64,
     latency_us: u64,
     hardware: bool,
+    /// libica 4 without an adapter: no RSA at all.
+    no_adapter: bool,
 }
 
 fn settings() -> &'static Settings {
@@ -86,6 +93,7 @@ fn settings() -> &'static Settings {
             corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
             latency_us: num("LIBICA_EMU_LATENCY_US"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
+            no_adapter: var("LIBICA_EMU_ADAPTER").as_deref().map(str::trim) == Some("none"),
         }
     })
 }
@@ -132,7 +140,9 @@ fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_
         if s.latency_us > 0 {
             std::thread::sleep(std::time::Duration::from_micros(s.latency_us));
         }
-        let p = if bits > abi::ADAPTER_MAX_BITS {
+        let p = if s.no_adapter {
+            Plan::Errno(libc::ENODEV as c_uint)
+        } else if bits > abi::ADAPTER_MAX_BITS {
             Plan::Errno(EPERM)
         } else {
             plan(seq)
@@ -201,8 +211,13 @@ pub unsafe extern "C" fn ica_open_adapter(handle: *mut ica_adapter_handle_t) -> 
     if handle.is_null() {
         return EINVAL;
     }
+    let h = if settings().no_adapter {
+        abi::DRIVER_NOT_LOADED
+    } else {
+        FAKE_HANDLE
+    };
     // SAFETY: non-NULL out-pointer from the caller.
-    unsafe { *handle = FAKE_HANDLE };
+    unsafe { *handle = h };
     0
 }
 
@@ -238,7 +253,9 @@ pub unsafe extern "C" fn ica_get_functionlist(
     if len.is_null() {
         return EINVAL;
     }
-    let flags = if settings().hardware {
+    let flags = if settings().no_adapter {
+        0
+    } else if settings().hardware {
         abi::ICA_FLAG_DHW | abi::ICA_FLAG_SW
     } else {
         abi::ICA_FLAG_SW
