@@ -156,7 +156,8 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     );
     let _ = writeln!(
         md,
-        "- A: stock `openssl`, default provider only (`openssl-A.cnf`)."
+        "- A: stock `openssl`, default provider only (`openssl-A.cnf`); RSA path: {}.",
+        env["a_rsa_path"].as_str().unwrap_or("not recorded")
     );
     let backend = info
         .backend
