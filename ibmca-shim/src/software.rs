@@ -8,10 +8,6 @@
 use crate::bn::{self, Bn, BnCtx, MontCtx};
 use crate::rsa::{Crt, RsaError};
 
-/// Bit size of each prime for which libcrypto has a two-at-once
-/// (AVX-512 IFMA) exponentiation: the primes of RSA-2048.
-const X2_PRIME_BITS: u32 = 1024;
-
 /// m = c^d mod n by CRT and Garner's recombination, constant time in the
 /// secret parts. `c` must be reduced mod n.
 pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
@@ -26,7 +22,12 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
 
     let mut m1 = Bn::new()?;
     let mut m2 = Bn::new()?;
-    if crt.p.num_bits() == X2_PRIME_BITS && crt.q.num_bits() == X2_PRIME_BITS {
+    // libcrypto's two-at-once exponentiation uses AVX-512 IFMA where the
+    // running library has it for this prime size (1024-bit primes from
+    // OpenSSL 3.0; 1536 and 2048 bits, RSA-3072 and RSA-4096, from 3.2) and
+    // otherwise runs the two exponentiations one after the other, so it is
+    // the right call whenever both primes have the same size.
+    if crt.p.num_bits() == crt.q.num_bits() {
         bn::mod_exp_consttime_x2(
             &mut m1,
             &cp,
