@@ -37,9 +37,10 @@ use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering as AtOrd};
 use std::sync::OnceLock;
 
-use ibmca_shim::libica::abi::{
-    self, ica_adapter_handle_t, ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t,
-    libica_func_list_element, libica_version_info,
+use libica_abi as abi;
+use libica_abi::{
+    ica_adapter_handle_t, ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t, libica_func_list_element,
+    libica_version_info,
 };
 
 use bn::{Bn, Ctx, Fail};

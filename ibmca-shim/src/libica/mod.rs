@@ -5,7 +5,9 @@
 //! the primitive in [`crate::RsaKey`] calls libica through it, checks every
 //! result and falls back to software.
 
-pub mod abi;
+/// libica's C ABI lives in its own crate so the emulated libica can use
+/// it without the primitive.
+pub use libica_abi as abi;
 pub(crate) mod convert;
 mod loader;
 
