@@ -58,9 +58,12 @@ case "$ARCH" in
     export CC_s390x_unknown_linux_gnu=s390x-linux-gnu-gcc
     export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
     export RUSTICA_SYSROOT=$SYSROOT
-    OPENSSL_LIB_DIR=$LIBDIR OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include \
-      cargo build -q --release --target "$TARGET" --target-dir "$LANE/target" \
-        -p rustica --lib -p rustica-harness || die "cross build failed"
+    for what in "-p rustica --lib" "-p rustica-harness --bin rustica"; do
+      # shellcheck disable=SC2086 # $what is two words on purpose
+      OPENSSL_LIB_DIR=$LIBDIR OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include \
+        cargo build -q --release --target "$TARGET" --target-dir "$LANE/target" $what \
+        || die "cross build failed ($what)"
+    done
     BUILT=$LANE/target/$TARGET/release
     STRIP=s390x-linux-gnu-strip
     OBJDUMP=s390x-linux-gnu-objdump
