@@ -16,6 +16,8 @@
 #
 #   scripts/test-package.sh            # all of it
 #   scripts/test-package.sh --amd64    # steps 1-4 only
+# (Pipelines end in `grep >/dev/null`, not `grep -q`: under pipefail, a grep
+# that stops reading early can kill the writer with SIGPIPE.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -47,12 +49,12 @@ MODULES_DIR=$(openssl version -m | cut -d'"' -f2)
 MODULE=$MODULES_DIR/rustica.so
 [ -f "$MODULE" ] || die "no $MODULE after dpkg -i"
 [ "$(command -v rustica)" = /usr/bin/rustica ] || die "rustica is not /usr/bin/rustica on PATH"
-MANWIDTH=80 man rustica 2>/dev/null | grep -q "rustica config" || die "man rustica does not work"
-MANWIDTH=80 man rustica-provider 2>/dev/null | grep -q "offload-max-bits" \
+MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || die "man rustica does not work"
+MANWIDTH=80 man rustica-provider 2>/dev/null | grep "offload-max-bits" >/dev/null \
   || die "man rustica-provider does not work"
 [ -f /usr/share/bash-completion/completions/rustica ] || die "no bash completion"
 # The unprefixed module name works, as the package puts it where OpenSSL looks.
-OPENSSL_CONF=/dev/null openssl list -providers -provider rustica | grep -q rustica \
+OPENSSL_CONF=/dev/null openssl list -providers -provider rustica | grep rustica >/dev/null \
   || die "openssl -provider rustica does not find the installed module"
 
 say "3. rustica config (temporary file) and rustica doctor"
@@ -67,7 +69,7 @@ grep -q "^module = $MODULE\$" "$CNF" || die "the written config does not load $M
 # A build-tree rustica must also prefer the installed module for config.
 if [ -x target/release/rustica ] && [ -f target/release/rustica.so ]; then
   env -u RUSTICA_MODULE target/release/rustica config --fresh 2>&1 >/dev/null \
-    | grep -q "module $MODULE (installed" || die "a build tree's rustica config did not prefer the installed module"
+    | grep "module $MODULE (installed" >/dev/null || die "a build tree's rustica config did not prefer the installed module"
 fi
 env -u RUSTICA_MODULE -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" rustica doctor >"$WORK/doctor.log" 2>&1 \
   || { cat "$WORK/doctor.log"; die "rustica doctor failed against the installed package"; }
@@ -83,7 +85,7 @@ rustica stats --reset >/dev/null
 env -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" openssl dgst -sha256 -sign "$WORK/key.pem" \
   -out "$WORK/doc.sig" "$WORK/doc.txt" || die "signing under the written config failed"
 OPENSSL_CONF=/dev/null openssl dgst -sha256 -verify <(openssl pkey -in "$WORK/key.pem" -pubout) \
-  -signature "$WORK/doc.sig" "$WORK/doc.txt" | grep -q "Verified OK" \
+  -signature "$WORK/doc.sig" "$WORK/doc.txt" | grep "Verified OK" >/dev/null \
   || die "the default provider does not verify rustica's signature"
 signed=$(rustica stats --json | python3 -c '
 import json, sys
@@ -113,7 +115,8 @@ say "5. the s390x package, installed into the lane's sysroot, runs the lane"
 S390X_DEB=$(scripts/package.sh s390x | tail -n1)
 [ -f "$S390X_DEB" ] || die "scripts/package.sh s390x did not produce a package"
 [ "$(dpkg-deb -f "$S390X_DEB" Architecture)" = s390x ] || die "$S390X_DEB is not s390x"
-dpkg-deb -c "$S390X_DEB" | grep -q "\./usr/lib/s390x-linux-gnu/ossl-modules/rustica.so$" \
+dpkg-deb -c "$S390X_DEB" >"$WORK/s390x-files"
+grep -q "\./usr/lib/s390x-linux-gnu/ossl-modules/rustica.so$" "$WORK/s390x-files" \
   || die "the s390x package does not hold the module in s390x's modules directory"
 scripts/s390x-lane.sh --from-deb "$S390X_DEB" || die "the s390x lane failed from the package"
 say "OK: both packages built; amd64 installed, worked and removed cleanly; the s390x lane ran from its package"
