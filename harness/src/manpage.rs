@@ -84,14 +84,16 @@ pub fn render() -> std::io::Result<Vec<u8>> {
     let mut cmd = crate::cli();
     cmd.build();
     let version = cmd.get_version().unwrap_or_default().to_string();
-    let man = Man::new(cmd.clone())
-        .title("RUSTICA")
-        .section("1")
-        .source(format!("rustica {version}"))
-        .manual("rustica manual");
+    let man = Man::new(cmd.clone());
     let mut page = Vec::new();
+    // Written here, not by render_title: it drops the empty date argument,
+    // which shifts the source and manual into the wrong fields.
+    append(&mut page, &man, render_preamble, false)?;
+    writeln!(
+        page,
+        ".TH RUSTICA 1 \"\" \"rustica {version}\" \"rustica manual\""
+    )?;
     for part in [
-        Man::render_title,
         Man::render_name_section,
         Man::render_synopsis_section,
         Man::render_description_section,
@@ -118,17 +120,31 @@ pub fn render() -> std::io::Result<Vec<u8>> {
 
 type Part = fn(&Man, &mut dyn Write) -> std::io::Result<()>;
 
+/// Only the quote-character preamble every rendered part starts with.
+fn render_preamble(man: &Man, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    man.render_name_section(&mut text)?;
+    for line in String::from_utf8_lossy(&text)
+        .lines()
+        .take_while(|l| !l.starts_with(".SH"))
+    {
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
+}
+
 /// Appends one rendered part. clap_mangen starts every part with the same
-/// two-line quote-character preamble: the page keeps the first one only.
+/// two-line quote-character preamble: the page keeps the one before .TH.
 /// A subcommand's part loses its `.SH` heading, becoming a paragraph of
 /// the subcommand's `.SS`.
 fn append(page: &mut Vec<u8>, man: &Man, part: Part, nested: bool) -> std::io::Result<()> {
     let mut text = Vec::new();
     part(man, &mut text)?;
     let text = String::from_utf8_lossy(&text);
+    let titled = page.windows(4).any(|w| w == b".TH ");
     for line in text.lines() {
         let preamble = line.starts_with(".ie \\n(.g .ds Aq") || line.starts_with(".el .ds Aq");
-        if preamble && !page.is_empty() {
+        if preamble && titled {
             continue;
         }
         if nested && line.starts_with(".SH ") {
