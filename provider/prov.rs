@@ -245,13 +245,17 @@ unsafe extern "C" fn teardown(provctx: *mut c_void) {
 }
 
 const BACKEND_PARAM: &[u8] = b"backend\0";
+const LIBICA_PATH_PARAM: &[u8] = b"libica-path\0";
+const LIBICA_VERSION_PARAM: &[u8] = b"libica-version\0";
 
-static PROVIDER_PARAMS: ParamTable<6> = ParamTable([
+static PROVIDER_PARAMS: ParamTable<8> = ParamTable([
     param(ffi::OSSL_PROV_PARAM_NAME, UTF8),
     param(ffi::OSSL_PROV_PARAM_VERSION, UTF8),
     param(ffi::OSSL_PROV_PARAM_BUILDINFO, UTF8),
     param(ffi::OSSL_PROV_PARAM_STATUS, params::INT),
     param(BACKEND_PARAM, UTF8),
+    param(LIBICA_PATH_PARAM, UTF8),
+    param(LIBICA_VERSION_PARAM, UTF8),
     END,
 ]);
 
@@ -284,6 +288,54 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
     // SAFETY: provctx is ours (or NULL).
     let prov = unsafe { ProvCtx::from_ptr(provctx) };
     guard(prov, 0, || {
+        // Strings handed out by pointer (UTF8_PTR) must outlive the caller's
+        // use: each distinct one is kept for the life of the process. There
+        // are a handful (one per backend state and libica seen).
+        static KEPT: std::sync::Mutex<Vec<&'static CStr>> = std::sync::Mutex::new(Vec::new());
+        let keep = |text: String| -> &'static CStr {
+            let text = CString::new(text).unwrap_or_default();
+            let mut kept = KEPT
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(s) = kept.iter().find(|s| ***s == *text) {
+                return s;
+            }
+            let s: &'static CStr = Box::leak(text.into_boxed_c_str());
+            kept.push(s);
+            s
+        };
+        let backend = prov.map_or(c"software", |p| p.backend_name());
+        // The libica the backend runs on (already loaded, so opening it
+        // again only finds it); "none" when RSA runs in software.
+        let (libica_path, libica_version) = match prov {
+            Some(p) if backend == c"libica" => {
+                match ibmca_shim::libica::Libica::open_first(p.config.libica.as_deref()) {
+                    Ok(l) => (
+                        keep(l.file().unwrap_or(l.name()).to_string()),
+                        keep(l.version().unwrap_or_else(|| "unknown".into())),
+                    ),
+                    Err(_) => (c"unknown", c"unknown"),
+                }
+            }
+            _ => (c"none", c"none"),
+        };
+        // OpenSSL 3.0's `openssl list -providers -verbose` prints the values
+        // of name, version, status and buildinfo only: the backend goes in
+        // the build info line too, so an administrator sees it there.
+        let libica = if libica_path == c"none" {
+            "none".to_string()
+        } else {
+            format!(
+                "{} (version {})",
+                libica_path.to_string_lossy(),
+                libica_version.to_string_lossy()
+            )
+        };
+        let buildinfo = keep(format!(
+            "{}; backend: {}; libica: {libica}",
+            buildinfo().to_string_lossy(),
+            backend.to_string_lossy(),
+        ));
         // SAFETY: `out` is the caller's terminated, writable array.
         unsafe {
             if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_NAME) {
@@ -293,14 +345,19 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
                 params::set_static_str(p, VERSION)?;
             }
             if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_BUILDINFO) {
-                params::set_static_str(p, buildinfo())?;
+                params::set_static_str(p, buildinfo)?;
             }
             if let Some(p) = params::find_mut(out, ffi::OSSL_PROV_PARAM_STATUS) {
                 params::set_int(p, 1)?;
             }
             if let Some(p) = params::find_mut(out, BACKEND_PARAM) {
-                let name = prov.map_or(c"software", |p| p.backend_name());
-                params::set_static_str(p, name)?;
+                params::set_static_str(p, backend)?;
+            }
+            if let Some(p) = params::find_mut(out, LIBICA_PATH_PARAM) {
+                params::set_static_str(p, libica_path)?;
+            }
+            if let Some(p) = params::find_mut(out, LIBICA_VERSION_PARAM) {
+                params::set_static_str(p, libica_version)?;
             }
         }
         Ok(1)

@@ -3,7 +3,10 @@
 # s390x openssl under qemu-user, with the REAL libica (Debian's libica3,
 # whose software fallback does the arithmetic under qemu) as its backend.
 #
-#   scripts/s390x-lane.sh            # install, build, run, check
+#   scripts/s390x-lane.sh                  # install, build, run, check
+#   scripts/s390x-lane.sh --sysroot-only   # steps 1-2 only; prints the sysroot
+#   scripts/s390x-lane.sh --from-deb DEB   # run from rustica's s390x package
+#                                          # (dpkg -x into the sysroot), no build
 #
 # Steps: install the cross tools (gcc-s390x-linux-gnu, qemu-user-static,
 # the rustup target); extract Debian's s390x packages into a sysroot with a
@@ -25,6 +28,13 @@ APTDIR=$LANE/apt
 RUN=$LANE/run
 TARGET=s390x-unknown-linux-gnu
 START=$SECONDS
+MODE=build
+case "${1:-}" in
+  "") ;;
+  --sysroot-only) MODE=sysroot ;;
+  --from-deb) MODE=deb; DEB=$(realpath "${2:?--from-deb needs a .deb}") ;;
+  *) echo "usage: $0 [--sysroot-only | --from-deb rustica_VER_s390x.deb]" >&2; exit 2 ;;
+esac
 
 say() { echo "s390x-lane: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -84,8 +94,18 @@ fi
 LIBDIR=$SYSROOT/usr/lib/s390x-linux-gnu
 [ -e "$LIBDIR/libica.so.3" ] || die "libica.so.3 missing from the sysroot"
 [ -x "$SYSROOT/usr/bin/openssl" ] || die "the s390x openssl is missing from the sysroot"
+if [ "$MODE" = sysroot ]; then echo "$SYSROOT"; exit 0; fi
 
-# --- 3. cross build -----------------------------------------------------------
+# --- 3. rustica: cross-built, or installed from its s390x package ----------------
+if [ "$MODE" = deb ]; then
+  step "installing $(basename "$DEB") into the sysroot (dpkg -x)"
+  dpkg-deb --field "$DEB" Architecture | grep -qx s390x || die "$DEB is not an s390x package"
+  dpkg -x "$DEB" "$SYSROOT" || die "dpkg -x $DEB failed"
+  MODULE=$LIBDIR/ossl-modules/rustica.so
+  [ -f "$MODULE" ] || die "the package did not install $MODULE"
+  qemu-s390x-static -L "$SYSROOT" "$SYSROOT/usr/bin/rustica" --version | grep -q "^rustica " \
+    || die "the packaged s390x rustica command does not run under qemu"
+else
 step "cross-building rustica for $TARGET"
 export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
 export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=--sysroot=$SYSROOT"
@@ -100,12 +120,15 @@ MODULE=$LANE/target/$TARGET/debug/librustica.so
 [ -f "$MODULE" ] || die "no $MODULE after the build"
 file "$MODULE" 2>/dev/null | grep -q "IBM S/390" || say "note: could not confirm $MODULE is s390x"
 unset OPENSSL_LIB_DIR OPENSSL_INCLUDE_DIR
+fi
 
 # --- 4. run under qemu ----------------------------------------------------------
 step "running the s390x openssl under qemu with rustica and libica.so.3"
 rm -rf "$RUN"
 mkdir -p "$RUN/modules"
-cp "$MODULE" "$RUN/modules/rustica.so"
+# The packaged module is loaded where the package put it.
+if [ "$MODE" = deb ]; then LOADED_MODULE=$MODULE
+else LOADED_MODULE=$RUN/modules/rustica.so; cp "$MODULE" "$LOADED_MODULE"; fi
 cat >"$RUN/s390x.cnf" <<CNF
 openssl_conf = openssl_init
 [openssl_init]
@@ -117,7 +140,7 @@ rustica = rustica_sect
 [default_sect]
 activate = 1
 [rustica_sect]
-module = $RUN/modules/rustica.so
+module = $LOADED_MODULE
 activate = 1
 backend = libica
 libica = libica.so.3

@@ -19,8 +19,9 @@ pub struct ConfigArgs {
     /// Write the result to FILE (the only file written) instead of stdout
     #[arg(long, short, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Path of rustica.so to load [default: $RUSTICA_MODULE, beside this
-    /// program, or the installed one]
+    /// Path of the module to load [default: $RUSTICA_MODULE, else the one
+    /// installed in OpenSSL's modules directory, else rustica.so or
+    /// librustica.so beside this program]
     #[arg(long, value_name = "PATH")]
     module: Option<PathBuf>,
     /// backend = auto|libica|software
@@ -57,7 +58,14 @@ pub fn run(args: ConfigArgs) -> u8 {
 }
 
 fn config(args: ConfigArgs) -> Result<(), String> {
-    let module = system::find_module(args.module.as_deref())?;
+    // The written file outlives a build tree: prefer the installed module.
+    let found = system::locate_module(args.module.as_deref(), system::Prefer::Installed)?;
+    eprintln!(
+        "rustica config: module {} ({})",
+        found.path.display(),
+        found.origin
+    );
+    let module = found.path;
     let existing = if args.fresh {
         String::new()
     } else {

@@ -10,7 +10,8 @@ use crate::{sysconf, system};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
-    /// The module to check [default: $RUSTICA_MODULE, beside this program, or the installed one]
+    /// The module to check [default: $RUSTICA_MODULE, else rustica.so or
+    /// librustica.so beside this program, else the installed one]
     #[arg(long, value_name = "PATH")]
     module: Option<PathBuf>,
     /// The openssl.cnf to check [default: $OPENSSL_CONF, else the system's]
@@ -56,10 +57,11 @@ pub fn run(args: DoctorArgs) -> u8 {
         }
     }
 
-    let module = match system::find_module(args.module.as_deref()) {
+    let module = match system::locate_module(args.module.as_deref(), system::Prefer::BesideProgram)
+    {
         Ok(m) => {
-            r.ok("module", m.display().to_string());
-            Some(m)
+            r.ok("module", format!("{} ({})", m.path.display(), m.origin));
+            Some(m.path)
         }
         Err(e) => {
             r.fail("module", e);
@@ -160,18 +162,16 @@ fn check_backend(r: &mut Report, keys: &[(String, String)]) {
 
 /// The module loads into the stock openssl command and reports itself active.
 fn check_loads(r: &mut Report, module: &Path) {
-    let dir = module.parent().unwrap_or(Path::new("."));
-    if module.file_name().and_then(|n| n.to_str()) != Some("rustica.so") {
-        r.fail(
-            "load",
-            format!(
-                "{} must be named rustica.so for -provider rustica",
-                module.display()
-            ),
-        );
-        return;
-    }
-    let dir = dir.to_string_lossy();
+    // `-provider rustica` finds DIR/rustica.so; any other file name (cargo's
+    // librustica.so) is loaded by its full path, as openssl.cnf's `module`
+    // key does.
+    let (dir, name) = match module.file_name().and_then(|n| n.to_str()) {
+        Some("rustica.so") => (
+            module.parent().unwrap_or(Path::new(".")).to_string_lossy(),
+            "rustica".into(),
+        ),
+        _ => (".".into(), module.to_string_lossy()),
+    };
     match system::openssl(
         None,
         &[],
@@ -182,7 +182,7 @@ fn check_loads(r: &mut Report, module: &Path) {
             "-provider-path",
             &dir,
             "-provider",
-            "rustica",
+            &name,
         ],
     ) {
         Ok(o) if o.status.success() && text(&o).contains("status: active") => {

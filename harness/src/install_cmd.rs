@@ -11,7 +11,8 @@ pub struct InstallArgs {
     /// Target directory [default: OpenSSL's MODULESDIR, `openssl version -m`]
     #[arg(long, value_name = "DIR")]
     modules_dir: Option<PathBuf>,
-    /// The module to install [default: $RUSTICA_MODULE, else rustica.so beside this program]
+    /// The module to install [default: $RUSTICA_MODULE, else rustica.so or
+    /// librustica.so beside this program]
     #[arg(long, value_name = "PATH")]
     module: Option<PathBuf>,
 }
@@ -42,14 +43,15 @@ fn install(args: InstallArgs) -> Result<PathBuf, String> {
             let exe_dir = std::env::current_exe()
                 .ok()
                 .and_then(|e| e.parent().map(|d| d.to_path_buf()));
-            let candidates = [
-                std::env::var_os("RUSTICA_MODULE")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from),
-                exe_dir.map(|d| d.join("rustica.so")),
-            ];
+            let candidates = [std::env::var_os("RUSTICA_MODULE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)];
+            let beside = exe_dir
+                .iter()
+                .flat_map(|d| system::MODULE_NAMES.iter().map(move |n| Some(d.join(n))));
             candidates
                 .into_iter()
+                .chain(beside)
                 .flatten()
                 .find(|p| p.is_file())
                 .ok_or(

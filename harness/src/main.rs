@@ -6,14 +6,18 @@
 //! - `rustica stats`: the provider's operation counters (see `stats_cmd`).
 //! - `rustica config`, `install`, `doctor`: system-wide set-up (see
 //!   `config_cmd`, `install_cmd`, `doctor`).
+//! - `rustica completions SHELL`, and the hidden `rustica man`: shell
+//!   completion and the rustica(1) page, both generated from these clap
+//!   definitions (see `manpage`).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod config_cmd;
 mod doctor;
 mod install_cmd;
 mod lab;
+mod manpage;
 mod stats_cmd;
 mod sysconf;
 mod system;
@@ -22,7 +26,15 @@ mod system;
 #[command(
     name = "rustica",
     version,
-    about = "rustica: RSA for stock OpenSSL 3, offloaded to IBM Z through libica",
+    about = "RSA for stock OpenSSL 3, offloaded to IBM Z through libica",
+    long_about = "RSA for stock OpenSSL 3, offloaded to IBM Z through libica.\n\n\
+        rustica is an OpenSSL 3 provider (the module rustica.so) that does RSA key generation, \
+        signatures and encryption for unmodified OpenSSL programs, sending modular \
+        exponentiation to IBM Z crypto hardware through libica and computing in software \
+        where there is none. This command sets it up system-wide (install, config), checks \
+        the set-up (doctor), shows rustica's operation counters (stats) and runs the \
+        workshop's A/B measurement matrix (lab). The provider's configuration keys are \
+        described in rustica-provider(7).",
     propagate_version = true
 )]
 struct Cli {
@@ -44,16 +56,35 @@ enum Command {
     Install(install_cmd::InstallArgs),
     /// Check an installed set-up end to end and say what is wrong.
     Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the rustica(1) manual page (roff), generated from this
+    /// command's own help; the package build uses it.
+    #[command(hide = true)]
+    Man,
+}
+
+/// The command's definition, for the manual page and completion.
+pub fn cli() -> clap::Command {
+    Cli::command()
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let code = match cli.command {
+    let args = Cli::parse();
+    let code = match args.command {
         Command::Lab(args) => lab::run(*args),
         Command::Stats(args) => stats_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut cli(), "rustica", &mut std::io::stdout());
+            0
+        }
+        Command::Man => manpage::print(),
     };
     ExitCode::from(code)
 }

@@ -91,8 +91,8 @@ pub struct LabArgs {
     /// libica library for side B (path or soname).
     #[arg(long, value_name = "PATH")]
     libica: Option<String>,
-    /// The rustica module [default: $RUSTICA_MODULE, else rustica.so beside
-    /// this program].
+    /// The rustica module [default: $RUSTICA_MODULE, else rustica.so or
+    /// librustica.so beside this program, else the installed one].
     #[arg(long, value_name = "PATH")]
     module: Option<PathBuf>,
     /// TCP port for the TLS servers on 127.0.0.1 [default: a free one].

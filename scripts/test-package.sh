@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The Debian packages, as an administrator uses them (run as root, on a
+# Debian 12 machine where nothing else owns the package name rustica):
+#
+#  1. build the amd64 package (scripts/package.sh amd64);
+#  2. dpkg -i it; the module is where `openssl version -m` says, `rustica`
+#     is on PATH, the manual pages and completion are in place;
+#  3. `rustica config` (to a temporary file, never the system openssl.cnf)
+#     picks the installed module and says so; `rustica doctor` against the
+#     installed module and that config passes; a signature made under that
+#     config is counted by rustica;
+#  4. dpkg -r warns about the config still loading the module, then
+#     dpkg -P; no file the package listed (dpkg -c) remains;
+#  5. the s390x package builds, installs into the s390x lane's sysroot with
+#     dpkg -x, and the lane runs from it (scripts/s390x-lane.sh --from-deb).
+#
+#   scripts/test-package.sh            # all of it
+#   scripts/test-package.sh --amd64    # steps 1-4 only
+# (Pipelines end in `grep >/dev/null`, not `grep -q`: under pipefail, a grep
+# that stops reading early can kill the writer with SIGPIPE.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+START=$SECONDS
+say() { echo "test-package: [$((SECONDS - START))s] $*" >&2; }
+die() { echo "test-package: FAILED: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root: it installs and removes the package with dpkg"
+if dpkg -s rustica >/dev/null 2>&1; then
+  die "a rustica package is already installed; remove it first (dpkg -P rustica)"
+fi
+WORK=$(mktemp -d /tmp/rustica-test-package.XXXXXX)
+cleanup() {
+  if dpkg -s rustica >/dev/null 2>&1; then dpkg -P rustica >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+say "1. building the amd64 package"
+DEB=$(scripts/package.sh amd64 | tail -n1)
+[ -f "$DEB" ] || die "scripts/package.sh did not produce a package"
+dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$WORK/files"
+say "$(wc -l <"$WORK/files") files in $(basename "$DEB")"
+
+say "2. dpkg -i"
+dpkg -i "$DEB" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; die "dpkg -i failed"; }
+grep -q "rustica config" "$WORK/install.log" || die "postinst did not say how to enable rustica"
+MODULES_DIR=$(openssl version -m | cut -d'"' -f2)
+MODULE=$MODULES_DIR/rustica.so
+[ -f "$MODULE" ] || die "no $MODULE after dpkg -i"
+[ "$(command -v rustica)" = /usr/bin/rustica ] || die "rustica is not /usr/bin/rustica on PATH"
+MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || die "man rustica does not work"
+MANWIDTH=80 man rustica-provider 2>/dev/null | grep "offload-max-bits" >/dev/null \
+  || die "man rustica-provider does not work"
+[ -f /usr/share/bash-completion/completions/rustica ] || die "no bash completion"
+# The unprefixed module name works, as the package puts it where OpenSSL looks.
+OPENSSL_CONF=/dev/null openssl list -providers -provider rustica | grep rustica >/dev/null \
+  || die "openssl -provider rustica does not find the installed module"
+
+say "3. rustica config (temporary file) and rustica doctor"
+CNF=$WORK/openssl.cnf
+# From /tmp, so no module beside a build tree's rustica is in play; the
+# packaged command must pick the installed module and say so.
+(cd "$WORK" && env -u RUSTICA_MODULE rustica config --out "$CNF") 2>"$WORK/config.err" \
+  || { cat "$WORK/config.err"; die "rustica config failed"; }
+grep -q "module $MODULE (installed in OpenSSL's modules directory)" "$WORK/config.err" \
+  || { cat "$WORK/config.err"; die "rustica config did not say it chose the installed module"; }
+grep -q "^module = $MODULE\$" "$CNF" || die "the written config does not load $MODULE"
+# A build-tree rustica must also prefer the installed module for config.
+if [ -x target/release/rustica ] && [ -f target/release/rustica.so ]; then
+  env -u RUSTICA_MODULE target/release/rustica config --fresh 2>&1 >/dev/null \
+    | grep "module $MODULE (installed" >/dev/null || die "a build tree's rustica config did not prefer the installed module"
+fi
+env -u RUSTICA_MODULE -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" rustica doctor >"$WORK/doctor.log" 2>&1 \
+  || { cat "$WORK/doctor.log"; die "rustica doctor failed against the installed package"; }
+grep -q "^ok    module: $MODULE" "$WORK/doctor.log" \
+  || { cat "$WORK/doctor.log"; die "rustica doctor did not check the installed module"; }
+
+say "3b. a signature through the written config, counted by rustica"
+export RUSTICA_STATS_PATH=$WORK/stats
+OPENSSL_CONF=/dev/null openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+  -out "$WORK/key.pem" 2>/dev/null
+echo "rustica package test" >"$WORK/doc.txt"
+rustica stats --reset >/dev/null
+env -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" openssl dgst -sha256 -sign "$WORK/key.pem" \
+  -out "$WORK/doc.sig" "$WORK/doc.txt" || die "signing under the written config failed"
+OPENSSL_CONF=/dev/null openssl dgst -sha256 -verify <(openssl pkey -in "$WORK/key.pem" -pubout) \
+  -signature "$WORK/doc.sig" "$WORK/doc.txt" | grep "Verified OK" >/dev/null \
+  || die "the default provider does not verify rustica's signature"
+signed=$(rustica stats --json | python3 -c '
+import json, sys
+sign = json.load(sys.stdin)["ops"]["sign"]
+print(sign["libica"] + sign["software"] + sign["fallback"])')
+[ "$signed" = 1 ] || die "rustica counted $signed signatures, expected 1"
+unset RUSTICA_STATS_PATH
+
+say "4. dpkg -r warns about a config still loading the module; dpkg -P removes every file"
+OPENSSL_CONF=$CNF dpkg -r rustica >"$WORK/remove.log" 2>&1 \
+  || { cat "$WORK/remove.log"; die "dpkg -r failed"; }
+grep -q "WARNING: $CNF still loads rustica" "$WORK/remove.log" \
+  || { cat "$WORK/remove.log"; die "dpkg -r did not warn about $CNF"; }
+dpkg -P rustica >/dev/null 2>&1 || die "dpkg -P failed"
+dpkg -s rustica >/dev/null 2>&1 && die "rustica is still known to dpkg after purge"
+left=$(while read -r f; do [ ! -e "$f" ] || echo "$f"; done <"$WORK/files")
+[ -z "$left" ] || die "files left after removal: $left"
+[ ! -e /usr/share/doc/rustica ] || die "/usr/share/doc/rustica left after removal"
+say "amd64 package: installed, checked, removed without a trace"
+
+if [ "${1:-}" = "--amd64" ]; then
+  say "OK (amd64 only)"
+  exit 0
+fi
+
+say "5. the s390x package, installed into the lane's sysroot, runs the lane"
+S390X_DEB=$(scripts/package.sh s390x | tail -n1)
+[ -f "$S390X_DEB" ] || die "scripts/package.sh s390x did not produce a package"
+[ "$(dpkg-deb -f "$S390X_DEB" Architecture)" = s390x ] || die "$S390X_DEB is not s390x"
+dpkg-deb -c "$S390X_DEB" >"$WORK/s390x-files"
+grep -q "\./usr/lib/s390x-linux-gnu/ossl-modules/rustica.so$" "$WORK/s390x-files" \
+  || die "the s390x package does not hold the module in s390x's modules directory"
+scripts/s390x-lane.sh --from-deb "$S390X_DEB" || die "the s390x lane failed from the package"
+say "OK: both packages built; amd64 installed, worked and removed cleanly; the s390x lane ran from its package"
