@@ -393,3 +393,85 @@ impl Router {
 pub fn probe(explicit: Option<&str>) -> Result<String, String> {
     load(explicit).map(|l| l.describe())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rustica-trace-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn trace_lines_escape_control_characters() {
+        assert_eq!(trace_line(7, "init: ok"), "rustica[7]: init: ok\n");
+        assert_eq!(
+            trace_line(7, "a\nrustica[1]: forged\r\t\u{1b}[31m\u{85}é"),
+            "rustica[7]: a\\nrustica[1]: forged\\r\\t\\u{1b}[31m\\u{85}é\n"
+        );
+    }
+
+    #[test]
+    fn trace_file_is_created_0600_and_appended() {
+        let d = temp_dir("ok");
+        drop(open_trace_file(&d).unwrap());
+        let p = d.join(TRACE_FILE);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let mut f = open_trace_file(&d).unwrap();
+        f.write_all(b"one\n").unwrap();
+        let mut f = open_trace_file(&d).unwrap();
+        f.write_all(b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "one\ntwo\n");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn hostile_trace_files_are_refused_and_untouched() {
+        let d = temp_dir("hostile");
+        let p = d.join(TRACE_FILE);
+        let target = d.join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A symlink.
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        std::fs::remove_file(&p).unwrap();
+        // A hard link.
+        std::fs::hard_link(&target, &p).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("2 hard links"), "{err}");
+        std::fs::remove_file(&p).unwrap();
+        // Readable by others.
+        std::fs::write(&p, b"").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("mode 644"), "{err}");
+        // Another user's (root only can give a file away).
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if std::os::unix::fs::chown(&p, Some(65534), None).is_ok() {
+            let err = open_trace_file(&d).unwrap_err();
+            assert!(err.contains("owned by uid 65534"), "{err}");
+        }
+        std::fs::remove_file(&p).unwrap();
+        // A FIFO: refused without blocking.
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: c is a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // (Without a reader, a non-blocking open for writing fails: ENXIO.)
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(
+            err.contains("not a regular file") || err.contains("No such device"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
