@@ -168,12 +168,23 @@ mod tests {
 
     #[test]
     fn libica_is_an_absolute_path_or_a_default_soname() {
-        for ok in ["/usr/lib/libica.so.4", "libica.so.4", "libica.so.3", " libica.so.3 "] {
-            let c = Config::load_with(|k| (k == "libica").then(|| ok.to_string()), |_| None)
-                .unwrap();
+        for ok in [
+            "/usr/lib/libica.so.4",
+            "libica.so.4",
+            "libica.so.3",
+            " libica.so.3 ",
+        ] {
+            let c =
+                Config::load_with(|k| (k == "libica").then(|| ok.to_string()), |_| None).unwrap();
             assert_eq!(c.libica.as_deref(), Some(ok.trim()));
         }
-        for refused in ["libica.so", "own.so", "./libica.so.4", "lib/libica.so.4", "../x.so"] {
+        for refused in [
+            "libica.so",
+            "own.so",
+            "./libica.so.4",
+            "lib/libica.so.4",
+            "../x.so",
+        ] {
             let err = Config::load_with(|k| (k == "libica").then(|| refused.to_string()), |_| None)
                 .unwrap_err();
             assert!(err.message.contains("absolute path"), "{}", err.message);

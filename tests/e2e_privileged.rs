@@ -416,7 +416,13 @@ impl Tmpfs {
     fn mount(size: &str) -> Option<Tmpfs> {
         let dir = SharedDir::new("tmpfs");
         let o = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
             .arg(&dir.0)
             .output()
             .ok()?;

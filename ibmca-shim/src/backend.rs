@@ -56,9 +56,11 @@ enum TraceSink {
 pub fn open_trace_file(dir: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     if dir.as_os_str().is_empty() {
-        return Err("debug = yes needs 'debug-path = DIR' (an absolute directory) in the \
+        return Err(
+            "debug = yes needs 'debug-path = DIR' (an absolute directory) in the \
                     configuration; or use debug = stderr"
-            .into());
+                .into(),
+        );
     }
     if !dir.is_absolute() {
         return Err(format!(

@@ -368,9 +368,9 @@ impl Drop for Unlink {
 /// Builds a complete counters file under a temporary name and publishes it
 /// at `path`. `AlreadyExists` when another file took `path` first.
 fn create(path: &Path) -> io::Result<Fd> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "stats path has no file name"))?;
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "stats path has no file name")
+    })?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -420,7 +420,10 @@ fn create(path: &Path) -> io::Result<Fd> {
         let e = io::Error::from_raw_os_error(r);
         return Err(io::Error::new(
             e.kind(),
-            format!("cannot allocate {FILE_SIZE} bytes in {}: {e}", dir.display()),
+            format!(
+                "cannot allocate {FILE_SIZE} bytes in {}: {e}",
+                dir.display()
+            ),
         ));
     }
     let header = header_bytes();
@@ -622,7 +625,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// Sums the shards of a whole file's bytes (header already checked).
     fn from_bytes(bytes: &[u8]) -> Snapshot {
-        let word = |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().expect("8 bytes"));
+        let word =
+            |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().expect("8 bytes"));
         let mut s = Snapshot::default();
         for shard in 0..SHARDS {
             for op in Op::ALL {
@@ -874,7 +878,9 @@ mod tests {
     /// that a reader refuses it too, and that the file is unchanged.
     fn refused(p: &Path, why: &str) {
         let before = std::fs::read(p).ok();
-        let err = Stats::open(p).err().expect("a hostile file must be refused");
+        let err = Stats::open(p)
+            .err()
+            .expect("a hostile file must be refused");
         assert!(err.to_string().contains(why), "{err}");
         assert!(snapshot(p).is_err());
         assert!(reset(p).is_err());
@@ -920,7 +926,7 @@ mod tests {
         st.record(Op::Sign, Backend::Libica, 4096);
         st.record(Op::Verify, Backend::Fallback, 16384);
         st.record(Op::Verify, Backend::Fallback, 16385); // counted, not by size
-        // A second mapping (as another process would have) sees the same.
+                                                         // A second mapping (as another process would have) sees the same.
         let s = snapshot(&p).unwrap();
         assert_eq!(s.get(Op::Sign, Backend::Software), 1);
         assert_eq!(s.get(Op::Sign, Backend::Failed), 1);
@@ -1094,7 +1100,9 @@ mod tests {
         f.set_len(FILE_SIZE as u64).unwrap();
         std::os::unix::fs::FileExt::write_all_at(&f, &header_bytes(), 0).unwrap();
         drop(f);
-        let err = Stats::open(&p).err().expect("a sparse file must not be mapped");
+        let err = Stats::open(&p)
+            .err()
+            .expect("a sparse file must not be mapped");
         assert!(err.to_string().contains("sparse"), "{err}");
         assert!(std::fs::metadata(&p).unwrap().blocks() * 512 < FILE_SIZE as u64);
         // A reader does not map, so it can read it.
