@@ -1,5 +1,7 @@
 //! The provider's configuration: keys from its openssl.cnf section, with
-//! environment overrides for tests and troubleshooting.
+//! environment overrides for tests and troubleshooting (`RUSTICA_BACKEND`,
+//! `RUSTICA_LIBICA`, `RUSTICA_DEBUG`), which a privileged process never
+//! reads (`ibmca_shim::env`; docs/security.md).
 
 use crate::error::{fail, Reason, Result};
 
@@ -40,6 +42,9 @@ impl Default for Config {
     }
 }
 
+/// The libica names the loader may search for by itself.
+const DEFAULT_LIBICA_SONAMES: [&str; 2] = ["libica.so.4", "libica.so.3"];
+
 fn bad(key: &str, value: &str, expected: &str) -> crate::error::Error {
     crate::error::Error::new(
         Reason::Config,
@@ -49,9 +54,17 @@ fn bad(key: &str, value: &str, expected: &str) -> crate::error::Error {
 
 impl Config {
     /// Builds the configuration from `lookup(key)` (the openssl.cnf section)
-    /// overridden by RUSTICA_BACKEND, RUSTICA_LIBICA and RUSTICA_DEBUG.
+    /// overridden by RUSTICA_BACKEND, RUSTICA_LIBICA and RUSTICA_DEBUG
+    /// (except in a privileged process, where only the section counts).
     pub fn load(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Self::load_with(lookup, ibmca_shim::env::var)
+    }
+
+    /// [`Config::load`] with the environment given as `env`.
+    fn load_with(
+        lookup: impl Fn(&str) -> Option<String>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config> {
         let mut c = Config::default();
         if let Some(v) = env("RUSTICA_BACKEND").or_else(|| lookup("backend")) {
             c.backend = match v.trim() {
@@ -62,6 +75,20 @@ impl Config {
             };
         }
         c.libica = env("RUSTICA_LIBICA").or_else(|| lookup("libica"));
+        if let Some(v) = &c.libica {
+            // A bare name other than libica's own sonames would be searched
+            // for by the loader, a relative path from the working directory:
+            // both let whoever controls those choose code to run.
+            let v = v.trim();
+            if !(v.starts_with('/') || DEFAULT_LIBICA_SONAMES.contains(&v)) {
+                return Err(bad(
+                    "libica",
+                    v,
+                    "an absolute path, or libica.so.4 or libica.so.3",
+                ));
+            }
+            c.libica = Some(v.to_string());
+        }
         for (key, slot) in [
             ("offload-min-bits", &mut c.offload_min_bits),
             ("offload-max-bits", &mut c.offload_max_bits),
@@ -99,8 +126,10 @@ impl Config {
 
 impl Config {
     /// The backend settings of the RSA primitive (`ibmca_shim::backend`).
-    /// `debug = yes` writes to `debug-path` (default /tmp), file
-    /// `rustica-debug.log`; `debug = stderr` to standard error.
+    /// `debug = yes` appends to `<debug-path>/rustica-debug.log` (no
+    /// default directory: without `debug-path`, or with a relative one, the
+    /// trace is off and `configure` says why once on stderr); `debug =
+    /// stderr` writes to standard error.
     pub fn backend_settings(&self) -> ibmca_shim::backend::Settings {
         use ibmca_shim::backend::{Choice, Settings, Trace};
         Settings {
@@ -115,9 +144,7 @@ impl Config {
             trace: match self.debug {
                 Debug::No => Trace::Off,
                 Debug::Stderr => Trace::Stderr,
-                Debug::Yes => {
-                    Trace::Dir(self.debug_path.as_deref().unwrap_or("/tmp").trim().into())
-                }
+                Debug::Yes => Trace::Dir(self.debug_path.as_deref().unwrap_or("").trim().into()),
             },
         }
     }
@@ -137,6 +164,71 @@ mod tests {
         assert!(err.message.contains("banana"));
         let err = Config::load(|k| (k == "debug").then(|| "loud".to_string())).unwrap_err();
         assert!(err.message.contains("'debug'"));
+    }
+
+    #[test]
+    fn libica_is_an_absolute_path_or_a_default_soname() {
+        for ok in [
+            "/usr/lib/libica.so.4",
+            "libica.so.4",
+            "libica.so.3",
+            " libica.so.3 ",
+        ] {
+            let c =
+                Config::load_with(|k| (k == "libica").then(|| ok.to_string()), |_| None).unwrap();
+            assert_eq!(c.libica.as_deref(), Some(ok.trim()));
+        }
+        for refused in [
+            "libica.so",
+            "own.so",
+            "./libica.so.4",
+            "lib/libica.so.4",
+            "../x.so",
+        ] {
+            let err = Config::load_with(|k| (k == "libica").then(|| refused.to_string()), |_| None)
+                .unwrap_err();
+            assert!(err.message.contains("absolute path"), "{}", err.message);
+            // The environment override obeys the same rule.
+            let err = Config::load_with(
+                |_| None,
+                |v| (v == "RUSTICA_LIBICA").then(|| refused.to_string()),
+            )
+            .unwrap_err();
+            assert!(err.message.contains(refused), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn environment_overrides_the_section() {
+        let env = |v: &str| match v {
+            "RUSTICA_BACKEND" => Some("software".to_string()),
+            "RUSTICA_LIBICA" => Some("/opt/libica.so.4".to_string()),
+            "RUSTICA_DEBUG" => Some("stderr".to_string()),
+            _ => None,
+        };
+        let section = |k: &str| match k {
+            "backend" => Some("libica".to_string()),
+            "libica" => Some("libica.so.3".to_string()),
+            "debug" => Some("no".to_string()),
+            _ => None,
+        };
+        let c = Config::load_with(section, env).unwrap();
+        assert_eq!(c.backend, BackendChoice::Software);
+        assert_eq!(c.libica.as_deref(), Some("/opt/libica.so.4"));
+        assert_eq!(c.debug, Debug::Stderr);
+    }
+
+    #[test]
+    fn debug_yes_has_no_default_directory() {
+        use ibmca_shim::backend::Trace;
+        let c = Config::load_with(|k| (k == "debug").then(|| "yes".into()), |_| None).unwrap();
+        // An empty directory: configure turns the trace off and says why.
+        assert_eq!(c.backend_settings().trace, Trace::Dir("".into()));
+        let err = ibmca_shim::backend::open_trace_file(std::path::Path::new("")).unwrap_err();
+        assert!(err.contains("debug-path"), "{err}");
+        let err =
+            ibmca_shim::backend::open_trace_file(std::path::Path::new("relative/dir")).unwrap_err();
+        assert!(err.contains("not an absolute path"), "{err}");
     }
 
     #[test]

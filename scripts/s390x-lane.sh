@@ -164,12 +164,13 @@ s390x_openssl() {
 }
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
-# rustica's counters (ibmca-shim/src/stats.rs, layout version 2), in the
-# writer's (big-endian) byte order: 16 shards from offset 4096, each a page
-# of u64[op][backend] (ops keygen, sign, verify, encrypt, decrypt; backends
-# libica, software, fallback, failed) and then the by-bits table
-# (u64[5][16385], page-rounded). A counter is the sum over the shards.
-shard_size=$(( 4096 + (5 * 16385 * 8 + 4095) / 4096 * 4096 ))
+# rustica's counters (ibmca-shim/src/stats.rs, layout version 3), in the
+# writer's (big-endian) byte order: 16 shards of one page each from offset
+# 4096, each starting with u64[op][backend] (ops keygen, sign, verify,
+# encrypt, decrypt; backends libica, software, fallback, failed), then a
+# by-bits table this script does not read. A counter is the sum over the
+# shards.
+shard_size=4096
 counter() { # op-index backend-index
   local sum=0 s v
   for s in $(seq 0 15); do
@@ -208,7 +209,7 @@ step "rustica's counters on the s390x side"
 # The header's first word after the magic holds the layout version in its
 # low 32 bits; read the counters only from the layout this script knows.
 layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
-[ "$layout" = 2 ] || die "rustica's counters file has layout version $layout; this script reads version 2"
+[ "$layout" = 3 ] || die "rustica's counters file has layout version $layout; this script reads version 3"
 keygen_libica=$(counter 0 0)
 sign_libica=$(counter 1 0); sign_other=$(( $(counter 1 1) + $(counter 1 2) + $(counter 1 3) ))
 verify_libica=$(counter 2 0); verify_other=$(( $(counter 2 1) + $(counter 2 2) + $(counter 2 3) ))

@@ -13,7 +13,7 @@ pub struct StatsArgs {
     #[arg(long)]
     reset: bool,
     /// Counters file [default: $RUSTICA_STATS_PATH, else
-    /// /dev/shm/rustica-stats-<uid>].
+    /// /dev/shm/rustica-stats-<euid>].
     #[arg(long, value_name = "P")]
     path: Option<PathBuf>,
 }

@@ -7,8 +7,7 @@
 
 use std::fmt;
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::libica::Libica;
@@ -31,8 +30,103 @@ pub enum Choice {
 pub enum Trace {
     Off,
     Stderr,
-    /// Appended to `DIR/rustica-debug.log` (mode 0600).
+    /// Appended to `DIR/rustica-debug.log` (mode 0600), opened once by
+    /// [`configure`] with the checks of [`open_trace_file`]. `DIR` must be
+    /// absolute.
     Dir(PathBuf),
+}
+
+/// The trace file's name inside `debug-path`.
+pub const TRACE_FILE: &str = "rustica-debug.log";
+
+/// Where [`Router::log`] writes.
+enum TraceSink {
+    Off,
+    Stderr,
+    /// The trace file, and its identity (device, inode) when opened: a
+    /// daemon that closes every descriptor it did not open may reuse the
+    /// number for something else, and then nothing is written to it.
+    File(std::fs::File, (u64, u64)),
+}
+
+/// Opens `DIR/rustica-debug.log` once for appending: never through a
+/// symlink (`O_NOFOLLOW`), never blocking (a FIFO), created with mode 0600;
+/// then, before writing anything, requires a regular file of the effective
+/// user with no group or other permission bits and one link.
+pub fn open_trace_file(dir: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    if dir.as_os_str().is_empty() {
+        return Err(
+            "debug = yes needs 'debug-path = DIR' (an absolute directory) in the \
+                    configuration; or use debug = stderr"
+                .into(),
+        );
+    }
+    if !dir.is_absolute() {
+        return Err(format!(
+            "debug-path '{}' is not an absolute path",
+            dir.display()
+        ));
+    }
+    let path = dir.join(TRACE_FILE);
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(&path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!("{}: a symbolic link", path.display()),
+            _ => format!("{}: {e}", path.display()),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let problem = if !meta.file_type().is_file() {
+        Some("not a regular file".to_string())
+    } else if meta.uid() != euid {
+        Some(format!("owned by uid {}, not {euid}", meta.uid()))
+    } else if meta.mode() & 0o077 != 0 {
+        Some(format!(
+            "mode {:o} gives access to other users",
+            meta.mode() & 0o7777
+        ))
+    } else if meta.nlink() != 1 {
+        Some(format!("{} hard links", meta.nlink()))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(format!("{}: {p}", path.display())),
+        None => Ok(file),
+    }
+}
+
+/// One trace line, control characters escaped (a value from a config file
+/// or a key cannot forge or split lines), ending in a newline.
+fn trace_line(pid: i32, msg: &str) -> String {
+    let mut line = format!("rustica[{pid}]: ");
+    for c in msg.chars() {
+        match c {
+            '\n' => line.push_str("\\n"),
+            '\r' => line.push_str("\\r"),
+            '\t' => line.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = fmt::Write::write_fmt(&mut line, format_args!("\\u{{{:x}}}", c as u32));
+            }
+            c => line.push(c),
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// Says something on standard error, ignoring failures (stderr may be
+/// closed or full; a trace problem must never stop anything).
+fn say_on_stderr(msg: &str) {
+    let _ = std::io::stderr().write_all(format!("rustica: {msg}\n").as_bytes());
 }
 
 /// The backend settings (from the provider's configuration).
@@ -74,7 +168,7 @@ pub(crate) struct Router {
     unavailable: Option<String>,
     min_bits: u32,
     max_bits: u32,
-    trace: Trace,
+    trace: TraceSink,
 }
 
 static ROUTER: RwLock<Option<Arc<Router>>> = RwLock::new(None);
@@ -168,12 +262,27 @@ pub fn configure(s: &Settings) -> Result<Status, RsaError> {
             }
         },
     };
+    let trace = match &s.trace {
+        Trace::Off => TraceSink::Off,
+        Trace::Stderr => TraceSink::Stderr,
+        Trace::Dir(dir) => match open_trace_file(dir).and_then(|f| {
+            use std::os::unix::fs::MetadataExt;
+            let m = f.metadata().map_err(|e| e.to_string())?;
+            Ok(TraceSink::File(f, (m.dev(), m.ino())))
+        }) {
+            Ok(sink) => sink,
+            Err(e) => {
+                say_on_stderr(&format!("debug trace off: {e}"));
+                TraceSink::Off
+            }
+        },
+    };
     let router = Arc::new(Router {
         libica,
         unavailable,
         min_bits: s.offload_min_bits,
         max_bits: s.offload_max_bits,
-        trace: s.trace.clone(),
+        trace,
     });
     router.log(format_args!("init: {}", status.detail));
     *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = Some(router);
@@ -243,34 +352,29 @@ impl Router {
     }
 
     pub(crate) fn tracing(&self) -> bool {
-        self.trace != Trace::Off
+        !matches!(self.trace, TraceSink::Off)
     }
 
-    /// Writes one trace line (when tracing is on).
+    /// Writes one trace line (when tracing is on), in one write: lines of
+    /// concurrent processes and threads stay whole (the file is opened in
+    /// append mode, and a forked child shares it).
     pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
         if !self.tracing() {
             return;
         }
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() };
-        let line = format!("rustica[{pid}]: {msg}\n");
+        let line = trace_line(pid, &msg.to_string());
         match &self.trace {
-            Trace::Off => {}
-            Trace::Stderr => {
+            TraceSink::Off => {}
+            TraceSink::Stderr => {
                 let _ = std::io::stderr().write_all(line.as_bytes());
             }
-            Trace::Dir(dir) => {
-                // Opened per line in append mode: one write per line keeps
-                // lines of concurrent processes whole, and a forked child
-                // needs nothing reopened.
-                if let Ok(mut f) = std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                    .open(dir.join("rustica-debug.log"))
-                {
-                    let _ = f.write_all(line.as_bytes());
+            TraceSink::File(f, id) => {
+                use std::os::unix::fs::MetadataExt;
+                let same = f.metadata().is_ok_and(|m| (m.dev(), m.ino()) == *id);
+                if same {
+                    let _ = (&*f).write_all(line.as_bytes());
                 }
             }
         }
@@ -290,4 +394,86 @@ impl Router {
 /// path, version, RSA function list flags. For `rustica doctor`.
 pub fn probe(explicit: Option<&str>) -> Result<String, String> {
     load(explicit).map(|l| l.describe())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rustica-trace-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn trace_lines_escape_control_characters() {
+        assert_eq!(trace_line(7, "init: ok"), "rustica[7]: init: ok\n");
+        assert_eq!(
+            trace_line(7, "a\nrustica[1]: forged\r\t\u{1b}[31m\u{85}é"),
+            "rustica[7]: a\\nrustica[1]: forged\\r\\t\\u{1b}[31m\\u{85}é\n"
+        );
+    }
+
+    #[test]
+    fn trace_file_is_created_0600_and_appended() {
+        let d = temp_dir("ok");
+        drop(open_trace_file(&d).unwrap());
+        let p = d.join(TRACE_FILE);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let mut f = open_trace_file(&d).unwrap();
+        f.write_all(b"one\n").unwrap();
+        let mut f = open_trace_file(&d).unwrap();
+        f.write_all(b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "one\ntwo\n");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn hostile_trace_files_are_refused_and_untouched() {
+        let d = temp_dir("hostile");
+        let p = d.join(TRACE_FILE);
+        let target = d.join("target");
+        std::fs::write(&target, b"precious").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A symlink.
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        std::fs::remove_file(&p).unwrap();
+        // A hard link.
+        std::fs::hard_link(&target, &p).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("2 hard links"), "{err}");
+        std::fs::remove_file(&p).unwrap();
+        // Readable by others.
+        std::fs::write(&p, b"").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(err.contains("mode 644"), "{err}");
+        // Another user's (root only can give a file away).
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if std::os::unix::fs::chown(&p, Some(65534), None).is_ok() {
+            let err = open_trace_file(&d).unwrap_err();
+            assert!(err.contains("owned by uid 65534"), "{err}");
+        }
+        std::fs::remove_file(&p).unwrap();
+        // A FIFO: refused without blocking.
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: c is a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // (Without a reader, a non-blocking open for writing fails: ENXIO.)
+        let err = open_trace_file(&d).unwrap_err();
+        assert!(
+            err.contains("not a regular file") || err.contains("No such device"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

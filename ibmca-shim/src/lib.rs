@@ -11,6 +11,7 @@
 
 pub mod backend;
 mod bn;
+pub mod env;
 pub mod libica;
 mod rsa;
 mod software;

@@ -1,27 +1,49 @@
 //! Shared operation counters (icastats-like).
 //!
-//! Every process of a user adds to one fixed-layout file, mapped
+//! Every process of a user adds to one small fixed-layout file, mapped
 //! `MAP_SHARED`, whose counters are 64-bit atomics. Default path
-//! `/dev/shm/rustica-stats-<uid>`, overridden by `RUSTICA_STATS_PATH`;
-//! `RUSTICA_STATS=0` disables counting.
+//! `/dev/shm/rustica-stats-<euid>`, overridden by `RUSTICA_STATS_PATH`;
+//! `RUSTICA_STATS=0` disables counting. In a privileged process (see
+//! [`crate::env`]) neither variable is read: counting goes to the default
+//! path of the effective user.
 //!
-//! File layout (native endianness, version 2):
+//! File layout (native endianness, version 3, [`FILE_SIZE`] bytes):
 //!
 //! | offset | content |
 //! |--------|---------|
 //! | 0      | magic `u64` ([`MAGIC`]) |
-//! | 8      | version `u32`, ops `u32`, backends `u32`, max bits `u32` |
+//! | 8      | `u64`: version (low 32 bits), ops (high 32 bits) |
+//! | 16     | `u64`: backends (low 32 bits), by-bits slots per op (high 32 bits) |
 //! | 24     | shards `u64` |
 //! | 4096 + k * [`SHARD_SIZE`] | shard k: counters `u64[ops][backends]` |
-//! | ... + 4096 | shard k: by-bits `u64[ops][max bits + 1]`, by exact key size |
+//! | ... + 256 | shard k: by-bits table `[ops][slots]` of (tag `u64`, count `u64`) |
+//!
+//! A by-bits slot's tag is the key size plus one (0: free). A writer finds
+//! the slot of its key size by linear probing from a hash of the size and
+//! claims a free one with a compare-and-swap; tags are never cleared (a
+//! reset zeroes counts only), so a slot never changes key size. A full
+//! table (more than [`BITS_SLOTS`] key sizes in one shard) still counts the
+//! operation, without its size.
 //!
 //! Counts are spread over [`SHARDS`] shards, each process and thread adding
 //! to its own (by pid and thread), so processes signing side by side
 //! (`openssl speed -multi`, nginx workers) do not bounce one cache line
-//! between cores on every operation; readers add the shards up. The file
-//! is created sparse, so only touched pages take memory. A file with a wrong magic, version or size is never
-//! written to: counting is disabled for the process and [`snapshot`]
-//! reports the problem.
+//! between cores on every operation; readers add the shards up.
+//!
+//! Safety of the file (docs/security.md). Counting is best effort and is
+//! never the reason an operation fails, blocks or crashes:
+//! - A new file is built under a unique temporary name (`O_CREAT|O_EXCL|
+//!   O_NOFOLLOW`, mode 0600), every page allocated (`posix_fallocate`) and
+//!   the header written, then published under the final name without
+//!   replacing anything (`renameat2(RENAME_NOREPLACE)`, else `link`). No
+//!   process ever sees a half-built file, so no lock is needed.
+//! - An existing file is opened with `O_NOFOLLOW|O_NONBLOCK` and checked
+//!   with `fstat` before anything else: a regular file of the effective
+//!   user, no group or other permission bits, one link, the exact size,
+//!   every page allocated; then its header. Writes through the mapping can
+//!   therefore never fault (no SIGBUS on a full tmpfs).
+//! - Any failure turns counting off for the process (one line in the debug
+//!   trace); the RSA operation goes on.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -98,22 +120,27 @@ impl Backend {
 /// File magic: "RUSTSTAT" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RUSTSTAT");
 /// File layout version.
-pub const VERSION: u32 = 2;
-/// Largest key size with its own by-bits counter.
+pub const VERSION: u32 = 3;
+/// Largest key size counted by size.
 pub const MAX_TRACKED_BITS: u32 = 16384;
 
 const NOPS: usize = Op::ALL.len();
 const NBACKENDS: usize = Backend::ALL.len();
-const BITS_SLOTS: usize = MAX_TRACKED_BITS as usize + 1;
-const HEADER_WORDS_END: usize = 64;
-/// Independent copies of the counters (a power of two).
+/// Independent copies of the counters.
 pub const SHARDS: usize = 16;
 const SHARDS_OFF: usize = 4096;
-const PAGE: usize = 4096;
-/// Bytes per shard: a page of counters, then the by-bits table, page-rounded.
-pub const SHARD_SIZE: usize = PAGE + (NOPS * BITS_SLOTS * 8).div_ceil(PAGE) * PAGE;
-/// Total file size.
+/// Bytes per shard: one page (counters, then the by-bits table).
+pub const SHARD_SIZE: usize = 4096;
+/// Offset of the by-bits table within a shard.
+const BITS_OFF: usize = 256;
+/// By-bits slots per operation per shard.
+pub const BITS_SLOTS: usize = (SHARD_SIZE - BITS_OFF) / (NOPS * 16);
+/// Total file size (68 KiB).
 pub const FILE_SIZE: usize = SHARDS_OFF + SHARDS * SHARD_SIZE;
+const HEADER_SIZE: usize = 32;
+
+const _: () = assert!(NOPS * NBACKENDS * 8 <= BITS_OFF);
+const _: () = assert!(BITS_OFF + NOPS * BITS_SLOTS * 16 <= SHARD_SIZE);
 
 /// The shard this thread adds to: the process's base (from its pid, reset
 /// in a child after fork) plus the thread's own index.
@@ -151,14 +178,303 @@ fn my_shard() -> usize {
     (base + index) % SHARDS
 }
 
-/// An open, validated mapping of a counters file.
+fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
+    SHARDS_OFF + shard * SHARD_SIZE + (op.index() * NBACKENDS + b.index()) * 8
+}
+
+/// Byte offset of by-bits slot `slot` of `op` in `shard` (its tag; the
+/// count follows).
+fn slot_off(shard: usize, op: Op, slot: usize) -> usize {
+    SHARDS_OFF + shard * SHARD_SIZE + BITS_OFF + (op.index() * BITS_SLOTS + slot) * 16
+}
+
+/// Where probing for `bits` starts.
+fn slot_hash(bits: u32) -> usize {
+    ((bits as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % BITS_SLOTS
+}
+
+/// The header every file of this layout starts with.
+fn header_bytes() -> [u8; HEADER_SIZE] {
+    let mut h = [0u8; HEADER_SIZE];
+    let words = [
+        MAGIC,
+        VERSION as u64 | ((NOPS as u64) << 32),
+        NBACKENDS as u64 | ((BITS_SLOTS as u64) << 32),
+        SHARDS as u64,
+    ];
+    for (chunk, w) in h.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    h
+}
+
+fn invalid(path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}: {what}; not a rustica statistics file (version {VERSION}) of this user, \
+             statistics disabled for it (`rustica stats --reset` replaces one from another \
+             rustica version; otherwise remove it or choose another RUSTICA_STATS_PATH)",
+            path.display()
+        ),
+    )
+}
+
+/// Checks the header words (magic first) against this layout.
+fn check_header(path: &Path, h: &[u8]) -> io::Result<()> {
+    let word = |i: usize| u64::from_ne_bytes(h[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    if word(0) != MAGIC {
+        return Err(invalid(path, "wrong magic"));
+    }
+    let (a, b, shards) = (word(1), word(2), word(3));
+    let (v, o, nb, slots) = (a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32);
+    if (v, o, nb, slots, shards)
+        != (
+            VERSION,
+            NOPS as u32,
+            NBACKENDS as u32,
+            BITS_SLOTS as u32,
+            SHARDS as u64,
+        )
+    {
+        return Err(invalid(
+            path,
+            &format!(
+                "unsupported layout (version {v}, {o} ops, {nb} backends, {slots} slots, \
+                 {shards} shards)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Closes a file descriptor on drop.
+struct Fd(libc::c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is owned by this guard and closed once.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
+fn cpath(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in stats path"))
+}
+
+fn fstat(fd: &Fd) -> io::Result<libc::stat> {
+    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open, st is a valid out-pointer.
+    if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// The checks that make a file ours to use, in the order that matters:
+/// nothing is read from or written to a file before it passes them.
+/// `None`: the file passes.
+fn ownership_problem(st: &libc::stat) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Some("not a regular file".into());
+    }
+    if st.st_uid != euid {
+        return Some(format!("owned by uid {}, not {euid}", st.st_uid));
+    }
+    if st.st_mode & 0o077 != 0 {
+        return Some(format!(
+            "mode {:o} gives access to other users",
+            st.st_mode & 0o7777
+        ));
+    }
+    if st.st_nlink != 1 {
+        return Some(format!("{} hard links", st.st_nlink));
+    }
+    None
+}
+
+/// Opens an existing file for the counters, without following a symlink
+/// or blocking (a FIFO), and checks it before anything else: ownership,
+/// then size, then (for writers) that every page is allocated.
+fn open_checked(path: &Path, write: bool) -> io::Result<Fd> {
+    let c = cpath(path)?;
+    let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
+    let flags = access | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+    // SAFETY: c is a valid NUL-terminated string; open has no other
+    // memory preconditions.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ELOOP) => invalid(path, "a symbolic link"),
+            Some(libc::ENOENT) => e,
+            _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
+        });
+    }
+    let fd = Fd(fd);
+    let st = fstat(&fd)?;
+    if let Some(problem) = ownership_problem(&st) {
+        return Err(invalid(path, &problem));
+    }
+    if st.st_size as u64 != FILE_SIZE as u64 {
+        return Err(invalid(
+            path,
+            &format!("size {} bytes, expected {FILE_SIZE}", st.st_size),
+        ));
+    }
+    // A page not allocated yet would be allocated by the first write
+    // through the mapping, and a full file system turns that into SIGBUS.
+    if write && (st.st_blocks as u64) * 512 < FILE_SIZE as u64 {
+        return Err(invalid(path, "not fully allocated (sparse)"));
+    }
+    Ok(fd)
+}
+
+/// A unique-enough suffix for a temporary name (uniqueness is enforced by
+/// `O_EXCL`; this only makes collisions rare).
+fn temp_suffix(attempt: u32) -> String {
+    use std::sync::atomic::AtomicU32;
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    format!(
+        "{}.{:x}.{}.{attempt}",
+        std::process::id(),
+        nanos,
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Removes a temporary file unless disarmed.
+struct Unlink(Option<CString>);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            // SAFETY: p is a valid NUL-terminated path.
+            unsafe { libc::unlink(p.as_ptr()) };
+        }
+    }
+}
+
+/// Builds a complete counters file under a temporary name and publishes it
+/// at `path`. `AlreadyExists` when another file took `path` first.
+fn create(path: &Path) -> io::Result<Fd> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "stats path has no file name")
+    })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut made = None;
+    for attempt in 0..8 {
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".{}.tmp", temp_suffix(attempt)));
+        let tmp = cpath(&dir.join(tmp_name))?;
+        let flags = libc::O_RDWR
+            | libc::O_CREAT
+            | libc::O_EXCL
+            | libc::O_NOFOLLOW
+            | libc::O_CLOEXEC
+            | libc::O_NONBLOCK
+            | libc::O_NOCTTY;
+        // SAFETY: tmp is a valid NUL-terminated string.
+        let fd = unsafe { libc::open(tmp.as_ptr(), flags, 0o600 as libc::c_uint) };
+        if fd >= 0 {
+            made = Some((Fd(fd), tmp));
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot create a file in {}: {e}", dir.display()),
+            ));
+        }
+    }
+    let (fd, tmp) = made.ok_or_else(|| {
+        io::Error::other(format!(
+            "cannot find a free temporary name in {}",
+            dir.display()
+        ))
+    })?;
+    let mut cleanup = Unlink(Some(tmp));
+    // SAFETY: fd is open; fchmod has no memory preconditions. The umask may
+    // have removed bits from 0600 (never added any); put them back.
+    if unsafe { libc::fchmod(fd.0, 0o600) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is open for writing; allocates (zeroed) every byte.
+    let r = unsafe { libc::posix_fallocate(fd.0, 0, FILE_SIZE as libc::off_t) };
+    if r != 0 {
+        let e = io::Error::from_raw_os_error(r);
+        return Err(io::Error::new(
+            e.kind(),
+            format!(
+                "cannot allocate {FILE_SIZE} bytes in {}: {e}",
+                dir.display()
+            ),
+        ));
+    }
+    let header = header_bytes();
+    // SAFETY: header is a valid buffer of header.len() bytes.
+    let n = unsafe { libc::pwrite(fd.0, header.as_ptr().cast(), header.len(), 0) };
+    if n != header.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    let tmp = cleanup.0.as_ref().expect("armed").clone();
+    let target = cpath(path)?;
+    // SAFETY: both paths are valid NUL-terminated strings; renameat2 with
+    // RENAME_NOREPLACE never replaces an existing file.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            tmp.as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        cleanup.0 = None;
+        return Ok(fd);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EEXIST) => return Err(io::ErrorKind::AlreadyExists.into()),
+        // A file system (or kernel) without RENAME_NOREPLACE: link() also
+        // never replaces; the temporary name then goes away (for a moment
+        // the file has two links, and an opener that sees it then skips
+        // counting).
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {}
+        _ => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    }
+    // SAFETY: both paths are valid NUL-terminated strings.
+    if unsafe { libc::link(tmp.as_ptr(), target.as_ptr()) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::EEXIST) {
+            io::ErrorKind::AlreadyExists.into()
+        } else {
+            io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+        });
+    }
+    Ok(fd)
+}
+
+/// An open, validated, fully allocated mapping of a counters file.
 pub struct Stats {
     base: *mut u8,
-    len: usize,
-    /// Readers keep the file open to find which pages hold data (see
-    /// `present_pages`); the writer mapping of a process does not hold a
-    /// descriptor (daemons may close every descriptor they did not open).
-    fd: Option<Fd>,
 }
 
 // SAFETY: the mapping is only ever accessed through atomic operations
@@ -170,109 +486,42 @@ unsafe impl Sync for Stats {}
 
 impl Drop for Stats {
     fn drop(&mut self) {
-        // SAFETY: base/len come from a successful mmap owned by this value;
-        // nothing borrows from it beyond `&self` lifetimes.
+        // SAFETY: base comes from a successful mmap of FILE_SIZE bytes owned
+        // by this value; nothing borrows from it beyond `&self` lifetimes.
         unsafe {
-            libc::munmap(self.base.cast(), self.len);
-        }
-    }
-}
-
-fn invalid(path: &Path, what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!(
-            "{}: {what}; not a rustica statistics file (version {VERSION}), statistics disabled \
-             for it (`rustica stats --reset` replaces one from another rustica version; \
-             otherwise remove it or choose another RUSTICA_STATS_PATH)",
-            path.display()
-        ),
-    )
-}
-
-/// Unlocks and closes a file descriptor on drop. The explicit unlock
-/// matters: a mapping keeps the open file description (and so its flock)
-/// alive after close.
-struct Fd(libc::c_int);
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor is owned by this guard, unlocked (harmless
-        // when not locked) and closed once.
-        unsafe {
-            libc::flock(self.0, libc::LOCK_UN);
-            libc::close(self.0);
+            libc::munmap(self.base.cast(), FILE_SIZE);
         }
     }
 }
 
 impl Stats {
-    /// Opens the counters file at `path`, creating and initialising it
-    /// (mode 0600) if it is missing or empty.
+    /// Opens the counters file at `path`, creating it if it is missing.
     pub fn open(path: &Path) -> io::Result<Stats> {
-        Self::open_inner(path, true)
+        match open_checked(path, true) {
+            Ok(fd) => Self::map(path, fd),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match create(path) {
+                Ok(fd) => Self::map(path, fd),
+                // Another process published one first: use it.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    Self::map(path, open_checked(path, true)?)
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     /// Opens an existing counters file; `NotFound` if there is none.
     pub fn open_existing(path: &Path) -> io::Result<Stats> {
-        Self::open_inner(path, false)
+        Self::map(path, open_checked(path, true)?)
     }
 
-    fn open_inner(path: &Path, create: bool) -> io::Result<Stats> {
-        let cpath = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in stats path"))?;
-        let mut flags = libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        if create {
-            flags |= libc::O_CREAT;
-        }
-        // SAFETY: cpath is a valid NUL-terminated string; open has no other
-        // memory preconditions.
-        let fd = unsafe { libc::open(cpath.as_ptr(), flags, 0o600 as libc::c_uint) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let fd = Fd(fd);
-        // Serialise initialisation between processes. The lock goes away
-        // with the descriptor.
-        // SAFETY: fd is an open descriptor.
-        if unsafe { libc::flock(fd.0, libc::LOCK_EX) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fd is open, st is a valid out-pointer.
-        if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(invalid(path, "not a regular file"));
-        }
-        // SAFETY: geteuid has no preconditions.
-        if st.st_uid != unsafe { libc::geteuid() } {
-            return Err(invalid(path, "owned by another user"));
-        }
-        let size = st.st_size as u64;
-        let fresh = size == 0;
-        if fresh {
-            if !create {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{}: empty statistics file", path.display()),
-                ));
-            }
-            // SAFETY: fd is open for writing; extends the file with zeros
-            // (sparse).
-            if unsafe { libc::ftruncate(fd.0, FILE_SIZE as libc::off_t) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        } else if size != FILE_SIZE as u64 {
-            return Err(invalid(
-                path,
-                &format!("size {size} bytes, expected {FILE_SIZE}"),
-            ));
-        }
-        // SAFETY: mapping FILE_SIZE bytes of a file that has exactly that
-        // size, shared, read/write; the result is checked against MAP_FAILED.
+    /// Maps a checked file (the descriptor is closed after: daemons may
+    /// close every descriptor they did not open) and checks its header.
+    fn map(path: &Path, fd: Fd) -> io::Result<Stats> {
+        // SAFETY: mapping FILE_SIZE bytes of a file checked to have exactly
+        // that size, every page allocated; the result is checked against
+        // MAP_FAILED.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -286,170 +535,81 @@ impl Stats {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let stats = Stats {
-            base: base.cast(),
-            len: FILE_SIZE,
-            fd: Some(fd),
-        };
-        let magic = stats.word(0).load(Ordering::Acquire);
-        if magic == 0 && stats.header_words_zero() {
-            // New file (or one whose creator died before writing the header,
-            // which leaves only zeros): write the header, magic last.
-            stats.write_header();
-        } else if magic != MAGIC {
-            return Err(invalid(path, "wrong magic"));
-        } else {
-            let (v, o, b, m) = stats.header();
-            let shards = stats.word(24).load(Ordering::Acquire);
-            if (v, o, b, m) != (VERSION, NOPS as u32, NBACKENDS as u32, MAX_TRACKED_BITS)
-                || shards != SHARDS as u64
-            {
-                return Err(invalid(
-                    path,
-                    &format!(
-                        "unsupported layout (version {v}, {o} ops, {b} backends, {m} bits, \
-                         {shards} shards); remove the file to start counting again"
-                    ),
-                ));
-            }
+        let stats = Stats { base: base.cast() };
+        let mut header = [0u8; HEADER_SIZE];
+        for (i, chunk) in header.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&stats.word(i * 8).load(Ordering::Acquire).to_ne_bytes());
         }
-        let mut stats = stats;
-        if create {
-            // Writers: unlock and close now (Fd's drop does both).
-            stats.fd = None;
-        } else if let Some(fd) = &stats.fd {
-            // SAFETY: the descriptor is open; initialisation is done.
-            unsafe { libc::flock(fd.0, libc::LOCK_UN) };
-        }
+        check_header(path, &header)?;
         Ok(stats)
     }
 
     /// The 8-byte word at byte offset `off` (must be 8-aligned, in range).
     fn word(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.len);
-        // SAFETY: off is 8-aligned and within the mapping (all callers use
-        // offsets computed from the fixed layout, whose bounds are checked
-        // by `counter_off`/`bits_off`); the mapping is page aligned, lives as
-        // long as `self`, and is only ever accessed atomically.
+        assert!(off.is_multiple_of(8) && off + 8 <= FILE_SIZE);
+        // SAFETY: off is 8-aligned and within the mapping (checked above);
+        // the mapping is page aligned, lives as long as `self`, is backed
+        // by allocated pages, and is only ever accessed atomically.
         unsafe { &*(self.base.add(off) as *const AtomicU64) }
     }
 
-    fn header(&self) -> (u32, u32, u32, u32) {
-        let a = self.word(8).load(Ordering::Acquire);
-        let b = self.word(16).load(Ordering::Acquire);
-        (a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32)
-    }
-
-    fn header_words_zero(&self) -> bool {
-        (8..HEADER_WORDS_END)
-            .step_by(8)
-            .all(|off| self.word(off).load(Ordering::Acquire) == 0)
-    }
-
-    fn write_header(&self) {
-        self.word(8)
-            .store(VERSION as u64 | ((NOPS as u64) << 32), Ordering::Release);
-        self.word(16).store(
-            NBACKENDS as u64 | ((MAX_TRACKED_BITS as u64) << 32),
-            Ordering::Release,
-        );
-        self.word(24).store(SHARDS as u64, Ordering::Release);
-        self.word(0).store(MAGIC, Ordering::Release);
-    }
-
-    fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
-        SHARDS_OFF + shard * SHARD_SIZE + (op.index() * NBACKENDS + b.index()) * 8
-    }
-
-    fn bits_off(shard: usize, op: Op, bits: u32) -> Option<usize> {
-        if bits > MAX_TRACKED_BITS {
-            return None;
+    /// The count word of `op`'s slot for `bits` in `shard`, claiming a free
+    /// slot if the size has none yet; `None` when the table is full.
+    fn bits_counter(&self, shard: usize, op: Op, bits: u32) -> Option<&AtomicU64> {
+        let tag = bits as u64 + 1;
+        let start = slot_hash(bits);
+        for i in 0..BITS_SLOTS {
+            let off = slot_off(shard, op, (start + i) % BITS_SLOTS);
+            let t = self.word(off);
+            let found = match t.load(Ordering::Acquire) {
+                v if v == tag => true,
+                0 => match t.compare_exchange(0, tag, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => true,
+                    Err(v) => v == tag,
+                },
+                _ => false,
+            };
+            if found {
+                return Some(self.word(off + 8));
+            }
         }
-        Some(SHARDS_OFF + shard * SHARD_SIZE + PAGE + (op.index() * BITS_SLOTS + bits as usize) * 8)
+        None
     }
 
     /// Counts one `op` completed on `backend` with a `bits`-bit key.
     pub fn record(&self, op: Op, backend: Backend, bits: u32) {
         let shard = my_shard();
-        self.word(Self::counter_off(shard, op, backend))
+        self.word(counter_off(shard, op, backend))
             .fetch_add(1, Ordering::Relaxed);
-        if let Some(off) = Self::bits_off(shard, op, bits) {
-            self.word(off).fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Which pages of the file hold data. Reading a hole of a tmpfs file
-    /// through the mapping would allocate it, so readers only visit pages
-    /// that `lseek(SEEK_DATA/SEEK_HOLE)` reports (all of them if the file
-    /// system cannot tell).
-    fn present_pages(&self) -> Vec<bool> {
-        let pages = self.len.div_ceil(PAGE);
-        let Some(fd) = &self.fd else {
-            return vec![true; pages];
-        };
-        let mut present = vec![false; pages];
-        let mut pos: libc::off_t = 0;
-        while (pos as usize) < self.len {
-            // SAFETY: lseek on our open descriptor has no memory effects.
-            let data = unsafe { libc::lseek(fd.0, pos, libc::SEEK_DATA) };
-            if data < 0 {
-                if io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
-                    break; // no data after pos
-                }
-                return vec![true; pages];
+        if bits <= MAX_TRACKED_BITS {
+            if let Some(count) = self.bits_counter(shard, op, bits) {
+                count.fetch_add(1, Ordering::Relaxed);
             }
-            // SAFETY: as above.
-            let hole = unsafe { libc::lseek(fd.0, data, libc::SEEK_HOLE) };
-            if hole < 0 {
-                return vec![true; pages];
-            }
-            let (first, end) = (
-                data as usize / PAGE,
-                (hole as usize).div_ceil(PAGE).min(pages),
-            );
-            present[first..end].iter_mut().for_each(|p| *p = true);
-            pos = hole;
         }
-        present
     }
 
     /// Reads all counters (the sum of the shards).
     pub fn snapshot(&self) -> Snapshot {
-        let mut s = Snapshot::default();
-        let present = self.present_pages();
+        let mut bytes = vec![0u8; FILE_SIZE];
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&self.word(i * 8).load(Ordering::Relaxed).to_ne_bytes());
+        }
+        Snapshot::from_bytes(&bytes)
+    }
+
+    /// Zeroes all counts. By-bits tags stay: a writer may be between
+    /// claiming a slot and adding to it.
+    pub fn reset(&self) {
         for shard in 0..SHARDS {
             for op in Op::ALL {
                 for b in Backend::ALL {
-                    let off = Self::counter_off(shard, op, b);
-                    if present[off / PAGE] {
-                        s.counts[op.index()][b.index()] += self.word(off).load(Ordering::Relaxed);
-                    }
+                    self.word(counter_off(shard, op, b))
+                        .store(0, Ordering::Relaxed);
                 }
-                for bits in 0..=MAX_TRACKED_BITS {
-                    if let Some(off) = Self::bits_off(shard, op, bits).filter(|o| present[o / PAGE])
-                    {
-                        let v = self.word(off).load(Ordering::Relaxed);
-                        if v != 0 {
-                            *s.by_bits[op.index()].entry(bits).or_insert(0) += v;
-                        }
-                    }
+                for slot in 0..BITS_SLOTS {
+                    self.word(slot_off(shard, op, slot) + 8)
+                        .store(0, Ordering::Relaxed);
                 }
-            }
-        }
-        s
-    }
-
-    /// Zeroes all counters (the header stays).
-    pub fn reset(&self) {
-        let present = self.present_pages();
-        for off in (SHARDS_OFF..FILE_SIZE)
-            .step_by(8)
-            .filter(|o| present[o / PAGE])
-        {
-            // Avoid dirtying untouched words and pages.
-            let w = self.word(off);
-            if w.load(Ordering::Relaxed) != 0 {
-                w.store(0, Ordering::Relaxed);
             }
         }
     }
@@ -463,6 +623,29 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Sums the shards of a whole file's bytes (header already checked).
+    fn from_bytes(bytes: &[u8]) -> Snapshot {
+        let word =
+            |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().expect("8 bytes"));
+        let mut s = Snapshot::default();
+        for shard in 0..SHARDS {
+            for op in Op::ALL {
+                for b in Backend::ALL {
+                    s.counts[op.index()][b.index()] += word(counter_off(shard, op, b));
+                }
+                for slot in 0..BITS_SLOTS {
+                    let off = slot_off(shard, op, slot);
+                    let (tag, count) = (word(off), word(off + 8));
+                    // A claimed slot not counted yet (or reset) reads 0.
+                    if tag != 0 && tag <= MAX_TRACKED_BITS as u64 + 1 && count != 0 {
+                        *s.by_bits[op.index()].entry((tag - 1) as u32).or_insert(0) += count;
+                    }
+                }
+            }
+        }
+        s
+    }
+
     /// Calls of `op` that ended on backend `b`.
     pub fn get(&self, op: Op, b: Backend) -> u64 {
         self.counts[op.index()][b.index()]
@@ -503,40 +686,53 @@ impl Snapshot {
     }
 }
 
-/// `$RUSTICA_STATS_PATH`, else `/dev/shm/rustica-stats-<uid>`.
+/// `$RUSTICA_STATS_PATH`, else `/dev/shm/rustica-stats-<euid>`. In a
+/// privileged process always the latter (the caller cannot steer it).
 pub fn default_path() -> PathBuf {
-    match std::env::var_os("RUSTICA_STATS_PATH") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => {
-            // SAFETY: getuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::getuid() };
-            PathBuf::from(format!("/dev/shm/rustica-stats-{uid}"))
+    match crate::env::var_os("RUSTICA_STATS_PATH") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let euid = unsafe { libc::geteuid() };
+            PathBuf::from(format!("/dev/shm/rustica-stats-{euid}"))
         }
     }
 }
 
-/// False when `RUSTICA_STATS=0`.
+/// False when `RUSTICA_STATS=0` (never read in a privileged process).
 pub fn enabled() -> bool {
-    !matches!(std::env::var_os("RUSTICA_STATS"), Some(v) if v == "0")
+    !matches!(crate::env::var_os("RUSTICA_STATS"), Some(v) if v == "0")
 }
 
 static GLOBAL: OnceLock<Option<Stats>> = OnceLock::new();
 
 /// The process-wide mapping, opened at first use; `None` when disabled or
-/// when the file could not be used.
+/// when the file could not be used (said once in the debug trace).
 fn global() -> Option<&'static Stats> {
     GLOBAL
         .get_or_init(|| {
             if !enabled() {
                 return None;
             }
-            Stats::open(&default_path()).ok()
+            let path = default_path();
+            match Stats::open(&path) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    if let Some(r) = crate::backend::current() {
+                        r.log(format_args!(
+                            "statistics off for this process: {}: {e}",
+                            path.display()
+                        ));
+                    }
+                    None
+                }
+            }
         })
         .as_ref()
 }
 
 /// Counts one `op` that ended on `backend` with a `bits`-bit key in the
-/// process-wide statistics file. Never fails, never panics.
+/// process-wide statistics file. Never fails, blocks or panics.
 #[cfg(not(test))]
 pub fn record(op: Op, backend: Backend, bits: u32) {
     if let Some(s) = global() {
@@ -568,18 +764,44 @@ pub(crate) fn set_thread_stats(path: Option<&Path>) {
     THREAD_STATS.with(|s| *s.borrow_mut() = st);
 }
 
-/// Reads the counters at `path`; a missing file reads as all zero.
+/// Reads the counters at `path` (with `pread`: nothing is mapped, so the
+/// reader cannot fault either); a missing file reads as all zero.
 pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
-    match Stats::open_existing(path) {
-        Ok(s) => Ok(s.snapshot()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Snapshot::default()),
-        Err(e) => Err(e),
+    let fd = match open_checked(path, false) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Snapshot::default()),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = vec![0u8; FILE_SIZE];
+    let mut done = 0;
+    while done < FILE_SIZE {
+        // SAFETY: the buffer has FILE_SIZE - done writable bytes at `done`.
+        let n = unsafe {
+            libc::pread(
+                fd.0,
+                bytes[done..].as_mut_ptr().cast(),
+                FILE_SIZE - done,
+                done as libc::off_t,
+            )
+        };
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => return Err(invalid(path, "shorter than its size")),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
     }
+    check_header(path, &bytes[..HEADER_SIZE])?;
+    Ok(Snapshot::from_bytes(&bytes))
 }
 
 /// Zeroes the counters at `path`; a missing file is left missing.
-/// A counters file written by another layout version of rustica is
-/// replaced by a fresh one (processes still mapping the old file keep
+/// A counters file of ours written by another layout version of rustica
+/// is replaced by a fresh one (processes still mapping the old file keep
 /// counting into it, unseen); any other file is left alone.
 pub fn reset(path: &Path) -> io::Result<()> {
     match Stats::open_existing(path) {
@@ -596,35 +818,73 @@ pub fn reset(path: &Path) -> io::Result<()> {
     }
 }
 
-/// A regular file of ours (this user's, rustica's magic), whatever its
-/// layout version.
+/// A file of ours (passes the ownership checks, starts with rustica's
+/// magic), whatever its layout version.
 fn is_ours(path: &Path) -> bool {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
+    let Ok(c) = cpath(path) else {
         return false;
     };
-    // SAFETY: geteuid has no preconditions.
-    if !meta.file_type().is_file() || meta.uid() != unsafe { libc::geteuid() } {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    // SAFETY: c is a valid NUL-terminated string.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return false;
+    }
+    let fd = Fd(fd);
+    let Ok(st) = fstat(&fd) else {
+        return false;
+    };
+    if ownership_problem(&st).is_some() {
         return false;
     }
     let mut magic = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && u64::from_ne_bytes(magic) == MAGIC
+    // SAFETY: magic is a valid 8-byte buffer.
+    let n = unsafe { libc::pread(fd.0, magic.as_mut_ptr().cast(), 8, 0) };
+    n == 8 && u64::from_ne_bytes(magic) == MAGIC
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     fn temp_path(name: &str) -> PathBuf {
-        let dir =
+        let p =
             std::env::temp_dir().join(format!("rustica-stats-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_file(&dir);
-        dir
+        let _ = std::fs::remove_file(&p);
+        p
+    }
+
+    /// A valid file of this layout, as `create` builds it, but written by
+    /// the test (for hostile variants of it).
+    fn valid_bytes() -> Vec<u8> {
+        let mut b = vec![0u8; FILE_SIZE];
+        b[..HEADER_SIZE].copy_from_slice(&header_bytes());
+        b
+    }
+
+    /// Temporary files `create` might have left beside `p`.
+    fn leftovers(p: &Path) -> Vec<String> {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!(".{name}.")))
+            .collect()
+    }
+
+    /// Asserts that opening `p` for counting is refused (saying `why`),
+    /// that a reader refuses it too, and that the file is unchanged.
+    fn refused(p: &Path, why: &str) {
+        let before = std::fs::read(p).ok();
+        let err = Stats::open(p)
+            .err()
+            .expect("a hostile file must be refused");
+        assert!(err.to_string().contains(why), "{err}");
+        assert!(snapshot(p).is_err());
+        assert!(reset(p).is_err());
+        assert_eq!(std::fs::read(p).ok(), before, "the file was changed");
     }
 
     #[test]
@@ -633,6 +893,12 @@ mod tests {
         assert_eq!(ops, ["keygen", "sign", "verify", "encrypt", "decrypt"]);
         let bs: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
         assert_eq!(bs, ["libica", "software", "fallback", "failed"]);
+    }
+
+    #[test]
+    fn layout_is_small() {
+        assert_eq!(FILE_SIZE, 69632);
+        assert_eq!(BITS_SLOTS, 48);
     }
 
     #[test]
@@ -652,12 +918,14 @@ mod tests {
         let meta = std::fs::metadata(&p).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         assert_eq!(meta.len(), FILE_SIZE as u64);
+        assert!(meta.blocks() * 512 >= FILE_SIZE as u64, "not allocated");
+        assert!(leftovers(&p).is_empty(), "{:?}", leftovers(&p));
         st.record(Op::Keygen, Backend::Software, 2048);
         st.record(Op::Sign, Backend::Software, 2048);
         st.record(Op::Sign, Backend::Failed, 2048);
         st.record(Op::Sign, Backend::Libica, 4096);
         st.record(Op::Verify, Backend::Fallback, 16384);
-        st.record(Op::Verify, Backend::Fallback, 16385); // counted, no by-bits slot
+        st.record(Op::Verify, Backend::Fallback, 16385); // counted, not by size
                                                          // A second mapping (as another process would have) sees the same.
         let s = snapshot(&p).unwrap();
         assert_eq!(s.get(Op::Sign, Backend::Software), 1);
@@ -676,6 +944,7 @@ mod tests {
              \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"by_bits\": {}}, \
              \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"by_bits\": {}}}}"
         );
+        assert_eq!(st.snapshot(), s);
         // Reopening keeps the counts.
         drop(st);
         let st = Stats::open(&p).unwrap();
@@ -683,7 +952,28 @@ mod tests {
         reset(&p).unwrap();
         assert_eq!(snapshot(&p).unwrap(), Snapshot::default());
         st.record(Op::Decrypt, Backend::Software, 1024);
-        assert_eq!(snapshot(&p).unwrap().get(Op::Decrypt, Backend::Software), 1);
+        st.record(Op::Sign, Backend::Software, 2048); // its slot survives the reset
+        let s = snapshot(&p).unwrap();
+        assert_eq!(s.get(Op::Decrypt, Backend::Software), 1);
+        assert_eq!(s.by_bits(Op::Sign), BTreeMap::from([(2048, 1)]));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn many_key_sizes_fill_the_table_without_harm() {
+        let p = temp_path("many-sizes");
+        let st = Stats::open(&p).unwrap();
+        // More sizes than slots, all from this thread (one shard).
+        for bits in 0..(BITS_SLOTS as u32 + 10) {
+            st.record(Op::Sign, Backend::Software, 1024 + bits);
+        }
+        st.record(Op::Sign, Backend::Software, 1024); // has a slot: counted
+        let s = st.snapshot();
+        assert_eq!(s.get(Op::Sign, Backend::Software), BITS_SLOTS as u64 + 11);
+        let by = s.by_bits(Op::Sign);
+        assert_eq!(by.len(), BITS_SLOTS);
+        assert_eq!(by[&1024], 2);
+        assert_eq!(by.values().sum::<u64>(), BITS_SLOTS as u64 + 1);
         std::fs::remove_file(&p).unwrap();
     }
 
@@ -692,17 +982,36 @@ mod tests {
         let p = temp_path("threads");
         let st = Stats::open(&p).unwrap();
         std::thread::scope(|sc| {
-            for _ in 0..4 {
-                sc.spawn(|| {
-                    for _ in 0..1000 {
-                        st.record(Op::Encrypt, Backend::Software, 3072);
+            for t in 0..4 {
+                let st = &st;
+                sc.spawn(move || {
+                    for i in 0..1000 {
+                        st.record(Op::Encrypt, Backend::Software, 3072 + (i % 3) * t);
                     }
                 });
             }
         });
         let s = st.snapshot();
         assert_eq!(s.get(Op::Encrypt, Backend::Software), 4000);
-        assert_eq!(s.by_bits(Op::Encrypt)[&3072], 4000);
+        assert_eq!(s.by_bits(Op::Encrypt).values().sum::<u64>(), 4000);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn concurrent_creation_gives_one_file() {
+        let p = temp_path("race");
+        let barrier = std::sync::Barrier::new(6);
+        std::thread::scope(|sc| {
+            for _ in 0..6 {
+                sc.spawn(|| {
+                    barrier.wait();
+                    let st = Stats::open(&p).expect("every racer gets the file");
+                    st.record(Op::Sign, Backend::Software, 2048);
+                });
+            }
+        });
+        assert_eq!(snapshot(&p).unwrap().get(Op::Sign, Backend::Software), 6);
+        assert!(leftovers(&p).is_empty(), "{:?}", leftovers(&p));
         std::fs::remove_file(&p).unwrap();
     }
 
@@ -710,24 +1019,140 @@ mod tests {
     fn foreign_files_are_left_alone() {
         // Wrong magic, right size.
         let p = temp_path("magic");
-        let mut junk = vec![0u8; FILE_SIZE];
+        let mut junk = valid_bytes();
         junk[..8].copy_from_slice(b"NOTSTATS");
         std::fs::write(&p, &junk).unwrap();
-        let err = Stats::open(&p).err().unwrap();
-        assert!(err.to_string().contains("wrong magic"), "{err}");
-        assert!(snapshot(&p).is_err());
-        assert!(reset(&p).is_err());
-        assert_eq!(std::fs::read(&p).unwrap(), junk);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        refused(&p, "wrong magic");
         std::fs::remove_file(&p).unwrap();
 
-        // Short file.
-        let p = temp_path("short");
-        std::fs::write(&p, b"hello").unwrap();
-        let err = snapshot(&p).err().unwrap();
-        assert!(err.to_string().contains("size 5 bytes"), "{err}");
-        assert!(Stats::open(&p).is_err());
-        assert_eq!(std::fs::read(&p).unwrap(), b"hello");
+        // Short file, and an empty one (never initialised in place).
+        for (name, data) in [("short", &b"hello"[..]), ("empty", &b""[..])] {
+            let p = temp_path(name);
+            std::fs::write(&p, data).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+            refused(&p, &format!("size {} bytes", data.len()));
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+
+    #[test]
+    fn symlink_is_refused_and_its_target_untouched() {
+        let target = temp_path("symlink-target");
+        let p = temp_path("symlink");
+        // A valid counters file as the target: following the link would work.
+        drop(Stats::open(&target).unwrap());
+        let before = std::fs::read(&target).unwrap();
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        refused(&p, "symbolic link");
+        // A dangling link is not followed to create its target either.
+        let missing = temp_path("symlink-missing");
+        let q = temp_path("symlink-dangling");
+        std::os::unix::fs::symlink(&missing, &q).unwrap();
+        assert!(Stats::open(&q).is_err());
+        assert!(!missing.exists());
+        assert_eq!(std::fs::read(&target).unwrap(), before);
+        for f in [&p, &q, &target] {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+
+    #[test]
+    fn hard_link_is_refused() {
+        let p = temp_path("hardlink");
+        let other = temp_path("hardlink-other");
+        drop(Stats::open(&other).unwrap());
+        std::fs::hard_link(&other, &p).unwrap();
+        refused(&p, "2 hard links");
         std::fs::remove_file(&p).unwrap();
+        std::fs::remove_file(&other).unwrap();
+    }
+
+    #[test]
+    fn group_or_other_access_is_refused() {
+        let p = temp_path("mode");
+        std::fs::write(&p, valid_bytes()).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+        refused(&p, "mode 666");
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn another_users_file_is_refused() {
+        let p = temp_path("owner");
+        std::fs::write(&p, valid_bytes()).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // Only root can give a file away; elsewhere this case is skipped.
+        if std::os::unix::fs::chown(&p, Some(65534), Some(65534)).is_err() {
+            eprintln!("skipped: cannot chown (not root)");
+            std::fs::remove_file(&p).unwrap();
+            return;
+        }
+        refused(&p, "owned by uid 65534");
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn sparse_file_is_not_mapped_for_writing() {
+        let p = temp_path("sparse");
+        let f = std::fs::File::create(&p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        f.set_len(FILE_SIZE as u64).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &header_bytes(), 0).unwrap();
+        drop(f);
+        let err = Stats::open(&p)
+            .err()
+            .expect("a sparse file must not be mapped");
+        assert!(err.to_string().contains("sparse"), "{err}");
+        assert!(std::fs::metadata(&p).unwrap().blocks() * 512 < FILE_SIZE as u64);
+        // A reader does not map, so it can read it.
+        assert_eq!(snapshot(&p).unwrap(), Snapshot::default());
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn fifo_and_directory_do_not_block_and_are_refused() {
+        let p = temp_path("fifo");
+        let c = cpath(&p).unwrap();
+        // SAFETY: c is a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // (Reading the FIFO here would block the test itself.)
+        let err = Stats::open(&p).err().unwrap();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(snapshot(&p).is_err());
+        assert!(reset(&p).is_err());
+        std::fs::remove_file(&p).unwrap();
+        let d = temp_path("dir");
+        std::fs::create_dir(&d).unwrap();
+        assert!(Stats::open(&d).is_err());
+        assert!(snapshot(&d).is_err());
+        std::fs::remove_dir(&d).unwrap();
+    }
+
+    #[test]
+    fn a_lock_held_by_someone_else_is_ignored() {
+        let p = temp_path("locked");
+        drop(Stats::open(&p).unwrap());
+        let holder = std::fs::File::open(&p).unwrap();
+        // SAFETY: holder's descriptor is open.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&holder), libc::LOCK_EX) },
+            0
+        );
+        // rustica never locks: this returns at once.
+        let st = Stats::open(&p).unwrap();
+        st.record(Op::Sign, Backend::Software, 2048);
+        assert_eq!(snapshot(&p).unwrap().total(Op::Sign), 1);
+        reset(&p).unwrap();
+        drop(holder);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn missing_directory_fails_cleanly() {
+        let p = temp_path("no-such-dir").join("stats");
+        let err = Stats::open(&p).err().unwrap();
+        assert!(err.to_string().contains("cannot create"), "{err}");
     }
 
     #[test]
@@ -735,29 +1160,26 @@ mod tests {
         let p = temp_path("old-layout");
         let mut old = vec![0u8; 659_496];
         old[..8].copy_from_slice(&MAGIC.to_ne_bytes());
-        old[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        old[8..12].copy_from_slice(&2u32.to_ne_bytes());
         std::fs::write(&p, &old).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(snapshot(&p).is_err());
         reset(&p).unwrap();
         assert_eq!(snapshot(&p).unwrap(), Snapshot::default());
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), FILE_SIZE as u64);
         let q = temp_path("foreign");
         std::fs::write(&q, vec![7u8; 4096]).unwrap();
         assert!(reset(&q).is_err());
         assert_eq!(std::fs::read(&q).unwrap(), vec![7u8; 4096]);
-        let _ = std::fs::remove_file(&p);
-        let _ = std::fs::remove_file(&q);
-    }
-
-    #[test]
-    fn empty_file_gets_initialised() {
-        let p = temp_path("empty");
-        std::fs::write(&p, b"").unwrap();
-        // snapshot does not create, and an empty file reads as zero
-        assert_eq!(snapshot(&p).unwrap(), Snapshot::default());
-        let st = Stats::open(&p).unwrap();
-        st.record(Op::Sign, Backend::Software, 512);
-        assert_eq!(snapshot(&p).unwrap().total(Op::Sign), 1);
-        std::fs::remove_file(&p).unwrap();
+        // Our magic, but group-writable: not ours to replace.
+        let r = temp_path("old-layout-shared");
+        std::fs::write(&r, &old).unwrap();
+        std::fs::set_permissions(&r, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(reset(&r).is_err());
+        assert_eq!(std::fs::read(&r).unwrap(), old);
+        for f in [&p, &q, &r] {
+            let _ = std::fs::remove_file(f);
+        }
     }
 
     #[test]

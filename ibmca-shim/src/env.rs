@@ -1,0 +1,47 @@
+//! rustica's environment variables, read through one gate.
+//!
+//! In a privileged process (setuid, setgid, file capabilities: the kernel
+//! sets `AT_SECURE`, glibc's `secure_getenv` rule) the environment belongs
+//! to the caller, who must not choose a library for rustica to load or a
+//! file for it to write. There every `RUSTICA_*` variable reads as unset,
+//! as OpenSSL ignores `OPENSSL_CONF` and `OPENSSL_MODULES` there.
+
+use std::ffi::OsString;
+
+/// True when the process runs with privileges its caller does not have
+/// (`getauxval(AT_SECURE) != 0`).
+pub fn privileged() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector the kernel gave
+    // this process; AT_SECURE is a valid type, and a missing entry reads 0.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The value of `name`, or `None` when it is unset, empty, or the process
+/// is privileged. Every `RUSTICA_*` read in rustica goes through here.
+pub fn var_os(name: &str) -> Option<OsString> {
+    if privileged() {
+        return None;
+    }
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+/// [`var_os`] as UTF-8 (a value that is not UTF-8 reads as unset).
+pub fn var(name: &str) -> Option<String> {
+    var_os(name).and_then(|v| v.into_string().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unprivileged_reads_and_empty_is_unset() {
+        // cargo test runs without AT_SECURE.
+        assert!(!privileged());
+        std::env::set_var("RUSTICA_ENV_TEST_SET", "x");
+        std::env::set_var("RUSTICA_ENV_TEST_EMPTY", "");
+        assert_eq!(var("RUSTICA_ENV_TEST_SET").as_deref(), Some("x"));
+        assert_eq!(var("RUSTICA_ENV_TEST_EMPTY"), None);
+        assert_eq!(var("RUSTICA_ENV_TEST_UNSET"), None);
+    }
+}
