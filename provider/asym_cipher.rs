@@ -232,7 +232,7 @@ impl CipherCtx {
             let mut random = [0u8; TLS_PREMASTER_LEN];
             random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
             let em = key
-                .private_op(Op::Decrypt, c)
+                .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
                 .map_err(|e| Error::new(Reason::BadLength, e.0))?;
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
@@ -240,7 +240,7 @@ impl CipherCtx {
             return Ok(TLS_PREMASTER_LEN);
         }
         let em = key
-            .private_op(Op::Decrypt, c)
+            .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
             .map_err(|e| Error::new(Reason::BadLength, e.0))?;
         let decoded = match self.pad {
             EncPad::None => Decoded {

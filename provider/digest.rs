@@ -259,14 +259,28 @@ impl DigestCache {
     }
 }
 
-impl Drop for DigestCache {
-    fn drop(&mut self) {
+impl DigestCache {
+    /// Frees every cached digest. Must run while the library context the
+    /// digests were fetched from is still alive: the last reference to a
+    /// fetched EVP_MD releases its provider, and releasing a child
+    /// provider reads its library context. Called by the provider context
+    /// before it frees its child library context; afterwards the cache is
+    /// empty and dropping it does nothing.
+    pub fn release(&mut self) {
         for slot in &mut self.slots {
             if let Some(Md(md)) = slot.take() {
-                // SAFETY: each slot holds its own reference from EVP_MD_fetch.
+                // SAFETY: each slot holds its own reference from EVP_MD_fetch,
+                // and the library context it came from is still alive
+                // (the caller's contract above).
                 unsafe { ffi::EVP_MD_free(md) };
             }
         }
+    }
+}
+
+impl Drop for DigestCache {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -339,7 +339,7 @@ impl SigCtx {
             }
             Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
         };
-        key.private_op(Op::Sign, &em)
+        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
             .map_err(|e| Error::new(Reason::BadLength, e.0))
     }
 
