@@ -16,6 +16,9 @@
 # a failure not in that list, on a crash, or when rustica's counters did not
 # move (rustica did not run).
 #
+# EVP_TEST_KEEP_LOGS=DIR keeps evp_test's logs; EVP_TEST_MODULE=FILE tests
+# that rustica.so instead of this tree's.
+#
 # Source and build cache: /var/tmp/rustica-cache/openssl-VERSION-src (reused
 # on the next run; delete it to rebuild). Source per version:
 #   3.0       Debian bookworm's openssl source package (apt-get source with a
@@ -131,7 +134,9 @@ cargo build -q -p rustica-harness
 WORK=$(mktemp -d /tmp/rustica-evp-test.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/modules"
-cp target/debug/librustica.so "$WORK/modules/rustica.so"
+# EVP_TEST_MODULE: another build of rustica.so to test (e.g. an older one,
+# to compare); default: the one just built from this tree.
+cp "${EVP_TEST_MODULE:-target/debug/librustica.so}" "$WORK/modules/rustica.so"
 cat >"$WORK/openssl.cnf" <<EOF
 openssl_conf = openssl_init
 [openssl_init]
