@@ -14,7 +14,7 @@ use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPAT
 use crate::enc_padding::{self, Decoded, Oaep, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
-use crate::keymgmt::KeyObj;
+use crate::keymgmt::{KeyKind, KeyObj};
 use crate::params::{self, param, ParamTable, END, OCTETS, UINT, UTF8};
 use crate::prov::ProvCtx;
 
@@ -106,6 +106,12 @@ impl CipherCtx {
         let obj = unsafe { KeyObj::from_ptr(provkey) }.ok_or_else(|| {
             Error::new(Reason::MissingKey, "no key given to the cipher operation")
         })?;
+        if obj.kind == KeyKind::RsaPss {
+            return fail(
+                Reason::NotSupportedForKeyType,
+                "RSA-PSS keys are for signatures only: they cannot encrypt or decrypt",
+            );
+        }
         let key = Arc::clone(obj.rsa()?);
         if decrypt && !key.has_private() {
             return fail(

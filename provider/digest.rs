@@ -25,6 +25,9 @@ pub enum DigestId {
     Sha3_256,
     Sha3_384,
     Sha3_512,
+    /// MD5 and SHA-1 concatenated (36 bytes): what TLS 1.0 and 1.1 sign
+    /// with RSA, as PKCS#1 v1.5 without a DigestInfo.
+    Md5Sha1,
 }
 
 pub struct DigestInfo {
@@ -34,7 +37,8 @@ pub struct DigestInfo {
     /// Names accepted without a fetch (compared case-insensitively).
     pub aliases: &'static [&'static str],
     pub size: usize,
-    /// DER of the digest's OBJECT IDENTIFIER value (without tag and length).
+    /// DER of the digest's OBJECT IDENTIFIER value (without tag and length);
+    /// empty for MD5-SHA1, which has none and is signed without DigestInfo.
     pub oid: &'static [u8],
     /// DER of the sha*WithRSAEncryption signature algorithm OID value.
     pub pkcs1_sig_oid: &'static [u8],
@@ -58,7 +62,7 @@ macro_rules! nist_sig_oid {
     };
 }
 
-pub static DIGESTS: [DigestInfo; 11] = [
+pub static DIGESTS: [DigestInfo; 12] = [
     DigestInfo {
         id: DigestId::Sha1,
         name: c"SHA1",
@@ -147,6 +151,14 @@ pub static DIGESTS: [DigestInfo; 11] = [
         oid: nist_oid!(10),
         pkcs1_sig_oid: nist_sig_oid!(16),
     },
+    DigestInfo {
+        id: DigestId::Md5Sha1,
+        name: c"MD5-SHA1",
+        aliases: &["MD5-SHA1"],
+        size: 36,
+        oid: &[],
+        pkcs1_sig_oid: &[],
+    },
 ];
 
 impl DigestId {
@@ -160,6 +172,11 @@ impl DigestId {
     /// inside RSASSA-PSS parameters (all SHA-2 and SHA-3 here; SHA-1 too).
     pub fn is_nist(self) -> bool {
         self.info().oid.starts_with(&NIST_HASH)
+    }
+    /// False for MD5-SHA1: no OID, no DigestInfo, no PSS, no
+    /// AlgorithmIdentifier (it exists for TLS 1.0/1.1 signatures only).
+    pub fn has_oid(self) -> bool {
+        !self.info().oid.is_empty()
     }
 }
 
@@ -175,7 +192,7 @@ unsafe impl Sync for Md {}
 /// Per-provider cache of fetched digests, so operations never fetch per call.
 pub struct DigestCache {
     libctx: *mut ffi::OSSL_LIB_CTX,
-    slots: [OnceLock<Md>; 11],
+    slots: [OnceLock<Md>; 12],
 }
 // SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
 // is thread-safe; the slots are OnceLocks.

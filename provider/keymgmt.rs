@@ -591,7 +591,7 @@ impl GenCtx {
                 let bits = params::get_size(p)?;
                 if bits < ibmca_shim::MIN_BITS as usize {
                     return fail(
-                        Reason::InvalidParameter,
+                        Reason::KeySizeTooSmall,
                         format!(
                             "RSA key size {bits} is below the minimum of {} bits",
                             ibmca_shim::MIN_BITS

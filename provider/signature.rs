@@ -124,6 +124,7 @@ impl SigCtx {
             )
         })?;
         let key = Arc::clone(obj.rsa()?);
+        let key_bits = key.bits();
         if purpose == Purpose::Sign && !key.has_private() {
             return fail(
                 Reason::MissingKey,
@@ -149,6 +150,22 @@ impl SigCtx {
             }
             self.pad = Pad::Pss;
             if let Some(r) = self.restrict {
+                // A key whose own minimum salt cannot fit its modulus can
+                // never sign or verify: refused at init, as OpenSSL does.
+                let em_len = (key_bits as usize - 1).div_ceil(8);
+                let room = em_len.saturating_sub(r.md.size() + 2);
+                if r.min_salt > room {
+                    return fail(
+                        Reason::InvalidSaltLength,
+                        format!(
+                            "this RSA-PSS key requires a salt of at least {} bytes; \
+                             a {}-bit key with {} has room for {room}",
+                            r.min_salt,
+                            key_bits,
+                            r.md.info().name.to_string_lossy()
+                        ),
+                    );
+                }
                 self.md = Some(r.md);
                 self.mgf1 = Some(r.mgf1);
                 self.saltlen = r.min_salt as i32;
@@ -173,6 +190,19 @@ impl SigCtx {
 
     fn set_md(&mut self, id: DigestId) -> Result<()> {
         self.check_restricted("digest", self.restrict.map(|r| r.md), id)?;
+        // Rejected when set (as OpenSSL does), not later at sign/verify.
+        if self.pad == Pad::None {
+            return fail(
+                Reason::InvalidParameter,
+                "padding mode none cannot be used with a digest",
+            );
+        }
+        if self.pad == Pad::Pss && !id.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
         if self.hashing && self.md != Some(id) {
             return fail(
                 Reason::InvalidParameter,
@@ -218,7 +248,25 @@ impl SigCtx {
                         "RSA-PSS keys can only be used with PSS padding",
                     );
                 }
+                if pad == Pad::None && self.md.is_some() {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "padding mode none cannot be used with a digest",
+                    );
+                }
+                if pad == Pad::Pss && self.md.is_some_and(|md| !md.has_oid()) {
+                    return fail(
+                        Reason::UnsupportedDigest,
+                        "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+                    );
+                }
                 self.pad = pad;
+                // OpenSSL's default for PSS without a digest (a raw
+                // EVP_PKEY_sign/verify of a precomputed hash): SHA-1, and
+                // MGF1 with the same digest. A digest set later replaces it.
+                if pad == Pad::Pss && self.md.is_none() {
+                    self.md = Some(DigestId::Sha1);
+                }
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN) {
                 if self.pad != Pad::Pss {
@@ -250,11 +298,28 @@ impl SigCtx {
                         format!("PSS salt length {v} is not valid"),
                     );
                 }
+                // A restricted RSA-PSS key's minimum is enforced when set.
+                let fixed = match v {
+                    SALT_DIGEST => self.md.map(|md| md.size() as i32),
+                    v if v >= 0 => Some(v),
+                    _ => None,
+                };
+                if let (Some(r), Some(len)) = (self.restrict, fixed) {
+                    if (len as usize) < r.min_salt {
+                        return fail(
+                            Reason::InvalidSaltLength,
+                            format!(
+                                "PSS salt length {len} is below this key's minimum of {}",
+                                r.min_salt
+                            ),
+                        );
+                    }
+                }
                 self.saltlen = v;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST) {
                 if self.pad != Pad::Pss {
-                    return fail(Reason::InvalidParameter, "an MGF1 digest needs PSS padding");
+                    return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
                 }
                 let id = prov.digests.resolve(params::get_str(p)?)?;
                 self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
@@ -268,6 +333,12 @@ impl SigCtx {
         let md = self
             .md
             .ok_or_else(|| Error::new(Reason::InvalidParameter, "PSS padding needs a digest"))?;
+        if !md.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
         Ok(Pss {
             digests: &self.prov().digests,
             md,
@@ -434,7 +505,9 @@ impl SigCtx {
     }
 
     fn algorithm_id(&self) -> Result<Option<Vec<u8>>> {
-        let Some(md) = self.md else { return Ok(None) };
+        let Some(md) = self.md.filter(|md| md.has_oid()) else {
+            return Ok(None);
+        };
         Ok(match self.pad {
             Pad::Pkcs1 => Some(der::pkcs1_algorithm_id(md)),
             Pad::Pss => {

@@ -186,17 +186,21 @@ for f in "${FILES[@]}"; do
     tail -20 "$WORK/$name.log" >&2
     die "evp_test on $name exited with status $rc (crash?)"
   fi
-  # "Test line N(...)" marks each failing test: keep "file:line" keys.
-  grep -o 'Test line [0-9]*' "$WORK/$name.log" | awk -v n="$name" '{print n ":" $3}' \
-    | sort -u >"$WORK/$name.failed" || true
+  # evp_test names each failing test "FILE:LINE: Source of above error" or
+  # "FILE:LINE: Expected ...":
+  # keep "file:line" keys.
+  grep -Eo '[A-Za-z0-9_.-]+\.txt:[0-9]+: (Source of above error|Expected)' "$WORK/$name.log" \
+    | cut -d: -f1,2 | sort -u -t: -k2,2n >"$WORK/$name.failed" || true
   total=$(grep -c '^' "$WORK/$name.failed" || true)
-  summary=$(grep -Eo '(PASS|FAIL).*|[0-9]+ tests? (passed|failed).*' "$WORK/$name.log" | tail -1 || true)
+  summary=$(grep -Eo 'Completed [0-9]+ tests with [0-9]+ errors and [0-9]+ skipped' \
+    "$WORK/$name.log" | tail -1 || true)
+  [ -n "$summary" ] || { tail -20 "$WORK/$name.log" >&2; die "evp_test on $name did not complete"; }
   say "$name: $total failing test lines; $summary"
   while read -r key; do
     [ -n "$key" ] || continue
     if ! { [ -f "$ALLOW" ] && grep -q "^$key\b" "$ALLOW"; }; then
       say "unexpected failure: $key"
-      grep -A6 "Test line ${key##*:}(" "$WORK/$name.log" | head -8 >&2 || true
+      grep -B3 "$key: " "$WORK/$name.log" | head -4 >&2 || true
       unexpected=$((unexpected + 1))
     fi
   done <"$WORK/$name.failed"
