@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use ibmca_shim::{Op, RsaKey};
+use ibmca_shim::{stats, Backend, Op, RsaKey};
 
 use crate::boundary::{guard, quiet};
 use crate::der;
@@ -117,13 +117,21 @@ impl SigCtx {
     ) -> Result<()> {
         // SAFETY: provkey is a key object of rustica's key manager (OpenSSL
         // only pairs our signature with our keymgmt) or NULL.
-        let obj = unsafe { KeyObj::from_ptr(provkey) }.ok_or_else(|| {
-            Error::new(
-                Reason::MissingKey,
-                "no key given to the signature operation",
-            )
-        })?;
-        let key = Arc::clone(obj.rsa()?);
+        let (key, pss_only, restrict) = match unsafe { KeyObj::from_ptr(provkey) } {
+            Some(obj) => (Arc::clone(obj.rsa()?), obj.kind == KeyKind::RsaPss, obj.pss),
+            // A NULL key re-initialises with the key already set, as the
+            // default provider does (`openssl dgst` resets its digest BIO
+            // that way after every verification).
+            None => match &self.key {
+                Some(k) => (Arc::clone(k), self.pss_only, self.restrict),
+                None => {
+                    return fail(
+                        Reason::MissingKey,
+                        "no key given to the signature operation",
+                    )
+                }
+            },
+        };
         let key_bits = key.bits();
         if purpose == Purpose::Sign && !key.has_private() {
             return fail(
@@ -139,8 +147,8 @@ impl SigCtx {
         self.saltlen = SALT_AUTO;
         self.hasher = None;
         self.hashing = false;
-        self.pss_only = obj.kind == KeyKind::RsaPss;
-        self.restrict = obj.pss;
+        self.pss_only = pss_only;
+        self.restrict = restrict;
         if self.pss_only {
             if purpose == Purpose::VerifyRecover {
                 return fail(
@@ -362,10 +370,28 @@ impl SigCtx {
         }
     }
 
-    /// Signs a precomputed digest (or raw data when no digest is set).
-    fn sign_digest(&self, tbs: &[u8]) -> Result<zeroize::Zeroizing<Vec<u8>>> {
+    /// Signs a precomputed digest (or raw data when no digest is set) for an
+    /// output buffer of `room` bytes. A refusal before the primitive runs
+    /// (a length, the encoding) is counted as a failed signature here; the
+    /// primitive counts its own outcome.
+    fn sign_digest(&self, tbs: &[u8], room: usize) -> Result<zeroize::Zeroizing<Vec<u8>>> {
         let key = self.key()?;
+        let em = self
+            .encode_for_signing(key, tbs, room)
+            .inspect_err(|_| stats::record(Op::Sign, Backend::Failed, key.bits()))?;
+        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
+            .map_err(|e| Error::new(Reason::BadLength, e.0))
+    }
+
+    /// The encoded message that `sign_digest` exponentiates.
+    fn encode_for_signing(&self, key: &RsaKey, tbs: &[u8], room: usize) -> Result<Vec<u8>> {
         let k = key.size();
+        if room < k {
+            return fail(
+                Reason::BadLength,
+                format!("output buffer holds {room} bytes, {k} needed"),
+            );
+        }
         self.check_digest_len(tbs)?;
         let em = match self.pad {
             Pad::Pkcs1 => {
@@ -410,31 +436,77 @@ impl SigCtx {
             }
             Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
         };
-        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        Ok(em)
     }
 
-    /// The encoded message inside a signature.
-    fn open(&self, sig: &[u8]) -> Result<Vec<u8>> {
+    /// The encoded message inside a signature; `used` learns the backend
+    /// that computed it.
+    ///
+    /// Length, as the default provider (OpenSSL 3.0) does it: PKCS#1 v1.5
+    /// with a digest needs exactly the modulus length (RSA_verify); PSS, no
+    /// padding, and PKCS#1 v1.5 without a digest take a shorter signature
+    /// as the same integer, left-padded with zeros. RFC 8017 (8.1.2 and
+    /// 8.2.2, step 1) asks for the exact length; rustica follows OpenSSL
+    /// because a peer that strips a leading zero byte (about 1 signature in
+    /// 256) must not fail only when rustica is loaded, and the shorter form
+    /// is the same number, so no other signature becomes valid.
+    fn open(&self, sig: &[u8], used: &mut Option<Backend>) -> Result<Vec<u8>> {
         let key = self.key()?;
-        if sig.len() != key.size() {
+        let k = key.size();
+        let exact = self.pad == Pad::Pkcs1 && self.md.is_some();
+        if sig.len() > k || (exact && sig.len() != k) {
             return fail(
                 Reason::BadLength,
                 format!(
-                    "signature length {} does not match the {}-byte modulus",
-                    sig.len(),
-                    key.size()
+                    "signature length {} does not match the {k}-byte modulus",
+                    sig.len()
                 ),
             );
         }
-        key.public_op(Op::Verify, sig)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))
+        let padded;
+        let input = if sig.len() < k {
+            let mut v = vec![0u8; k - sig.len()];
+            v.extend_from_slice(sig);
+            padded = v;
+            &padded[..]
+        } else {
+            sig
+        };
+        let (em, backend) = key
+            .public_op_uncounted(Op::Verify, input)
+            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+        *used = Some(backend);
+        Ok(em)
+    }
+
+    /// Counts a verification (or recovery) once, with its final outcome: a
+    /// signature refused for its length, its padding or its digest is a
+    /// failed verification.
+    fn count_verify<T>(&self, body: impl FnOnce(&mut Option<Backend>) -> Result<T>) -> Result<T> {
+        let key = self.key()?;
+        let mut used = None;
+        let r = body(&mut used);
+        let backend = match (&r, used) {
+            (Ok(_), Some(b)) => b,
+            _ => Backend::Failed,
+        };
+        stats::record(Op::Verify, backend, key.bits());
+        r
     }
 
     fn verify_digest(&self, sig: &[u8], tbs: &[u8]) -> Result<()> {
+        self.count_verify(|used| self.verify_digest_uncounted(sig, tbs, used))
+    }
+
+    fn verify_digest_uncounted(
+        &self,
+        sig: &[u8],
+        tbs: &[u8],
+        used: &mut Option<Backend>,
+    ) -> Result<()> {
         let key = self.key()?;
         self.check_digest_len(tbs)?;
-        let em = self.open(sig)?;
+        let em = self.open(sig, used)?;
         let ok = match self.pad {
             Pad::Pkcs1 => match (padding::pkcs1_type1_decode(&em), self.md) {
                 (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
@@ -456,7 +528,11 @@ impl SigCtx {
     }
 
     fn recover(&self, sig: &[u8]) -> Result<Vec<u8>> {
-        let em = self.open(sig)?;
+        self.count_verify(|used| self.recover_uncounted(sig, used))
+    }
+
+    fn recover_uncounted(&self, sig: &[u8], used: &mut Option<Backend>) -> Result<Vec<u8>> {
+        let em = self.open(sig, used)?;
         match self.pad {
             Pad::None => Ok(em),
             Pad::Pkcs1 => {
@@ -673,7 +749,7 @@ unsafe extern "C" fn sign(
             return unsafe { report_size(siglen, k) };
         }
         // SAFETY: OpenSSL passes tbs valid for tbslen bytes.
-        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) })?;
+        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) }, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })
@@ -785,7 +861,7 @@ unsafe extern "C" fn digest_sign_final(
             return unsafe { report_size(siglen, k) };
         }
         let digest = c.finish_hash()?;
-        let s = c.sign_digest(&digest)?;
+        let s = c.sign_digest(&digest, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })
@@ -808,7 +884,7 @@ unsafe extern "C" fn digest_sign(
         // SAFETY: tbs is valid for tbslen bytes.
         c.hasher()?.update(unsafe { bytes(tbs, tbslen) })?;
         let digest = c.finish_hash()?;
-        let s = c.sign_digest(&digest)?;
+        let s = c.sign_digest(&digest, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })

@@ -855,17 +855,30 @@ impl RsaKey {
     /// The public-key primitive: input^e mod n, exactly size() bytes.
     /// Counted as `op`.
     pub fn public_op(&self, op: Op, input: &[u8]) -> Result<Vec<u8>, RsaError> {
-        let router = backend::current();
-        let r = self.public_op_inner(op, input, router.as_deref());
+        let r = self.public_op_uncounted(op, input);
         let backend = match &r {
             Ok((_, b)) => *b,
             Err(_) => Backend::Failed,
         };
-        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
-            router.log_op(op, self.bits, backend, format_args!("error: {e}"));
-        }
         stats::record(op, backend, self.bits);
         r.map(|(v, _)| v)
+    }
+
+    /// [`RsaKey::public_op`] without counting: returns the backend that
+    /// computed the result, and the caller counts the operation once its
+    /// own checks are done (a signature whose padding then fails is a
+    /// failed verification, counted once).
+    pub fn public_op_uncounted(
+        &self,
+        op: Op,
+        input: &[u8],
+    ) -> Result<(Vec<u8>, Backend), RsaError> {
+        let router = backend::current();
+        let r = self.public_op_inner(op, input, router.as_deref());
+        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
+            router.log_op(op, self.bits, Backend::Failed, format_args!("error: {e}"));
+        }
+        r
     }
 
     fn public_op_inner(
