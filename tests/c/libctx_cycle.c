@@ -2,10 +2,11 @@
  * An application that does its RSA in its own OSSL_LIB_CTX, as OpenSSL's
  * own tests and hardened programs do:
  *
- *   libctx_cycle CONFIG ROUNDS MODE
+ *   libctx_cycle CONFIG ROUNDS MODE [DEFAULT_CTX_PROVIDER]
  *
- * The default library context gets only the "null" provider, so it has no
- * random generator: anything that draws from it fails. Each round creates a
+ * The default library context gets only DEFAULT_CTX_PROVIDER ("null"
+ * unless given), so by default it has no random generator: anything that
+ * draws from it fails. With "default" there, only the teardown is tested. Each round creates a
  * library context, loads CONFIG into it (rustica + default, with
  * default_properties = ?provider=rustica), generates a key, signs and
  * verifies (PSS), encrypts and decrypts (OAEP), checks that rustica did
@@ -120,16 +121,18 @@ int main(int argc, char **argv)
     OSSL_PROVIDER *null_prov;
     int rounds, i, unload;
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: libctx_cycle CONFIG ROUNDS free|unload\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: libctx_cycle CONFIG ROUNDS free|unload [null|default]\n");
         return 2;
     }
     rounds = atoi(argv[2]);
     unload = strcmp(argv[3], "unload") == 0;
-    /* The default context: no random generator, no RSA. */
-    null_prov = OSSL_PROVIDER_load(NULL, "null");
-    if (null_prov == NULL)
-        return fail("loading the null provider") ? 1 : 1;
+    /* The default context: "null" = no random generator, no RSA. */
+    null_prov = OSSL_PROVIDER_load(NULL, argc == 5 ? argv[4] : "null");
+    if (null_prov == NULL) {
+        fail("loading the default context's provider");
+        return 1;
+    }
 
     for (i = 0; i < rounds; i++) {
         OSSL_LIB_CTX *lib = OSSL_LIB_CTX_new();
