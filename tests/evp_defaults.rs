@@ -6,6 +6,7 @@
 //! - MD5-SHA1, the TLS 1.0/1.1 digest, signs as PKCS#1 v1.5 without DigestInfo;
 //! - every refused signature or verification is counted as failed, with
 //!   one error line (no misleading second one).
+//!
 //! Each case proves rustica did the work with its counters.
 
 mod common;
