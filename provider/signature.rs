@@ -797,9 +797,14 @@ fn digest_init(
     purpose: Purpose,
     params: *const OSSL_PARAM,
 ) -> Result<c_int> {
+    // A re-initialisation (NULL key) with no digest name keeps the digest,
+    // as the default provider does.
+    let previous_md = c.md.filter(|_| provkey.is_null() && c.key.is_some());
     c.init(provkey, purpose, ptr::null())?;
     let name = if mdname.is_null() {
-        "SHA2-256".to_string()
+        previous_md
+            .map_or("SHA2-256", |md| md.info().aliases[0])
+            .to_string()
     } else {
         // SAFETY: OpenSSL passes a NUL-terminated digest name.
         unsafe { CStr::from_ptr(mdname) }
