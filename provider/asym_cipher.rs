@@ -14,7 +14,7 @@ use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPAT
 use crate::enc_padding::{self, Decoded, Oaep, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
-use crate::keymgmt::KeyObj;
+use crate::keymgmt::{KeyKind, KeyObj};
 use crate::params::{self, param, ParamTable, END, OCTETS, UINT, UTF8};
 use crate::prov::ProvCtx;
 
@@ -106,6 +106,12 @@ impl CipherCtx {
         let obj = unsafe { KeyObj::from_ptr(provkey) }.ok_or_else(|| {
             Error::new(Reason::MissingKey, "no key given to the cipher operation")
         })?;
+        if obj.kind == KeyKind::RsaPss {
+            return fail(
+                Reason::NotSupportedForKeyType,
+                "RSA-PSS keys are for signatures only: they cannot encrypt or decrypt",
+            );
+        }
         let key = Arc::clone(obj.rsa()?);
         if decrypt && !key.has_private() {
             return fail(
@@ -232,7 +238,7 @@ impl CipherCtx {
             let mut random = [0u8; TLS_PREMASTER_LEN];
             random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
             let em = key
-                .private_op(Op::Decrypt, c)
+                .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
                 .map_err(|e| Error::new(Reason::BadLength, e.0))?;
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
@@ -240,7 +246,7 @@ impl CipherCtx {
             return Ok(TLS_PREMASTER_LEN);
         }
         let em = key
-            .private_op(Op::Decrypt, c)
+            .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
             .map_err(|e| Error::new(Reason::BadLength, e.0))?;
         let decoded = match self.pad {
             EncPad::None => Decoded {

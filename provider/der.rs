@@ -48,8 +48,12 @@ fn uint(v: usize) -> Vec<u8> {
     tlv(0x02, &content)
 }
 
-/// DER of DigestInfo { AlgorithmIdentifier { digest OID, NULL }, OCTET STRING hash }.
+/// DER of DigestInfo { AlgorithmIdentifier { digest OID, NULL }, OCTET STRING hash };
+/// for MD5-SHA1 (no OID) the hash alone, as TLS 1.0/1.1 sign it.
 pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
+    if !md.has_oid() {
+        return hash.to_vec();
+    }
     let alg = seq(&[&oid(md.info().oid), NULL]);
     seq(&[&alg, &tlv(0x04, hash)])
 }

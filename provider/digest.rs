@@ -25,6 +25,9 @@ pub enum DigestId {
     Sha3_256,
     Sha3_384,
     Sha3_512,
+    /// MD5 and SHA-1 concatenated (36 bytes): what TLS 1.0 and 1.1 sign
+    /// with RSA, as PKCS#1 v1.5 without a DigestInfo.
+    Md5Sha1,
 }
 
 pub struct DigestInfo {
@@ -34,7 +37,8 @@ pub struct DigestInfo {
     /// Names accepted without a fetch (compared case-insensitively).
     pub aliases: &'static [&'static str],
     pub size: usize,
-    /// DER of the digest's OBJECT IDENTIFIER value (without tag and length).
+    /// DER of the digest's OBJECT IDENTIFIER value (without tag and length);
+    /// empty for MD5-SHA1, which has none and is signed without DigestInfo.
     pub oid: &'static [u8],
     /// DER of the sha*WithRSAEncryption signature algorithm OID value.
     pub pkcs1_sig_oid: &'static [u8],
@@ -58,7 +62,7 @@ macro_rules! nist_sig_oid {
     };
 }
 
-pub static DIGESTS: [DigestInfo; 11] = [
+pub static DIGESTS: [DigestInfo; 12] = [
     DigestInfo {
         id: DigestId::Sha1,
         name: c"SHA1",
@@ -147,6 +151,14 @@ pub static DIGESTS: [DigestInfo; 11] = [
         oid: nist_oid!(10),
         pkcs1_sig_oid: nist_sig_oid!(16),
     },
+    DigestInfo {
+        id: DigestId::Md5Sha1,
+        name: c"MD5-SHA1",
+        aliases: &["MD5-SHA1"],
+        size: 36,
+        oid: &[],
+        pkcs1_sig_oid: &[],
+    },
 ];
 
 impl DigestId {
@@ -160,6 +172,11 @@ impl DigestId {
     /// inside RSASSA-PSS parameters (all SHA-2 and SHA-3 here; SHA-1 too).
     pub fn is_nist(self) -> bool {
         self.info().oid.starts_with(&NIST_HASH)
+    }
+    /// False for MD5-SHA1: no OID, no DigestInfo, no PSS, no
+    /// AlgorithmIdentifier (it exists for TLS 1.0/1.1 signatures only).
+    pub fn has_oid(self) -> bool {
+        !self.info().oid.is_empty()
     }
 }
 
@@ -175,7 +192,7 @@ unsafe impl Sync for Md {}
 /// Per-provider cache of fetched digests, so operations never fetch per call.
 pub struct DigestCache {
     libctx: *mut ffi::OSSL_LIB_CTX,
-    slots: [OnceLock<Md>; 11],
+    slots: [OnceLock<Md>; 12],
 }
 // SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
 // is thread-safe; the slots are OnceLocks.
@@ -259,14 +276,28 @@ impl DigestCache {
     }
 }
 
-impl Drop for DigestCache {
-    fn drop(&mut self) {
+impl DigestCache {
+    /// Frees every cached digest. Must run while the library context the
+    /// digests were fetched from is still alive: the last reference to a
+    /// fetched EVP_MD releases its provider, and releasing a child
+    /// provider reads its library context. Called by the provider context
+    /// before it frees its child library context; afterwards the cache is
+    /// empty and dropping it does nothing.
+    pub fn release(&mut self) {
         for slot in &mut self.slots {
             if let Some(Md(md)) = slot.take() {
-                // SAFETY: each slot holds its own reference from EVP_MD_fetch.
+                // SAFETY: each slot holds its own reference from EVP_MD_fetch,
+                // and the library context it came from is still alive
+                // (the caller's contract above).
                 unsafe { ffi::EVP_MD_free(md) };
             }
         }
+    }
+}
+
+impl Drop for DigestCache {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -22,10 +22,16 @@ pub enum Reason {
     Unsupported = 9,
     BadPadding = 10,
     MissingKey = 11,
+    // The next reasons carry OpenSSL's own text, so callers (and OpenSSL's
+    // evp_test data) that match on it see what the default provider says.
+    InvalidMgf1Md = 12,
+    KeySizeTooSmall = 13,
+    InvalidSaltLength = 14,
+    NotSupportedForKeyType = 15,
 }
 
 impl Reason {
-    const ALL: [Reason; 11] = [
+    const ALL: [Reason; 15] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -37,6 +43,10 @@ impl Reason {
         Reason::Unsupported,
         Reason::BadPadding,
         Reason::MissingKey,
+        Reason::InvalidMgf1Md,
+        Reason::KeySizeTooSmall,
+        Reason::InvalidSaltLength,
+        Reason::NotSupportedForKeyType,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -52,6 +62,10 @@ impl Reason {
             Reason::Unsupported => b"unsupported operation\0",
             Reason::BadPadding => b"bad padding\0",
             Reason::MissingKey => b"no key\0",
+            Reason::InvalidMgf1Md => b"invalid mgf1 md\0",
+            Reason::KeySizeTooSmall => b"key size too small\0",
+            Reason::InvalidSaltLength => b"invalid salt length\0",
+            Reason::NotSupportedForKeyType => b"operation not supported for this keytype\0",
         }
     }
 }

@@ -253,7 +253,7 @@ unsafe extern "C" fn rsa_validate(
             (false, true) => KeyCheck::Private,
             _ => KeyCheck::Public,
         };
-        key.check(level).map_err(|e| {
+        key.check_in(obj.prov().rand_ctx(), level).map_err(|e| {
             Error::new(Reason::InvalidKey, format!("RSA key check failed: {}", e.0))
         })?;
         Ok(1)
@@ -591,7 +591,7 @@ impl GenCtx {
                 let bits = params::get_size(p)?;
                 if bits < ibmca_shim::MIN_BITS as usize {
                     return fail(
-                        Reason::InvalidParameter,
+                        Reason::KeySizeTooSmall,
                         format!(
                             "RSA key size {bits} is below the minimum of {} bits",
                             ibmca_shim::MIN_BITS
@@ -730,7 +730,7 @@ unsafe extern "C" fn rsa_gen(
         if g.selection & SELECT_KEYPAIR == 0 {
             return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
         }
-        let key = RsaKey::generate(g.bits, &g.e).map_err(|e| {
+        let key = RsaKey::generate_in(g.prov().rand_ctx(), g.bits, &g.e).map_err(|e| {
             Error::new(
                 Reason::KeyGeneration,
                 format!("RSA key generation failed: {}", e.0),

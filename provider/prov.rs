@@ -46,6 +46,14 @@ impl ProvCtx {
         }
     }
 
+    /// The library context the RSA primitive draws random numbers from
+    /// (blinding, primes): rustica's child of the context it was loaded into.
+    pub fn rand_ctx(&self) -> ibmca_shim::LibCtx {
+        // SAFETY: the child library context lives until teardown, after
+        // every operation that could use it has ended.
+        unsafe { ibmca_shim::LibCtx::from_ptr(self.libctx) }
+    }
+
     /// The backend that RSA operations run on.
     pub fn backend_name(&self) -> &'static CStr {
         match ibmca_shim::backend::active_name() {
@@ -65,12 +73,25 @@ impl ProvCtx {
 }
 
 impl Drop for ProvCtx {
+    /// Runs in teardown, in every order OpenSSL tears down: the application's
+    /// OSSL_LIB_CTX_free, OPENSSL_cleanup at exit, provider unload. In each,
+    /// the parent context's providers that our child context mirrors are
+    /// still referenced by the child, so the child and what was fetched from
+    /// it are intact here; the parent may be half gone, and we touch
+    /// nothing of it directly. The order matters:
+    /// 1. the fetched EVP_MDs, while the child context lives: their last
+    ///    reference releases a child provider, which reads the child
+    ///    context (freed after it, it read freed memory: a crash in evp_test,
+    ///    a hang on a destroyed lock at exit);
+    /// 2. the child context, which releases its providers and, through the
+    ///    core, their parents.
     fn drop(&mut self) {
+        self.digests.release();
         if !self.libctx.is_null() {
-            // SAFETY: created by OSSL_LIB_CTX_new_child and owned by us; the
-            // digest cache (which used it) is dropped after this, but it only
-            // frees fetched EVP_MDs, which hold their own references.
+            // SAFETY: created by OSSL_LIB_CTX_new_child and owned by us;
+            // nothing fetched from it is held any more (step 1).
             unsafe { ffi::OSSL_LIB_CTX_free(self.libctx) };
+            self.libctx = ptr::null_mut();
         }
     }
 }
@@ -203,25 +224,45 @@ pub unsafe extern "C" fn OSSL_provider_init(
         }
         Ok(1)
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(init)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
+    // Everything, the error reporting included, runs inside the boundary.
+    let body = || match init() {
+        Ok(v) => v,
+        Err(e) => {
             sink.raise(&e);
             // OpenSSL 3.0 discards errors from a provider activated by
             // openssl.cnf, so a misconfiguration would otherwise leave no
             // trace at all: say it once on stderr too.
             if e.reason == Reason::Config {
-                eprintln!("rustica: not loaded: {}", e.message);
+                stderr_line(&format!("rustica: not loaded: {}\n", e.message));
             }
             0
         }
-        Err(_) => {
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(v) => v,
+        Err(_) => quiet(0, || {
             sink.raise(&Error::new(
                 Reason::Internal,
                 "internal error during initialisation",
             ));
             0
+        }),
+    }
+}
+
+/// Writes `line` to file descriptor 2, best effort. Unlike `eprintln!`, it
+/// never panics: stderr may be closed, a full device (/dev/full) or a pipe
+/// nobody reads, and the host program's stderr is not ours to fail on.
+fn stderr_line(line: &str) {
+    let mut rest = line.as_bytes();
+    while !rest.is_empty() {
+        // SAFETY: writes from a live slice of `rest.len()` bytes; fd 2 may
+        // be closed or anything else, in which case write fails harmlessly.
+        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            return;
         }
+        rest = &rest[(n as usize).min(rest.len())..];
     }
 }
 

@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use ibmca_shim::{Op, RsaKey};
+use ibmca_shim::{stats, Backend, Op, RsaKey};
 
 use crate::boundary::{guard, quiet};
 use crate::der;
@@ -117,13 +117,22 @@ impl SigCtx {
     ) -> Result<()> {
         // SAFETY: provkey is a key object of rustica's key manager (OpenSSL
         // only pairs our signature with our keymgmt) or NULL.
-        let obj = unsafe { KeyObj::from_ptr(provkey) }.ok_or_else(|| {
-            Error::new(
-                Reason::MissingKey,
-                "no key given to the signature operation",
-            )
-        })?;
-        let key = Arc::clone(obj.rsa()?);
+        let (key, pss_only, restrict) = match unsafe { KeyObj::from_ptr(provkey) } {
+            Some(obj) => (Arc::clone(obj.rsa()?), obj.kind == KeyKind::RsaPss, obj.pss),
+            // A NULL key re-initialises with the key already set, as the
+            // default provider does (`openssl dgst` resets its digest BIO
+            // that way after every verification).
+            None => match &self.key {
+                Some(k) => (Arc::clone(k), self.pss_only, self.restrict),
+                None => {
+                    return fail(
+                        Reason::MissingKey,
+                        "no key given to the signature operation",
+                    )
+                }
+            },
+        };
+        let key_bits = key.bits();
         if purpose == Purpose::Sign && !key.has_private() {
             return fail(
                 Reason::MissingKey,
@@ -138,8 +147,8 @@ impl SigCtx {
         self.saltlen = SALT_AUTO;
         self.hasher = None;
         self.hashing = false;
-        self.pss_only = obj.kind == KeyKind::RsaPss;
-        self.restrict = obj.pss;
+        self.pss_only = pss_only;
+        self.restrict = restrict;
         if self.pss_only {
             if purpose == Purpose::VerifyRecover {
                 return fail(
@@ -149,6 +158,22 @@ impl SigCtx {
             }
             self.pad = Pad::Pss;
             if let Some(r) = self.restrict {
+                // A key whose own minimum salt cannot fit its modulus can
+                // never sign or verify: refused at init, as OpenSSL does.
+                let em_len = (key_bits as usize - 1).div_ceil(8);
+                let room = em_len.saturating_sub(r.md.size() + 2);
+                if r.min_salt > room {
+                    return fail(
+                        Reason::InvalidSaltLength,
+                        format!(
+                            "this RSA-PSS key requires a salt of at least {} bytes; \
+                             a {}-bit key with {} has room for {room}",
+                            r.min_salt,
+                            key_bits,
+                            r.md.info().name.to_string_lossy()
+                        ),
+                    );
+                }
                 self.md = Some(r.md);
                 self.mgf1 = Some(r.mgf1);
                 self.saltlen = r.min_salt as i32;
@@ -173,6 +198,19 @@ impl SigCtx {
 
     fn set_md(&mut self, id: DigestId) -> Result<()> {
         self.check_restricted("digest", self.restrict.map(|r| r.md), id)?;
+        // Rejected when set (as OpenSSL does), not later at sign/verify.
+        if self.pad == Pad::None {
+            return fail(
+                Reason::InvalidParameter,
+                "padding mode none cannot be used with a digest",
+            );
+        }
+        if self.pad == Pad::Pss && !id.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
         if self.hashing && self.md != Some(id) {
             return fail(
                 Reason::InvalidParameter,
@@ -218,7 +256,25 @@ impl SigCtx {
                         "RSA-PSS keys can only be used with PSS padding",
                     );
                 }
+                if pad == Pad::None && self.md.is_some() {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "padding mode none cannot be used with a digest",
+                    );
+                }
+                if pad == Pad::Pss && self.md.is_some_and(|md| !md.has_oid()) {
+                    return fail(
+                        Reason::UnsupportedDigest,
+                        "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+                    );
+                }
                 self.pad = pad;
+                // OpenSSL's default for PSS without a digest (a raw
+                // EVP_PKEY_sign/verify of a precomputed hash): SHA-1, and
+                // MGF1 with the same digest. A digest set later replaces it.
+                if pad == Pad::Pss && self.md.is_none() {
+                    self.md = Some(DigestId::Sha1);
+                }
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN) {
                 if self.pad != Pad::Pss {
@@ -250,11 +306,28 @@ impl SigCtx {
                         format!("PSS salt length {v} is not valid"),
                     );
                 }
+                // A restricted RSA-PSS key's minimum is enforced when set.
+                let fixed = match v {
+                    SALT_DIGEST => self.md.map(|md| md.size() as i32),
+                    v if v >= 0 => Some(v),
+                    _ => None,
+                };
+                if let (Some(r), Some(len)) = (self.restrict, fixed) {
+                    if (len as usize) < r.min_salt {
+                        return fail(
+                            Reason::InvalidSaltLength,
+                            format!(
+                                "PSS salt length {len} is below this key's minimum of {}",
+                                r.min_salt
+                            ),
+                        );
+                    }
+                }
                 self.saltlen = v;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST) {
                 if self.pad != Pad::Pss {
-                    return fail(Reason::InvalidParameter, "an MGF1 digest needs PSS padding");
+                    return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
                 }
                 let id = prov.digests.resolve(params::get_str(p)?)?;
                 self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
@@ -268,6 +341,12 @@ impl SigCtx {
         let md = self
             .md
             .ok_or_else(|| Error::new(Reason::InvalidParameter, "PSS padding needs a digest"))?;
+        if !md.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
         Ok(Pss {
             digests: &self.prov().digests,
             md,
@@ -291,10 +370,28 @@ impl SigCtx {
         }
     }
 
-    /// Signs a precomputed digest (or raw data when no digest is set).
-    fn sign_digest(&self, tbs: &[u8]) -> Result<zeroize::Zeroizing<Vec<u8>>> {
+    /// Signs a precomputed digest (or raw data when no digest is set) for an
+    /// output buffer of `room` bytes. A refusal before the primitive runs
+    /// (a length, the encoding) is counted as a failed signature here; the
+    /// primitive counts its own outcome.
+    fn sign_digest(&self, tbs: &[u8], room: usize) -> Result<zeroize::Zeroizing<Vec<u8>>> {
         let key = self.key()?;
+        let em = self
+            .encode_for_signing(key, tbs, room)
+            .inspect_err(|_| stats::record(Op::Sign, Backend::Failed, key.bits()))?;
+        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
+            .map_err(|e| Error::new(Reason::BadLength, e.0))
+    }
+
+    /// The encoded message that `sign_digest` exponentiates.
+    fn encode_for_signing(&self, key: &RsaKey, tbs: &[u8], room: usize) -> Result<Vec<u8>> {
         let k = key.size();
+        if room < k {
+            return fail(
+                Reason::BadLength,
+                format!("output buffer holds {room} bytes, {k} needed"),
+            );
+        }
         self.check_digest_len(tbs)?;
         let em = match self.pad {
             Pad::Pkcs1 => {
@@ -339,31 +436,77 @@ impl SigCtx {
             }
             Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
         };
-        key.private_op(Op::Sign, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        Ok(em)
     }
 
-    /// The encoded message inside a signature.
-    fn open(&self, sig: &[u8]) -> Result<Vec<u8>> {
+    /// The encoded message inside a signature; `used` learns the backend
+    /// that computed it.
+    ///
+    /// Length, as the default provider (OpenSSL 3.0) does it: PKCS#1 v1.5
+    /// with a digest needs exactly the modulus length (RSA_verify); PSS, no
+    /// padding, and PKCS#1 v1.5 without a digest take a shorter signature
+    /// as the same integer, left-padded with zeros. RFC 8017 (8.1.2 and
+    /// 8.2.2, step 1) asks for the exact length; rustica follows OpenSSL
+    /// because a peer that strips a leading zero byte (about 1 signature in
+    /// 256) must not fail only when rustica is loaded, and the shorter form
+    /// is the same number, so no other signature becomes valid.
+    fn open(&self, sig: &[u8], used: &mut Option<Backend>) -> Result<Vec<u8>> {
         let key = self.key()?;
-        if sig.len() != key.size() {
+        let k = key.size();
+        let exact = self.pad == Pad::Pkcs1 && self.md.is_some();
+        if sig.len() > k || (exact && sig.len() != k) {
             return fail(
                 Reason::BadLength,
                 format!(
-                    "signature length {} does not match the {}-byte modulus",
-                    sig.len(),
-                    key.size()
+                    "signature length {} does not match the {k}-byte modulus",
+                    sig.len()
                 ),
             );
         }
-        key.public_op(Op::Verify, sig)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))
+        let padded;
+        let input = if sig.len() < k {
+            let mut v = vec![0u8; k - sig.len()];
+            v.extend_from_slice(sig);
+            padded = v;
+            &padded[..]
+        } else {
+            sig
+        };
+        let (em, backend) = key
+            .public_op_uncounted(Op::Verify, input)
+            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+        *used = Some(backend);
+        Ok(em)
+    }
+
+    /// Counts a verification (or recovery) once, with its final outcome: a
+    /// signature refused for its length, its padding or its digest is a
+    /// failed verification.
+    fn count_verify<T>(&self, body: impl FnOnce(&mut Option<Backend>) -> Result<T>) -> Result<T> {
+        let key = self.key()?;
+        let mut used = None;
+        let r = body(&mut used);
+        let backend = match (&r, used) {
+            (Ok(_), Some(b)) => b,
+            _ => Backend::Failed,
+        };
+        stats::record(Op::Verify, backend, key.bits());
+        r
     }
 
     fn verify_digest(&self, sig: &[u8], tbs: &[u8]) -> Result<()> {
+        self.count_verify(|used| self.verify_digest_uncounted(sig, tbs, used))
+    }
+
+    fn verify_digest_uncounted(
+        &self,
+        sig: &[u8],
+        tbs: &[u8],
+        used: &mut Option<Backend>,
+    ) -> Result<()> {
         let key = self.key()?;
         self.check_digest_len(tbs)?;
-        let em = self.open(sig)?;
+        let em = self.open(sig, used)?;
         let ok = match self.pad {
             Pad::Pkcs1 => match (padding::pkcs1_type1_decode(&em), self.md) {
                 (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
@@ -385,7 +528,11 @@ impl SigCtx {
     }
 
     fn recover(&self, sig: &[u8]) -> Result<Vec<u8>> {
-        let em = self.open(sig)?;
+        self.count_verify(|used| self.recover_uncounted(sig, used))
+    }
+
+    fn recover_uncounted(&self, sig: &[u8], used: &mut Option<Backend>) -> Result<Vec<u8>> {
+        let em = self.open(sig, used)?;
         match self.pad {
             Pad::None => Ok(em),
             Pad::Pkcs1 => {
@@ -434,7 +581,9 @@ impl SigCtx {
     }
 
     fn algorithm_id(&self) -> Result<Option<Vec<u8>>> {
-        let Some(md) = self.md else { return Ok(None) };
+        let Some(md) = self.md.filter(|md| md.has_oid()) else {
+            return Ok(None);
+        };
         Ok(match self.pad {
             Pad::Pkcs1 => Some(der::pkcs1_algorithm_id(md)),
             Pad::Pss => {
@@ -600,7 +749,7 @@ unsafe extern "C" fn sign(
             return unsafe { report_size(siglen, k) };
         }
         // SAFETY: OpenSSL passes tbs valid for tbslen bytes.
-        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) })?;
+        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) }, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })
@@ -648,9 +797,14 @@ fn digest_init(
     purpose: Purpose,
     params: *const OSSL_PARAM,
 ) -> Result<c_int> {
+    // A re-initialisation (NULL key) with no digest name keeps the digest,
+    // as the default provider does.
+    let previous_md = c.md.filter(|_| provkey.is_null() && c.key.is_some());
     c.init(provkey, purpose, ptr::null())?;
     let name = if mdname.is_null() {
-        "SHA2-256".to_string()
+        previous_md
+            .map_or("SHA2-256", |md| md.info().aliases[0])
+            .to_string()
     } else {
         // SAFETY: OpenSSL passes a NUL-terminated digest name.
         unsafe { CStr::from_ptr(mdname) }
@@ -712,7 +866,7 @@ unsafe extern "C" fn digest_sign_final(
             return unsafe { report_size(siglen, k) };
         }
         let digest = c.finish_hash()?;
-        let s = c.sign_digest(&digest)?;
+        let s = c.sign_digest(&digest, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })
@@ -735,7 +889,7 @@ unsafe extern "C" fn digest_sign(
         // SAFETY: tbs is valid for tbslen bytes.
         c.hasher()?.update(unsafe { bytes(tbs, tbslen) })?;
         let digest = c.finish_hash()?;
-        let s = c.sign_digest(&digest)?;
+        let s = c.sign_digest(&digest, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })

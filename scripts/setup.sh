@@ -3,8 +3,10 @@
 # Safe to run repeatedly: it only installs what is missing.
 set -euo pipefail
 need=()
-# nginx-light, curl and python3 are peers of the system-wide tests.
-for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3; do
+# nginx-light, curl and python3 are peers of the system-wide tests; valgrind
+# runs the library-context lifecycle test (tests/lifecycle.rs); dpkg-dev
+# unpacks the OpenSSL source for scripts/evp-test.sh.
+for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3 valgrind dpkg-dev make perl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -92,6 +92,7 @@ fn pss_salt_too_long_for_the_key_is_refused() {
     let key = lab.genkey(1024, "k.pem");
     let doc = lab.write("doc.txt", b"salt");
     let before = lab.stats().total(Op::Sign);
+    let before_failed = lab.stats().get(Op::Sign, Backend::Failed);
     let out = lab.fails(
         Side::RusticaConfig,
         &[
@@ -107,7 +108,10 @@ fn pss_salt_too_long_for_the_key_is_refused() {
         ],
     );
     assert!(out.contains("too large for a 1024-bit key"), "{out}");
-    assert_eq!(lab.stats().total(Op::Sign), before);
+    // Refused before any exponentiation, and counted as a failed signature.
+    let after = lab.stats();
+    assert_eq!(after.total(Op::Sign), before + 1);
+    assert_eq!(after.get(Op::Sign, Backend::Failed), before_failed + 1);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::os::raw::{c_int, c_void};
 use std::ptr::NonNull;
 
-use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX};
+use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX, OSSL_LIB_CTX};
 use zeroize::Zeroizing;
 
 use crate::rsa::RsaError;
@@ -65,7 +65,23 @@ extern "C" {
     fn BN_is_zero(a: *const BIGNUM) -> c_int;
     fn BN_is_one(a: *const BIGNUM) -> c_int;
     fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
-    fn BN_priv_rand_range(r: *mut BIGNUM, range: *const BIGNUM) -> c_int;
+    fn BN_CTX_secure_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
+    fn BN_CTX_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
+    fn BN_priv_rand_range_ex(
+        r: *mut BIGNUM,
+        range: *const BIGNUM,
+        strength: std::os::raw::c_uint,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_generate_prime_ex2(
+        ret: *mut BIGNUM,
+        bits: c_int,
+        safe: c_int,
+        add: *const BIGNUM,
+        rem: *const BIGNUM,
+        cb: *mut c_void,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
     fn BN_check_prime(p: *const BIGNUM, ctx: *mut BN_CTX, cb: *mut c_void) -> c_int;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
@@ -228,6 +244,34 @@ impl Bn {
     }
 }
 
+/// The OpenSSL library context whose random generator the primitive draws
+/// from (blinding, prime generation, primality tests): the one the provider
+/// was loaded into, so an application that does its crypto in its own
+/// `OSSL_LIB_CTX` (with no RNG in the default one) works. NULL means
+/// OpenSSL's default context.
+#[derive(Clone, Copy, Debug)]
+pub struct LibCtx(*mut OSSL_LIB_CTX);
+
+// SAFETY: an OSSL_LIB_CTX is designed for use from any thread; LibCtx only
+// passes the pointer to libcrypto functions that take it.
+unsafe impl Send for LibCtx {}
+// SAFETY: as for Send; nothing is read or written through the pointer here.
+unsafe impl Sync for LibCtx {}
+
+impl LibCtx {
+    /// OpenSSL's default library context.
+    pub const DEFAULT: LibCtx = LibCtx(std::ptr::null_mut());
+
+    /// Wraps a library context pointer (any pointer type; NULL = default).
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or a live `OSSL_LIB_CTX` that outlives every
+    /// operation given this value.
+    pub unsafe fn from_ptr<T>(ptr: *mut T) -> LibCtx {
+        LibCtx(ptr.cast())
+    }
+}
+
 /// An owned BN_CTX (scratch space for one thread at a time).
 pub(crate) struct BnCtx(NonNull<BN_CTX>);
 
@@ -240,17 +284,20 @@ impl Drop for BnCtx {
 }
 
 impl BnCtx {
-    pub(crate) fn new() -> Result<BnCtx, RsaError> {
-        // SAFETY: no preconditions; secure variant keeps temporaries in the
-        // secure heap when one is configured, and clears them either way.
-        Self::wrap(unsafe { openssl_sys::BN_CTX_secure_new() })
+    /// Scratch space for secrets, drawing randomness from `libctx`.
+    pub(crate) fn new(libctx: LibCtx) -> Result<BnCtx, RsaError> {
+        // SAFETY: libctx is NULL or live (LibCtx::from_ptr's contract); the
+        // secure variant keeps temporaries in the secure heap when one is
+        // configured, and clears them either way.
+        Self::wrap(unsafe { BN_CTX_secure_new_ex(libctx.0) })
     }
 
     /// Scratch space for public operations only (no secrets pass through
     /// it, so it skips the secure heap and the clearing).
     pub(crate) fn new_public() -> Result<BnCtx, RsaError> {
-        // SAFETY: no preconditions.
-        Self::wrap(unsafe { openssl_sys::BN_CTX_new() })
+        // SAFETY: NULL selects the default library context; public
+        // operations draw no random numbers.
+        Self::wrap(unsafe { BN_CTX_new_ex(std::ptr::null_mut()) })
     }
 
     fn wrap(p: *mut BN_CTX) -> Result<BnCtx, RsaError> {
@@ -571,35 +618,39 @@ pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaEr
     Ok((q, rem))
 }
 
-/// Uniform in [0, range), from the private DRBG.
-pub(crate) fn priv_rand_range(range: &Bn) -> Result<Bn, RsaError> {
+/// Uniform in [0, range), from the private DRBG of `ctx`'s library context.
+pub(crate) fn priv_rand_range(range: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     let mut r = Bn::new()?;
-    // SAFETY: valid BIGNUMs, r distinct.
+    // SAFETY: valid BIGNUMs, r distinct; ctx is exclusive and carries the
+    // library context whose DRBG is used.
     check(
-        unsafe { BN_priv_rand_range(r.as_mut_ptr(), range.as_ptr()) },
-        "BN_priv_rand_range",
+        unsafe { BN_priv_rand_range_ex(r.as_mut_ptr(), range.as_ptr(), 0, ctx.as_mut_ptr()) },
+        "BN_priv_rand_range_ex",
     )?;
     Ok(r)
 }
 
-/// A random prime of exactly `bits` bits (top two bits set).
-pub(crate) fn generate_prime(bits: u32) -> Result<Bn, RsaError> {
+/// A random prime of exactly `bits` bits (top two bits set), from the
+/// random generator of `ctx`'s library context.
+pub(crate) fn generate_prime(bits: u32, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     let mut p = Bn::new()?;
     p.set_consttime();
     let b = c_int::try_from(bits).map_err(|_| RsaError("prime size too large".into()))?;
-    // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs.
+    // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
+    // is exclusive.
     check(
         unsafe {
-            openssl_sys::BN_generate_prime_ex(
+            BN_generate_prime_ex2(
                 p.as_mut_ptr(),
                 b,
                 0,
                 std::ptr::null(),
                 std::ptr::null(),
                 std::ptr::null_mut(),
+                ctx.as_mut_ptr(),
             )
         },
-        "BN_generate_prime_ex",
+        "BN_generate_prime_ex2",
     )?;
     Ok(p)
 }

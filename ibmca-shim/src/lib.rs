@@ -28,5 +28,6 @@ pub const CONFIG_KEYS: [&str; 6] = [
     "debug-path",
 ];
 
+pub use bn::LibCtx;
 pub use rsa::{KeyCheck, RsaError, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
 pub use stats::{Backend, Op};

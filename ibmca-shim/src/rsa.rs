@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use zeroize::Zeroizing;
 
 use crate::backend::{self, Router};
-use crate::bn::{self, Bn, BnCtx, MontCtx};
+use crate::bn::{self, Bn, BnCtx, LibCtx, MontCtx};
 use crate::libica::convert::{self, CrtKey, ModExpoKey};
 use crate::libica::Libica;
 use crate::software;
@@ -221,7 +221,7 @@ impl RsaKey {
                 )
             }
         };
-        let mut ctx = BnCtx::new()?;
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT)?;
         Self::assemble(n, e, d, crt, &mut ctx)
     }
 
@@ -353,8 +353,14 @@ impl RsaKey {
     }
 
     /// Generates a two-prime key of exactly `bits` bits with public
-    /// exponent `e` (big-endian). Counted as [`Op::Keygen`].
+    /// exponent `e` (big-endian), with OpenSSL's default library context's
+    /// random generator. Counted as [`Op::Keygen`].
     pub fn generate(bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
+        Self::generate_in(LibCtx::DEFAULT, bits, e)
+    }
+
+    /// [`RsaKey::generate`] with the random numbers of `libctx`.
+    pub fn generate_in(libctx: LibCtx, bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
         let router = backend::current();
         let params = match router.as_deref().map(Router::check_available) {
             Some(Err(x)) => Err(x),
@@ -366,13 +372,13 @@ impl RsaKey {
                 .as_deref()
                 .and_then(|r| r.offload(bits).map(|l| (r, l)))
             {
-                Some((router, ica)) => match Self::generate_libica(ica, bits, &e) {
+                Some((router, ica)) => match Self::generate_libica(libctx, ica, bits, &e) {
                     Ok(k) => {
                         router.log_op(Op::Keygen, bits, Backend::Libica, format_args!("ok"));
                         (Ok(k), Backend::Libica)
                     }
                     Err(why) => {
-                        let r = Self::generate_inner(bits, e);
+                        let r = Self::generate_inner(libctx, bits, e);
                         let b = if r.is_ok() {
                             Backend::Fallback
                         } else {
@@ -383,7 +389,7 @@ impl RsaKey {
                     }
                 },
                 None => {
-                    let r = Self::generate_inner(bits, e);
+                    let r = Self::generate_inner(libctx, bits, e);
                     let b = if r.is_ok() {
                         Backend::Software
                     } else {
@@ -420,7 +426,7 @@ impl RsaKey {
 
     /// Key generation on libica; the key is accepted only if it is a
     /// consistent key of exactly `bits` bits with exponent `e`.
-    fn generate_libica(ica: &Libica, bits: u32, e: &Bn) -> Result<RsaKey, String> {
+    fn generate_libica(libctx: LibCtx, ica: &Libica, bits: u32, e: &Bn) -> Result<RsaKey, String> {
         let key_length = (bits as usize).div_ceil(8);
         let e_bytes = e.to_be();
         // libica reads the exponent from the last sizeof(unsigned long)
@@ -462,19 +468,19 @@ impl RsaKey {
                 key.bits
             ));
         }
-        key.check(KeyCheck::Pair)
+        key.check_in(libctx, KeyCheck::Pair)
             .map_err(|x| format!("libica generated an inconsistent key: {x}"))?;
         Ok(key)
     }
 
-    fn generate_inner(bits: u32, e: Bn) -> Result<RsaKey, RsaError> {
+    fn generate_inner(libctx: LibCtx, bits: u32, e: Bn) -> Result<RsaKey, RsaError> {
         let pbits = bits.div_ceil(2);
         let qbits = bits - pbits;
         let min_diff_bits = bits / 2 - 100;
-        let mut ctx = BnCtx::new()?;
+        let mut ctx = BnCtx::new(libctx)?;
         let prime_for_e = |nbits: u32, ctx: &mut BnCtx| -> Result<Bn, RsaError> {
             loop {
-                let p = bn::generate_prime(nbits)?;
+                let p = bn::generate_prime(nbits, ctx)?;
                 let p1 = bn::minus_one(&p)?;
                 if bn::gcd(&e, &p1, ctx)?.is_one() {
                     return Ok(p);
@@ -572,6 +578,12 @@ impl RsaKey {
 
     /// Validates the key; the error says what does not match.
     pub fn check(&self, level: KeyCheck) -> Result<(), RsaError> {
+        self.check_in(LibCtx::DEFAULT, level)
+    }
+
+    /// [`RsaKey::check`] with the random numbers (primality tests, the
+    /// round trip of a key without primes) of `libctx`.
+    pub fn check_in(&self, libctx: LibCtx, level: KeyCheck) -> Result<(), RsaError> {
         check_public(&self.n, &self.e)?;
         if level == KeyCheck::Public {
             return Ok(());
@@ -588,7 +600,7 @@ impl RsaKey {
         if level == KeyCheck::Private {
             return Ok(());
         }
-        let mut ctx = BnCtx::new()?;
+        let mut ctx = BnCtx::new(libctx)?;
         match &private.crt {
             Some(c) => self.check_crt(&private.d, c, &mut ctx),
             None => self.check_d_only(&private.d, &mut ctx),
@@ -634,7 +646,7 @@ impl RsaKey {
 
     /// Without the primes, d is checked by a round trip on a random value.
     fn check_d_only(&self, d: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-        let x = bn::priv_rand_range(&self.n)?;
+        let x = bn::priv_rand_range(&self.n, ctx)?;
         let y = software::d_exp(d, &x, &self.n, &self.mont_n, ctx)?;
         let mut z = Bn::new()?;
         bn::mod_exp_public(&mut z, &y, &self.e, &self.n, &self.mont_n, ctx)?;
@@ -663,10 +675,21 @@ impl RsaKey {
     /// The private-key primitive: c^d mod n, blinded, by CRT when the key
     /// has the CRT parts, with the result checked with e (on mismatch,
     /// recomputed with d alone and checked again). Output: exactly size()
-    /// bytes. Counted as `op`.
+    /// bytes. Counted as `op`. Blinding draws from OpenSSL's default library
+    /// context; the provider uses [`RsaKey::private_op_in`].
     pub fn private_op(&self, op: Op, input: &[u8]) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+        self.private_op_in(LibCtx::DEFAULT, op, input)
+    }
+
+    /// [`RsaKey::private_op`] with the blinding values drawn from `libctx`.
+    pub fn private_op_in(
+        &self,
+        libctx: LibCtx,
+        op: Op,
+        input: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, RsaError> {
         let router = backend::current();
-        let r = self.private_op_inner(op, input, router.as_deref());
+        let r = self.private_op_inner(libctx, op, input, router.as_deref());
         let backend = match &r {
             Ok((_, b)) => *b,
             Err(_) => Backend::Failed,
@@ -680,6 +703,7 @@ impl RsaKey {
 
     fn private_op_inner(
         &self,
+        libctx: LibCtx,
         op: Op,
         input: &[u8],
         router: Option<&Router>,
@@ -691,7 +715,7 @@ impl RsaKey {
             return err("key has no private part");
         };
         let c = self.parse_input(input)?;
-        let mut ctx = BnCtx::new()?;
+        let mut ctx = BnCtx::new(libctx)?;
         let (blinded, ai) = self.blind(&c, &mut ctx)?;
 
         // libica first, when routed there; its result must pass the same
@@ -815,7 +839,7 @@ impl RsaKey {
 
     fn new_blinding(&self, pid: libc::pid_t, ctx: &mut BnCtx) -> Result<Blinding, RsaError> {
         for _ in 0..64 {
-            let mut r = bn::priv_rand_range(&self.n)?;
+            let mut r = bn::priv_rand_range(&self.n, ctx)?;
             r.set_consttime();
             if r.is_zero() || r.is_one() {
                 continue;
@@ -844,17 +868,30 @@ impl RsaKey {
     /// The public-key primitive: input^e mod n, exactly size() bytes.
     /// Counted as `op`.
     pub fn public_op(&self, op: Op, input: &[u8]) -> Result<Vec<u8>, RsaError> {
-        let router = backend::current();
-        let r = self.public_op_inner(op, input, router.as_deref());
+        let r = self.public_op_uncounted(op, input);
         let backend = match &r {
             Ok((_, b)) => *b,
             Err(_) => Backend::Failed,
         };
-        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
-            router.log_op(op, self.bits, backend, format_args!("error: {e}"));
-        }
         stats::record(op, backend, self.bits);
         r.map(|(v, _)| v)
+    }
+
+    /// [`RsaKey::public_op`] without counting: returns the backend that
+    /// computed the result, and the caller counts the operation once its
+    /// own checks are done (a signature whose padding then fails is a
+    /// failed verification, counted once).
+    pub fn public_op_uncounted(
+        &self,
+        op: Op,
+        input: &[u8],
+    ) -> Result<(Vec<u8>, Backend), RsaError> {
+        let router = backend::current();
+        let r = self.public_op_inner(op, input, router.as_deref());
+        if let (Some(router), Err(e)) = (router.as_deref(), &r) {
+            router.log_op(op, self.bits, Backend::Failed, format_args!("error: {e}"));
+        }
+        r
     }
 
     fn public_op_inner(

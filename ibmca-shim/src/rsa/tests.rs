@@ -479,3 +479,66 @@ fn bench_private_op() {
         println!("rsa{bits}: {:.0} private ops/s", n as f64 / dt);
     }
 }
+
+/// A library context holding only OpenSSL's "null" provider, which has no
+/// random generator: freed when dropped.
+struct NoRngContext(
+    *mut openssl_sys::OSSL_LIB_CTX,
+    *mut openssl_sys::OSSL_PROVIDER,
+);
+
+impl NoRngContext {
+    fn new() -> NoRngContext {
+        // SAFETY: plain library calls with a valid NUL-terminated name.
+        unsafe {
+            let ctx = openssl_sys::OSSL_LIB_CTX_new();
+            assert!(!ctx.is_null());
+            let null = openssl_sys::OSSL_PROVIDER_load(ctx, c"null".as_ptr());
+            assert!(!null.is_null());
+            NoRngContext(ctx, null)
+        }
+    }
+    fn libctx(&self) -> LibCtx {
+        // SAFETY: the context lives as long as self, longer than each use.
+        unsafe { LibCtx::from_ptr(self.0) }
+    }
+}
+
+impl Drop for NoRngContext {
+    fn drop(&mut self) {
+        // SAFETY: both were created in new() and are freed once, provider first.
+        unsafe {
+            openssl_sys::OSSL_PROVIDER_unload(self.1);
+            openssl_sys::OSSL_LIB_CTX_free(self.0);
+        }
+    }
+}
+
+/// Key generation, blinding and key checks draw from the library context
+/// they are given, not from OpenSSL's default one: with a context that has
+/// no random generator they fail, with the default one they work.
+#[test]
+fn random_numbers_come_from_the_given_library_context() {
+    let none = NoRngContext::new();
+    assert!(RsaKey::generate_in(none.libctx(), 1024, E).is_err());
+    let x = vec![0x42; 8];
+    // A fresh key: no blinding value cached yet, so the first private
+    // operation must draw one.
+    let fresh = RsaKey::from_parts(key(1024).export_private().unwrap()).unwrap();
+    assert!(fresh.private_op_in(none.libctx(), Op::Sign, &x).is_err());
+    let s = fresh.private_op_in(LibCtx::DEFAULT, Op::Sign, &x).unwrap();
+    assert_eq!(fresh.public_op(Op::Verify, &s).unwrap()[128 - 8..], x[..]);
+    let without_primes = RsaKey::from_parts(RsaParts {
+        p: None,
+        q: None,
+        dp: None,
+        dq: None,
+        qinv: None,
+        ..key(1024).export_private().unwrap()
+    })
+    .unwrap();
+    assert!(without_primes
+        .check_in(none.libctx(), KeyCheck::Pair)
+        .is_err());
+    without_primes.check(KeyCheck::Pair).unwrap();
+}
