@@ -479,6 +479,30 @@ impl SigCtx {
         Ok(em)
     }
 
+    /// When libica computed `em` and the signature did not check out,
+    /// recomputes it in software; returns the corrected value (and counts a
+    /// fallback) if libica was wrong, `None` if the rejection stands.
+    fn recheck_libica(
+        &self,
+        sig: &[u8],
+        em: &[u8],
+        used: &mut Option<Backend>,
+    ) -> Result<Option<Vec<u8>>> {
+        if *used != Some(Backend::Libica) {
+            return Ok(None);
+        }
+        let key = self.key()?;
+        let mut input = vec![0u8; key.size().saturating_sub(sig.len())];
+        input.extend_from_slice(sig);
+        let fixed = key
+            .public_op_recheck(Op::Verify, &input, em)
+            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+        if fixed.is_some() {
+            *used = Some(Backend::Fallback);
+        }
+        Ok(fixed)
+    }
+
     /// Counts a verification (or recovery) once, with its final outcome: a
     /// signature refused for its length, its padding or its digest is a
     /// failed verification.
@@ -507,16 +531,24 @@ impl SigCtx {
         let key = self.key()?;
         self.check_digest_len(tbs)?;
         let em = self.open(sig, used)?;
-        let ok = match self.pad {
-            Pad::Pkcs1 => match (padding::pkcs1_type1_decode(&em), self.md) {
-                (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
-                (Some(t), None) => t == tbs,
-                (None, _) => false,
-            },
-            Pad::Pss => self.pss(key)?.verify(tbs, &em, self.saltlen)?,
-            Pad::None => em == tbs,
-            Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
+        let matches = |em: &[u8]| -> Result<bool> {
+            Ok(match self.pad {
+                Pad::Pkcs1 => match (padding::pkcs1_type1_decode(em), self.md) {
+                    (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
+                    (Some(t), None) => t == tbs,
+                    (None, _) => false,
+                },
+                Pad::Pss => self.pss(key)?.verify(tbs, em, self.saltlen)?,
+                Pad::None => em == tbs,
+                Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
+            })
         };
+        let mut ok = matches(&em)?;
+        if !ok {
+            if let Some(fixed) = self.recheck_libica(sig, &em, used)? {
+                ok = matches(&fixed)?;
+            }
+        }
         if ok {
             Ok(())
         } else {
@@ -532,7 +564,12 @@ impl SigCtx {
     }
 
     fn recover_uncounted(&self, sig: &[u8], used: &mut Option<Backend>) -> Result<Vec<u8>> {
-        let em = self.open(sig, used)?;
+        let mut em = self.open(sig, used)?;
+        if self.pad == Pad::Pkcs1 && padding::pkcs1_type1_decode(&em).is_none() {
+            if let Some(fixed) = self.recheck_libica(sig, &em, used)? {
+                em = fixed;
+            }
+        }
         match self.pad {
             Pad::None => Ok(em),
             Pad::Pkcs1 => {

@@ -663,3 +663,97 @@ fn libica4_without_an_adapter() {
         "libica 4 without an adapter answered: {calls:?}"
     );
 }
+
+/// A wrong public result from libica must not turn a valid signature into
+/// an invalid one: the rejection is recomputed in software first, and the
+/// verification counts as a fallback. An invalid signature stays invalid
+/// (libica and software agree) and counts as failed.
+#[test]
+fn a_wrong_verification_result_from_libica_is_recomputed() {
+    let emu = Emu::new(&[], &[("LIBICA_EMU_CORRUPT_EVERY", "1")]);
+    let lab = &emu.lab;
+    lab.ok(
+        Side::Default,
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "k.pem",
+        ],
+    );
+    lab.ok(
+        Side::Default,
+        &["pkey", "-in", "k.pem", "-pubout", "-out", "p.pem"],
+    );
+    let doc = lab.write("d.txt", b"verified despite a faulty adapter");
+    lab.ok(
+        Side::Default,
+        &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
+    );
+    for pss in [false, true] {
+        let mut args = vec!["dgst", "-sha256", "-verify", "p.pem", "-signature", "s.bin"];
+        if pss {
+            lab.ok(
+                Side::Default,
+                &[
+                    "dgst",
+                    "-sha256",
+                    "-sign",
+                    "k.pem",
+                    "-sigopt",
+                    "rsa_padding_mode:pss",
+                    "-out",
+                    "pss.bin",
+                    &doc,
+                ],
+            );
+            args = vec![
+                "dgst",
+                "-sha256",
+                "-verify",
+                "p.pem",
+                "-sigopt",
+                "rsa_padding_mode:pss",
+                "-signature",
+                "pss.bin",
+            ];
+        }
+        args.push(&doc);
+        let out = lab.ok(Side::RusticaConfig, &args);
+        assert!(out.contains("Verified OK"), "pss={pss}: {out}");
+    }
+    assert_only(lab, Op::Verify, Backend::Fallback, 2);
+    assert_eq!(
+        emu.count("rsa_mod_expo", 2048, "corrupt"),
+        2,
+        "{:?}",
+        emu.calls()
+    );
+
+    // A tampered signature: libica's (corrupted) result is rechecked, the
+    // software agrees that it is invalid, and it counts as failed.
+    let mut bad = lab.read("s.bin");
+    bad[10] ^= 0x40;
+    lab.write("bad.bin", &bad);
+    let out = lab.fails(
+        Side::RusticaConfig,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            "p.pem",
+            "-signature",
+            "bad.bin",
+            &doc,
+        ],
+    );
+    assert!(
+        out.contains("Verification failure") || out.contains("verification failed"),
+        "{out}"
+    );
+    let s = lab.stats();
+    assert_eq!(s.get(Op::Verify, Backend::Failed), 1, "{}", s.to_json());
+}

@@ -894,6 +894,37 @@ impl RsaKey {
         r
     }
 
+    /// A public result from libica that the caller rejected (a signature
+    /// that does not verify) is recomputed in software before the failure
+    /// is believed: a faulty adapter must not turn a valid signature into
+    /// an invalid one. Returns the software result when it differs from
+    /// `from_libica` (libica was wrong: the caller counts a fallback), or
+    /// `None` when both agree (the rejection stands).
+    pub fn public_op_recheck(
+        &self,
+        op: Op,
+        input: &[u8],
+        from_libica: &[u8],
+    ) -> Result<Option<Vec<u8>>, RsaError> {
+        let c = self.parse_input(input)?;
+        let mut ctx = BnCtx::new_public()?;
+        let mut m = Bn::new()?;
+        bn::mod_exp_public(&mut m, &c, &self.e, &self.n, &self.mont_n, &mut ctx)?;
+        let software = m.to_be_padded_public(self.size)?;
+        if software == from_libica {
+            return Ok(None);
+        }
+        if let Some(router) = backend::current() {
+            router.log_op(
+                op,
+                self.bits,
+                Backend::Fallback,
+                format_args!("(ica_rsa_mod_expo returned a wrong result; recomputed in software)"),
+            );
+        }
+        Ok(Some(software))
+    }
+
     fn public_op_inner(
         &self,
         op: Op,
