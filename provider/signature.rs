@@ -268,12 +268,12 @@ impl SigCtx {
         let md = self
             .md
             .ok_or_else(|| Error::new(Reason::InvalidParameter, "PSS padding needs a digest"))?;
-        Ok(Pss {
-            digests: &self.prov().digests,
+        Pss::new(
+            &self.prov().digests,
             md,
-            mgf1: self.mgf1.unwrap_or(md),
-            mod_bits: key.bits() as usize,
-        })
+            self.mgf1.unwrap_or(md),
+            key.bits() as usize,
+        )
     }
 
     fn check_digest_len(&self, tbs: &[u8]) -> Result<()> {
@@ -317,7 +317,7 @@ impl SigCtx {
                     );
                 }
                 let salt = self.prov().random(salt_len)?;
-                pss.encode(tbs, &salt, k)?
+                pss.encode(tbs, &salt)?
             }
             Pad::None => {
                 if self.md.is_some() {
@@ -441,7 +441,7 @@ impl SigCtx {
                 let key = self.key()?;
                 let pss = self.pss(key)?;
                 let salt = pss.signing_salt_len(self.saltlen)?;
-                Some(der::pss_algorithm_id(md, pss.mgf1, salt))
+                Some(der::pss_algorithm_id(md, pss.mgf1(), salt))
             }
             _ => None,
         })
