@@ -347,12 +347,12 @@ impl SigCtx {
                 "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
             );
         }
-        Ok(Pss {
-            digests: &self.prov().digests,
+        Pss::new(
+            &self.prov().digests,
             md,
-            mgf1: self.mgf1.unwrap_or(md),
-            mod_bits: key.bits() as usize,
-        })
+            self.mgf1.unwrap_or(md),
+            key.bits() as usize,
+        )
     }
 
     fn check_digest_len(&self, tbs: &[u8]) -> Result<()> {
@@ -414,7 +414,7 @@ impl SigCtx {
                     );
                 }
                 let salt = self.prov().random(salt_len)?;
-                pss.encode(tbs, &salt, k)?
+                pss.encode(tbs, &salt)?
             }
             Pad::None => {
                 if self.md.is_some() {
@@ -627,7 +627,7 @@ impl SigCtx {
                 let key = self.key()?;
                 let pss = self.pss(key)?;
                 let salt = pss.signing_salt_len(self.saltlen)?;
-                Some(der::pss_algorithm_id(md, pss.mgf1, salt))
+                Some(der::pss_algorithm_id(md, pss.mgf1(), salt))
             }
             _ => None,
         })
