@@ -7,6 +7,10 @@
 //! - `matrix`: one row (key size) of measurements and checks.
 //! - `results`: the data; `report`, `svg`: the outputs.
 
+mod columns;
+mod commands;
+mod counters;
+mod crosscheck;
 mod matrix;
 mod openssl;
 mod progress;
@@ -417,9 +421,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         speed_seconds: args.speed_seconds,
         keys: args.keys.clone(),
         port: args.port,
-        skip_newkey: args.skip.contains(&SkipWhat::Newkey),
-        skip_tls: args.skip.contains(&SkipWhat::Tls),
-        skip_speed: args.skip.contains(&SkipWhat::Speed),
+        skip: args.skip.clone(),
         backend: args.backend.clone(),
     };
 
