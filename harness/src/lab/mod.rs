@@ -3,8 +3,14 @@
 //! validated from rustica's counters and across the two sides, reported as
 //! report.md, report.json, report.csv and chart.svg.
 //!
+//! - `setup`: the openssl program, the module, sides A and B.
 //! - `openssl`: configuration files, timed processes, servers.
-//! - `matrix`: one row (key size) of measurements and checks.
+//! - `columns`: the matrix as a table of steps (what each column runs on A
+//!   and B, what B's counters must show, how its samples reduce, which
+//!   cross-check follows); `commands`: their command lines.
+//! - `matrix`: the one runner of that table, row by row (key size);
+//!   `counters`: B's counter deltas against B's operations; `crosscheck`:
+//!   the row's key pair and the checks across the two sides.
 //! - `results`: the data; `report`, `svg`: the outputs.
 
 mod columns;
