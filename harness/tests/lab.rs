@@ -417,6 +417,41 @@ fn real_quick_lab_is_valid_and_reported() {
     );
     let row = &j["rows"][0];
     assert_eq!(row["status"], "valid");
+    // Every column of the matrix, in table order, each measured.
+    let columns: Vec<&str> = row["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["column"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "keygen",
+            "signatures",
+            "verifications",
+            "certificates",
+            "certificates_new_key",
+            "tls13_handshakes",
+            "tls12_ecdhe_rsa_handshakes",
+            "speed_sign",
+            "speed_verify"
+        ]
+    );
+    assert!(row["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"] == "measured"));
+    // One counter check for each of the seven steps (TLS and speed each
+    // fill two columns).
+    let counted = row["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"].as_str().unwrap().contains("counted by rustica"))
+        .count();
+    assert_eq!(counted, 7, "{}", row["checks"]);
     let sig = column(row, "signatures");
     assert_eq!(sig["A"]["samples"].as_array().unwrap().len(), 3);
     assert_eq!(sig["B"]["samples"].as_array().unwrap().len(), 3);

@@ -116,11 +116,22 @@ fn column_order(rows: &[Row]) -> Vec<(Kind, usize)> {
 
 pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     let mut md = String::new();
-    let valid = all_valid(rows);
     let _ = writeln!(
         md,
         "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica\n"
     );
+    md_summary(&mut md, info, rows);
+    md_results(&mut md, rows);
+    md_per_operation(&mut md, rows);
+    md_validation(&mut md, rows);
+    md_notes(&mut md, info, rows);
+    md_commands(&mut md, rows);
+    md
+}
+
+/// The verdict, and what ran where.
+fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
+    let valid = all_valid(rows);
     let verdict = if info.interrupted {
         "**INCOMPLETE**: interrupted; the rows below are what was measured.".to_string()
     } else if valid {
@@ -159,6 +170,11 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         "- A: stock `openssl`, default provider only (`openssl-A.cnf`); RSA path: {}.",
         env["a_rsa_path"].as_str().unwrap_or("not recorded")
     );
+    let _ = writeln!(md, "{}\n", side_b_line(info));
+}
+
+/// How B ran rustica, and on which backends its operations were counted.
+fn side_b_line(info: &RunInfo) -> String {
     let backend = info
         .backend
         .clone()
@@ -176,16 +192,18 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     if let Some(l) = &info.libica {
         let _ = write!(b, ", libica `{l}`");
     }
-    let observed = &env["b_backends_observed"];
+    let observed = &info.environment["b_backends_observed"];
     if let Some(o) = observed.as_object() {
         if !o.is_empty() {
             let v: Vec<String> = o.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = write!(b, "; B operations by backend (counters): {}", v.join(", "));
         }
     }
-    let _ = writeln!(md, "{b}\n");
+    b
+}
 
-    // The lab-shaped table.
+/// The lab-shaped table: one A, B and B/A line per key size.
+fn md_results(md: &mut String, rows: &[Row]) {
     let cols = column_order(rows);
     let _ = writeln!(md, "## Results\n");
     let _ = writeln!(
@@ -227,8 +245,10 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         }
     }
     md.push('\n');
+}
 
-    // Per-operation detail.
+/// Wall and CPU time per operation, median [min–max].
+fn md_per_operation(md: &mut String, rows: &[Row]) {
     let _ = writeln!(md, "## Per operation: median [min–max]\n");
     let _ = writeln!(
         md,
@@ -275,8 +295,10 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         }
     }
     md.push('\n');
+}
 
-    // Validation.
+/// Every row's checks and failures.
+fn md_validation(md: &mut String, rows: &[Row]) {
     let _ = writeln!(md, "## Validation\n");
     let _ = writeln!(
         md,
@@ -307,7 +329,10 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         }
         md.push('\n');
     }
+}
 
+/// The run's notes, the columns' notes (once each), and what was skipped.
+fn md_notes(md: &mut String, info: &RunInfo, rows: &[Row]) {
     let _ = writeln!(md, "## Notes\n");
     for n in &info.notes {
         let _ = writeln!(md, "- {n}");
@@ -336,7 +361,10 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         let _ = writeln!(md, "- {s}");
     }
     md.push('\n');
+}
 
+/// The command lines of the first row.
+fn md_commands(md: &mut String, rows: &[Row]) {
     if let Some(r) = rows.first() {
         let _ = writeln!(md, "## Commands ({} bits)\n", r.bits);
         md.push_str("```\n");
@@ -347,7 +375,6 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
         }
         md.push_str("```\n");
     }
-    md
 }
 
 /// The JSON of one row; an invalid row's B side carries no figures.

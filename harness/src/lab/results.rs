@@ -1,5 +1,6 @@
 //! What a lab run measured and checked: the data every report is made from.
 
+use super::columns::{self, ColumnSpec, Reduce};
 use serde_json::{json, Value};
 
 /// The columns of the matrix (LAB.md, plus the in-process `openssl speed`).
@@ -38,65 +39,37 @@ impl Kind {
         Kind::SpeedVerify,
     ];
 
+    /// This column's entry in the column table.
+    pub fn spec(self) -> &'static ColumnSpec {
+        columns::column(self)
+    }
+
     /// Stable identifier (JSON, CSV).
     pub fn key(self) -> &'static str {
-        match self {
-            Kind::Keygen => "keygen",
-            Kind::Signatures => "signatures",
-            Kind::Verifications => "verifications",
-            Kind::Certificates => "certificates",
-            Kind::CertificatesNewKey => "certificates_new_key",
-            Kind::Tls13 => "tls13_handshakes",
-            Kind::Tls12 => "tls12_ecdhe_rsa_handshakes",
-            Kind::SpeedSign => "speed_sign",
-            Kind::SpeedVerify => "speed_verify",
-        }
+        self.spec().key
     }
 
     /// Short name of one operation (chart legend, per-operation table).
     pub fn op_name(self) -> &'static str {
-        match self {
-            Kind::Keygen => "key generation",
-            Kind::Signatures => "signature (process)",
-            Kind::Verifications => "verification (process)",
-            Kind::Certificates => "certificate, reused key (process)",
-            Kind::CertificatesNewKey => "certificate, new key (process)",
-            Kind::Tls13 => "TLS 1.3 handshake",
-            Kind::Tls12 => "TLS 1.2 ECDHE-RSA handshake",
-            Kind::SpeedSign => "speed sign (in-process)",
-            Kind::SpeedVerify => "speed verify (in-process)",
-        }
+        self.spec().op_name
     }
 
     pub fn unit(self) -> Unit {
-        match self {
-            Kind::Tls13 | Kind::Tls12 | Kind::SpeedSign | Kind::SpeedVerify => Unit::PerSecond,
-            _ => Unit::Seconds,
+        match self.spec().reduce {
+            Reduce::Rate => Unit::PerSecond,
+            Reduce::WallSum | Reduce::Median => Unit::Seconds,
         }
     }
 
     /// Columns whose figure is the total of `count` separate processes,
     /// as in the lab's shell loops.
     pub fn is_loop(self) -> bool {
-        matches!(
-            self,
-            Kind::Signatures | Kind::Verifications | Kind::Certificates | Kind::CertificatesNewKey
-        )
+        self.spec().reduce == Reduce::WallSum
     }
 
     /// Column heading of the lab-shaped table.
     pub fn heading(self, count: usize) -> String {
-        match self {
-            Kind::Keygen => "key generation (median s)".into(),
-            Kind::Signatures => format!("{count} signatures (s)"),
-            Kind::Verifications => format!("{count} verifications (s)"),
-            Kind::Certificates => format!("{count} certificates (s)"),
-            Kind::CertificatesNewKey => format!("{count} certificates, new key each (s)"),
-            Kind::Tls13 => "TLS 1.3 handshakes/s".into(),
-            Kind::Tls12 => "TLS 1.2 ECDHE-RSA handshakes/s".into(),
-            Kind::SpeedSign => "speed sign/s".into(),
-            Kind::SpeedVerify => "speed verify/s".into(),
-        }
+        self.spec().heading.replace("{n}", &count.to_string())
     }
 }
 

@@ -16,6 +16,10 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 290.0;
 const TOP: f64 = 60.0;
 const BOTTOM: f64 = 70.0;
+const PX0: f64 = LEFT;
+const PX1: f64 = W - RIGHT;
+const PY0: f64 = TOP;
+const PY1: f64 = H - BOTTOM;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -50,73 +54,126 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         "<text x=\"{}\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">A: stock OpenSSL (solid, left) · B: with rustica (dashed, right) · log scale</text>",
         (LEFT + W - RIGHT) / 2.0
     );
-
-    // Points: (kind index, bits, side b?, seconds).
-    let mut points: Vec<(usize, u32, bool, f64)> = Vec::new();
-    for r in rows {
-        for c in &r.columns {
-            if matches!(c.status, Status::Skipped(_)) {
-                continue;
-            }
-            let ki = Kind::ALL.iter().position(|k| *k == c.kind).unwrap_or(0);
-            for b in [false, true] {
-                if b && !r.valid() {
-                    continue;
-                }
-                if let Some(s) = c.seconds_per_op(b) {
-                    if s > 0.0 && s.is_finite() {
-                        points.push((ki, r.bits, b, s));
-                    }
-                }
-            }
-        }
-    }
-    let px0 = LEFT;
-    let px1 = W - RIGHT;
-    let py0 = TOP;
-    let py1 = H - BOTTOM;
+    let points = points(rows);
+    let scale = Scale::new(rows, &points);
     let _ = writeln!(
         svg,
-        "<rect x=\"{px0}\" y=\"{py0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>",
-        px1 - px0,
-        py1 - py0
+        "<rect x=\"{PX0}\" y=\"{PY0}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>",
+        PX1 - PX0,
+        PY1 - PY0
     );
     if points.is_empty() {
         let _ = writeln!(
             svg,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">no validated measurements</text>",
-            (px0 + px1) / 2.0,
-            (py0 + py1) / 2.0
+            (PX0 + PX1) / 2.0,
+            (PY0 + PY1) / 2.0
         );
     }
-    let mut bits: Vec<u32> = rows.iter().map(|r| r.bits).collect();
-    bits.sort_unstable();
-    bits.dedup();
-    let (lx0, lx1) = match (bits.first(), bits.last()) {
-        (Some(&a), Some(&b)) if a != b => ((a as f64).log2(), (b as f64).log2()),
-        (Some(&a), _) => ((a as f64).log2() - 1.0, (a as f64).log2() + 1.0),
-        _ => (10.0, 12.0),
-    };
-    let pad = 40.0;
-    let x_of =
-        |b: u32| px0 + pad + ((b as f64).log2() - lx0) / (lx1 - lx0) * (px1 - px0 - 2.0 * pad);
-    let (mut ymin, mut ymax) = (f64::MAX, f64::MIN);
-    for p in &points {
-        ymin = ymin.min(p.3);
-        ymax = ymax.max(p.3);
-    }
-    if points.is_empty() {
-        ymin = 1e-3;
-        ymax = 1.0;
-    }
-    let e0 = ymin.log10().floor() as i32;
-    let mut e1 = ymax.log10().ceil() as i32;
-    if e1 <= e0 {
-        e1 = e0 + 1;
-    }
-    let y_of = |s: f64| py1 - (s.log10() - e0 as f64) / (e1 - e0) as f64 * (py1 - py0);
+    axes(&mut svg, rows, &scale);
+    let legend = series(&mut svg, &points, &scale);
+    legend_box(&mut svg, &legend);
+    svg.push_str("</svg>\n");
+    svg
+}
 
-    // Axes: decades and key sizes.
+/// One plotted median: the column, the key size, side B or A, seconds.
+struct Point {
+    kind: usize,
+    bits: u32,
+    b: bool,
+    secs: f64,
+}
+
+/// Seconds per operation of every column of every row; an invalid row's
+/// B side is left out.
+fn points(rows: &[Row]) -> Vec<Point> {
+    let mut points = Vec::new();
+    for r in rows {
+        for c in &r.columns {
+            if matches!(c.status, Status::Skipped(_)) {
+                continue;
+            }
+            let kind = Kind::ALL.iter().position(|k| *k == c.kind).unwrap_or(0);
+            for b in [false, true] {
+                if b && !r.valid() {
+                    continue;
+                }
+                if let Some(secs) = c.seconds_per_op(b) {
+                    if secs > 0.0 && secs.is_finite() {
+                        points.push(Point {
+                            kind,
+                            bits: r.bits,
+                            b,
+                            secs,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    points
+}
+
+/// The plot's axes: key sizes (log 2) across, decades of seconds up.
+struct Scale {
+    bits: Vec<u32>,
+    lx0: f64,
+    lx1: f64,
+    e0: i32,
+    e1: i32,
+}
+
+impl Scale {
+    fn new(rows: &[Row], points: &[Point]) -> Scale {
+        let mut bits: Vec<u32> = rows.iter().map(|r| r.bits).collect();
+        bits.sort_unstable();
+        bits.dedup();
+        let (lx0, lx1) = match (bits.first(), bits.last()) {
+            (Some(&a), Some(&b)) if a != b => ((a as f64).log2(), (b as f64).log2()),
+            (Some(&a), _) => ((a as f64).log2() - 1.0, (a as f64).log2() + 1.0),
+            _ => (10.0, 12.0),
+        };
+        let (mut ymin, mut ymax) = (f64::MAX, f64::MIN);
+        for p in points {
+            ymin = ymin.min(p.secs);
+            ymax = ymax.max(p.secs);
+        }
+        if points.is_empty() {
+            ymin = 1e-3;
+            ymax = 1.0;
+        }
+        let e0 = ymin.log10().floor() as i32;
+        let mut e1 = ymax.log10().ceil() as i32;
+        if e1 <= e0 {
+            e1 = e0 + 1;
+        }
+        Scale {
+            bits,
+            lx0,
+            lx1,
+            e0,
+            e1,
+        }
+    }
+
+    fn x(&self, b: u32) -> f64 {
+        let pad = 40.0;
+        PX0 + pad + ((b as f64).log2() - self.lx0) / (self.lx1 - self.lx0) * (PX1 - PX0 - 2.0 * pad)
+    }
+
+    fn y(&self, s: f64) -> f64 {
+        PY1 - (s.log10() - self.e0 as f64) / (self.e1 - self.e0) as f64 * (PY1 - PY0)
+    }
+}
+
+/// Decades, key sizes, invalid-row marks and the axis titles.
+fn axes(svg: &mut String, rows: &[Row], scale: &Scale) {
+    let (px0, px1, py0, py1) = (PX0, PX1, PY0, PY1);
+    let y_of = |s: f64| scale.y(s);
+    let x_of = |b: u32| scale.x(b);
+    let bits = &scale.bits;
+    let (e0, e1) = (scale.e0, scale.e1);
     for e in e0..=e1 {
         let y = y_of(10f64.powi(e));
         let _ = writeln!(
@@ -128,7 +185,7 @@ pub fn chart(rows: &[Row], title: &str) -> String {
             esc(&decade_label(e))
         );
     }
-    for &b in &bits {
+    for &b in bits {
         let x = x_of(b);
         let _ = writeln!(
             svg,
@@ -158,8 +215,13 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         "<text transform=\"translate(18 {:.1}) rotate(-90)\" text-anchor=\"middle\">time per operation</text>",
         (py0 + py1) / 2.0
     );
+}
 
-    // Series.
+/// One A and one B polyline per column, with a marker per point; returns
+/// the legend entries of the columns drawn.
+fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static str, &'static str)> {
+    let y_of = |s: f64| scale.y(s);
+    let x_of = |b: u32| scale.x(b);
     let mut legend = Vec::new();
     for (ki, kind) in Kind::ALL.iter().enumerate() {
         let color = COLORS[ki % COLORS.len()];
@@ -167,8 +229,8 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         for b in [false, true] {
             let mut pts: Vec<(u32, f64)> = points
                 .iter()
-                .filter(|p| p.0 == ki && p.2 == b)
-                .map(|p| (p.1, p.3))
+                .filter(|p| p.kind == ki && p.b == b)
+                .map(|p| (p.bits, p.secs))
                 .collect();
             if pts.is_empty() {
                 continue;
@@ -213,7 +275,12 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         }
     }
 
-    // Legend.
+    legend
+}
+
+/// The side key (solid A, dashed B) and the column colours.
+fn legend_box(svg: &mut String, legend: &[(&str, &str)]) {
+    let (px1, py0) = (PX1, PY0);
     let lx = px1 + 20.0;
     let mut ly = py0 + 6.0;
     let _ = writeln!(
@@ -237,7 +304,7 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         ly + 4.0
     );
     ly += 30.0;
-    for (name, color) in legend {
+    for &(name, color) in legend {
         let _ = writeln!(
             svg,
             "<rect x=\"{lx}\" y=\"{:.1}\" width=\"18\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{:.1}\">{}</text>",
@@ -255,8 +322,6 @@ pub fn chart(rows: &[Row], title: &str) -> String {
         ly + 10.0,
         ly + 24.0
     );
-    svg.push_str("</svg>\n");
-    svg
 }
 
 #[cfg(test)]

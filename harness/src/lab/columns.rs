@@ -1,0 +1,650 @@
+//! The matrix as data. Each step is one column, or columns that are
+//! measured together (the two TLS columns take turns; one `openssl speed`
+//! run fills both speed columns). An entry says how to build the A and B
+//! command lines for a key size, how many runs each side does, what
+//! rustica's counters must show for B, how the samples reduce to a figure,
+//! and which cross-check follows. `matrix` runs every entry the same way.
+
+use super::commands::{
+    certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
+    verified_ok, verify_args,
+};
+pub use super::commands::{strings, Paths, TlsClient};
+use super::matrix::{Options, SECLEVEL1_BELOW, SPEED_SIZES};
+use super::openssl::Side;
+use super::progress::{est_cert, est_keygen, est_sign, est_verify};
+use super::results::Kind;
+use super::SkipWhat;
+use ibmca_shim::stats::Op;
+
+/// How a column's samples reduce to the figure of the lab-shaped table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    /// Seconds per process; the figure is the total of the loop, as in the
+    /// lab's shell loops.
+    WallSum,
+    /// Seconds per process; the figure is the median.
+    Median,
+    /// Operations per second; the figure is the median.
+    Rate,
+}
+
+/// One column: its names and how its samples read.
+pub struct ColumnSpec {
+    pub kind: Kind,
+    /// Stable identifier (JSON, CSV, chart).
+    pub key: &'static str,
+    /// Short name of one operation (chart legend, per-operation table).
+    pub op_name: &'static str,
+    /// Heading of the lab-shaped table; `{n}` stands for the count.
+    pub heading: &'static str,
+    pub reduce: Reduce,
+    /// Progress line: "{bits} bits: {progress} A 1/3".
+    pub progress: &'static str,
+    /// TLS columns: the A client's flags.
+    pub client: Option<TlsClient>,
+    /// A note for the report, by key size.
+    pub note: fn(u32) -> Option<String>,
+}
+
+/// How one run of a step is done.
+pub enum Run {
+    /// One `openssl <program>` process per run, timed (wall and CPU).
+    Process {
+        program: &'static str,
+        args: fn(&Paths, Side, usize) -> Vec<String>,
+        /// Rejects a successful exit whose output is wrong.
+        accept: fn(&str) -> Result<(), String>,
+    },
+    /// Each column in turn: the side's `s_server`, A's `s_time` against it;
+    /// handshakes per second, the server's CPU per handshake.
+    Handshakes,
+    /// One `openssl speed -mr rsaN`: its own sign/s and verify/s, in the
+    /// order of the step's columns.
+    Speed,
+}
+
+/// When B's counters are compared with B's operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Per {
+    /// Every B process does each listed operation once: one comparison
+    /// over the whole step.
+    Process,
+    /// The program reports its own counts (one per listed operation):
+    /// compared after every B run.
+    Run(Expect),
+}
+
+/// How a counter delta must compare with the number of operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Exactly,
+    /// For in-process loops, where the program itself may do a few
+    /// operations more than it reports (up to AT_LEAST_SLACK).
+    AtLeast,
+}
+
+/// What must move in rustica's counters for B.
+pub struct Counted {
+    pub ops: &'static [Op],
+    pub per: Per,
+    /// The name of the check in the report.
+    pub check: &'static str,
+}
+
+/// The validation that follows a step (see `crosscheck`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrossCheck {
+    /// The row's key pair is B's first generated key (else A's).
+    ChooseKeyPair,
+    /// A's and B's PKCS#1 v1.5 signatures are byte for byte the same.
+    SameSignatures,
+    /// Each side verified the other side's signature every time.
+    VerifiedBothWays,
+    /// Each side's certificate passes `openssl verify` on the other side.
+    CertificatesVerify,
+    /// B's new-key certificate passes `openssl verify` under A.
+    NewKeyCertificateVerifies,
+    /// B servers completed handshakes with A clients.
+    HandshakesCompleted,
+    /// Nothing beyond the counters.
+    None,
+}
+
+/// Why a step is not run for a row.
+pub type Skip = Result<(), String>;
+
+/// An earlier step's output that is missing: the reason the columns fail,
+/// and the count they report.
+pub type Unmet = (String, usize);
+
+/// One step of a row.
+pub struct StepSpec {
+    pub columns: &'static [ColumnSpec],
+    pub run: Run,
+    /// The `--skip` value that leaves the step out.
+    pub skip: Option<SkipWhat>,
+    /// Other reasons to skip, known before the row starts.
+    pub applies: fn(&Options, u32) -> Skip,
+    /// What an earlier step must have produced; otherwise the columns fail
+    /// with this reason and count.
+    pub needs: fn(&Paths, usize) -> Result<(), Unmet>,
+    /// Runs per side (processes, or A/B rounds).
+    pub runs: fn(&Options, u32) -> usize,
+    /// Expected seconds of one run of one column (progress ETA).
+    pub estimate: fn(&Options, u32) -> f64,
+    pub counted: Counted,
+    pub cross_check: CrossCheck,
+}
+
+impl StepSpec {
+    /// Why the step is skipped for `bits`, if it is.
+    pub fn skipped(&self, o: &Options, bits: u32) -> Option<String> {
+        if let Some(w) = self.skip.filter(|w| o.skip.contains(w)) {
+            return Some(format!("--skip {}", skip_name(w)));
+        }
+        (self.applies)(o, bits).err()
+    }
+
+    /// Columns that each need runs of their own (TLS); the others share one.
+    pub fn turns(&self) -> usize {
+        match self.run {
+            Run::Handshakes => self.columns.len(),
+            _ => 1,
+        }
+    }
+}
+
+pub fn skip_name(w: SkipWhat) -> String {
+    format!("{w:?}").to_lowercase()
+}
+
+fn no_note(_bits: u32) -> Option<String> {
+    None
+}
+
+fn always(_o: &Options, _bits: u32) -> Skip {
+    Ok(())
+}
+
+fn nothing_needed(_p: &Paths, _runs: usize) -> Result<(), Unmet> {
+    Ok(())
+}
+
+fn signatures_made(p: &Paths, runs: usize) -> Result<(), Unmet> {
+    if p.signature(Side::A).is_file() && p.signature(Side::B).is_file() {
+        Ok(())
+    } else {
+        Err(("no signature to verify (signatures failed)".into(), runs))
+    }
+}
+
+fn certificate_made(p: &Paths, _runs: usize) -> Result<(), Unmet> {
+    match p.served_certificate() {
+        Some(_) => Ok(()),
+        None => Err(("no certificate to serve".into(), 0)),
+    }
+}
+
+fn tls_note(bits: u32) -> Option<String> {
+    (bits < SECLEVEL1_BELOW).then(|| format!(
+        "{bits}-bit keys need `-cipher DEFAULT:@SECLEVEL=1` (TLS 1.2: appended to the cipher) on server and client: Debian's security level 2 refuses them"
+    ))
+}
+
+fn speed_note(_bits: u32) -> Option<String> {
+    Some("openssl speed's own counts and times (in-process, one core)".into())
+}
+
+fn speed_size(_o: &Options, bits: u32) -> Skip {
+    if SPEED_SIZES.contains(&bits) {
+        Ok(())
+    } else {
+        Err(format!("openssl speed has no rsa{bits}"))
+    }
+}
+
+fn key_not_reused(o: &Options, bits: u32) -> Skip {
+    match o.reused_key(bits) {
+        Some(src) => Err(format!("key reused from {}", src.display())),
+        None => Ok(()),
+    }
+}
+
+fn some_new_key_certificates(o: &Options, bits: u32) -> Skip {
+    if o.newkey_count(bits) == 0 {
+        Err("--newkey-certs 0".into())
+    } else {
+        Ok(())
+    }
+}
+
+fn reps(o: &Options, _bits: u32) -> usize {
+    o.reps
+}
+
+/// The key generation step: first, because every other step uses its key.
+pub const KEY_GENERATION: StepSpec = StepSpec {
+    columns: &[ColumnSpec {
+        kind: Kind::Keygen,
+        key: "keygen",
+        op_name: "key generation",
+        heading: "key generation (median s)",
+        reduce: Reduce::Median,
+        progress: "key generation",
+        client: None,
+        note: no_note,
+    }],
+    run: Run::Process {
+        program: "genpkey",
+        args: keygen_args,
+        accept: exit_status_is_enough,
+    },
+    skip: None,
+    applies: key_not_reused,
+    needs: nothing_needed,
+    runs: reps,
+    estimate: |_, bits| est_keygen(bits),
+    counted: Counted {
+        ops: &[Op::Keygen],
+        per: Per::Process,
+        check: "B's key generations counted by rustica",
+    },
+    cross_check: CrossCheck::ChooseKeyPair,
+};
+
+/// The steps that use the row's key pair, in the order they run.
+pub const MEASURED: [StepSpec; 6] = [
+    StepSpec {
+        columns: &[ColumnSpec {
+            kind: Kind::Signatures,
+            key: "signatures",
+            op_name: "signature (process)",
+            heading: "{n} signatures (s)",
+            reduce: Reduce::WallSum,
+            progress: "signatures",
+            client: None,
+            note: no_note,
+        }],
+        run: Run::Process {
+            program: "dgst",
+            args: sign_args,
+            accept: exit_status_is_enough,
+        },
+        skip: None,
+        applies: always,
+        needs: nothing_needed,
+        runs: |o, _| o.signatures,
+        estimate: |_, bits| est_sign(bits),
+        counted: Counted {
+            ops: &[Op::Sign],
+            per: Per::Process,
+            check: "B's signatures counted by rustica",
+        },
+        cross_check: CrossCheck::SameSignatures,
+    },
+    StepSpec {
+        columns: &[ColumnSpec {
+            kind: Kind::Verifications,
+            key: "verifications",
+            op_name: "verification (process)",
+            heading: "{n} verifications (s)",
+            reduce: Reduce::WallSum,
+            progress: "verifications",
+            client: None,
+            note: no_note,
+        }],
+        run: Run::Process {
+            program: "dgst",
+            args: verify_args,
+            accept: verified_ok,
+        },
+        skip: None,
+        applies: always,
+        needs: signatures_made,
+        runs: |o, _| o.verifications,
+        estimate: |_, bits| est_verify(bits),
+        counted: Counted {
+            ops: &[Op::Verify],
+            per: Per::Process,
+            check: "B's verifications counted by rustica",
+        },
+        cross_check: CrossCheck::VerifiedBothWays,
+    },
+    StepSpec {
+        columns: &[ColumnSpec {
+            kind: Kind::Certificates,
+            key: "certificates",
+            op_name: "certificate, reused key (process)",
+            heading: "{n} certificates (s)",
+            reduce: Reduce::WallSum,
+            progress: "certificates",
+            client: None,
+            note: no_note,
+        }],
+        run: Run::Process {
+            program: "req",
+            args: certificate_args,
+            accept: exit_status_is_enough,
+        },
+        skip: None,
+        applies: always,
+        needs: nothing_needed,
+        runs: |o, _| o.certs,
+        estimate: |_, bits| est_cert(bits),
+        counted: Counted {
+            ops: &[Op::Sign],
+            per: Per::Process,
+            check: "B's certificate signatures counted by rustica",
+        },
+        cross_check: CrossCheck::CertificatesVerify,
+    },
+    StepSpec {
+        columns: &[ColumnSpec {
+            kind: Kind::CertificatesNewKey,
+            key: "certificates_new_key",
+            op_name: "certificate, new key (process)",
+            heading: "{n} certificates, new key each (s)",
+            reduce: Reduce::WallSum,
+            progress: "certificates, new key",
+            client: None,
+            note: no_note,
+        }],
+        run: Run::Process {
+            program: "req",
+            args: new_key_certificate_args,
+            accept: exit_status_is_enough,
+        },
+        skip: Some(SkipWhat::Newkey),
+        applies: some_new_key_certificates,
+        needs: nothing_needed,
+        runs: |o, bits| o.newkey_count(bits),
+        estimate: |_, bits| est_keygen(bits) + est_cert(bits),
+        counted: Counted {
+            ops: &[Op::Keygen, Op::Sign],
+            per: Per::Process,
+            check: "B's new-key certificates counted by rustica (key generation and signature)",
+        },
+        cross_check: CrossCheck::NewKeyCertificateVerifies,
+    },
+    StepSpec {
+        columns: &[
+            ColumnSpec {
+                kind: Kind::Tls13,
+                key: "tls13_handshakes",
+                op_name: "TLS 1.3 handshake",
+                heading: "TLS 1.3 handshakes/s",
+                reduce: Reduce::Rate,
+                progress: "TLS 1.3 handshake server",
+                client: Some(TlsClient {
+                    protocol: "-tls1_3",
+                    cipher: None,
+                }),
+                note: tls_note,
+            },
+            ColumnSpec {
+                kind: Kind::Tls12,
+                key: "tls12_ecdhe_rsa_handshakes",
+                op_name: "TLS 1.2 ECDHE-RSA handshake",
+                heading: "TLS 1.2 ECDHE-RSA handshakes/s",
+                reduce: Reduce::Rate,
+                progress: "TLS 1.2 ECDHE-RSA handshake server",
+                client: Some(TlsClient {
+                    protocol: "-tls1_2",
+                    cipher: Some("ECDHE-RSA-AES128-GCM-SHA256"),
+                }),
+                note: tls_note,
+            },
+        ],
+        run: Run::Handshakes,
+        skip: Some(SkipWhat::Tls),
+        applies: always,
+        needs: certificate_made,
+        runs: reps,
+        estimate: |o, _| o.tls_seconds as f64 + 0.6,
+        counted: Counted {
+            ops: &[Op::Sign],
+            per: Per::Run(Expect::Exactly),
+            check: "B servers' signatures counted by rustica",
+        },
+        cross_check: CrossCheck::HandshakesCompleted,
+    },
+    StepSpec {
+        columns: &[
+            ColumnSpec {
+                kind: Kind::SpeedSign,
+                key: "speed_sign",
+                op_name: "speed sign (in-process)",
+                heading: "speed sign/s",
+                reduce: Reduce::Rate,
+                progress: "openssl speed",
+                client: None,
+                note: speed_note,
+            },
+            ColumnSpec {
+                kind: Kind::SpeedVerify,
+                key: "speed_verify",
+                op_name: "speed verify (in-process)",
+                heading: "speed verify/s",
+                reduce: Reduce::Rate,
+                progress: "openssl speed",
+                client: None,
+                note: no_note,
+            },
+        ],
+        run: Run::Speed,
+        skip: Some(SkipWhat::Speed),
+        applies: speed_size,
+        needs: nothing_needed,
+        runs: reps,
+        estimate: |o, _| 2.0 * o.speed_seconds as f64 + 0.1,
+        counted: Counted {
+            ops: &[Op::Sign, Op::Verify],
+            per: Per::Run(Expect::AtLeast),
+            check: "B's openssl speed run counted by rustica",
+        },
+        cross_check: CrossCheck::None,
+    },
+];
+
+/// Every step, in row order.
+pub fn steps() -> impl Iterator<Item = &'static StepSpec> {
+    std::iter::once(&KEY_GENERATION).chain(MEASURED.iter())
+}
+
+/// The specification of one column.
+pub fn column(kind: Kind) -> &'static ColumnSpec {
+    steps()
+        .flat_map(|s| s.columns.iter())
+        .find(|c| c.kind == kind)
+        .expect("every Kind has a column in the table")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn options() -> Options {
+        Options {
+            reps: 3,
+            signatures: 7,
+            verifications: 8,
+            certs: 9,
+            newkey_certs: None,
+            tls_seconds: 1,
+            speed_seconds: 1,
+            keys: None,
+            port: None,
+            skip: Vec::new(),
+            backend: None,
+        }
+    }
+
+    #[test]
+    fn the_table_covers_every_column_once_in_report_order() {
+        let kinds: Vec<Kind> = steps()
+            .flat_map(|s| s.columns.iter().map(|c| c.kind))
+            .collect();
+        assert_eq!(kinds, Kind::ALL.to_vec());
+        let mut keys: Vec<&str> = Kind::ALL.iter().map(|k| column(*k).key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), Kind::ALL.len(), "column keys are unique");
+    }
+
+    #[test]
+    fn every_step_checks_named_counters_on_b() {
+        for s in steps() {
+            assert!(!s.counted.ops.is_empty(), "{}", s.columns[0].key);
+            assert!(
+                s.counted.check.starts_with("B") && s.counted.check.contains("counted by rustica"),
+                "{}",
+                s.counted.check
+            );
+            // Every listed op has a counter of its own.
+            for op in s.counted.ops {
+                assert!(Op::ALL.contains(op));
+            }
+            // A run that reports its own counts reports one per operation.
+            if let Per::Run(_) = s.counted.per {
+                let reported = match s.run {
+                    Run::Handshakes => 1,
+                    Run::Speed => s.columns.len(),
+                    Run::Process { .. } => 0,
+                };
+                assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].key);
+            }
+        }
+    }
+
+    #[test]
+    fn what_each_step_must_count() {
+        let ops = |k: Kind| {
+            steps()
+                .find(|s| s.columns[0].kind == k)
+                .map(|s| (s.counted.ops.to_vec(), s.counted.per))
+                .unwrap()
+        };
+        assert_eq!(ops(Kind::Keygen), (vec![Op::Keygen], Per::Process));
+        assert_eq!(ops(Kind::Signatures), (vec![Op::Sign], Per::Process));
+        assert_eq!(ops(Kind::Verifications), (vec![Op::Verify], Per::Process));
+        assert_eq!(
+            ops(Kind::CertificatesNewKey),
+            (vec![Op::Keygen, Op::Sign], Per::Process)
+        );
+        assert_eq!(
+            ops(Kind::Tls13),
+            (vec![Op::Sign], Per::Run(Expect::Exactly))
+        );
+        assert_eq!(
+            ops(Kind::SpeedSign),
+            (vec![Op::Sign, Op::Verify], Per::Run(Expect::AtLeast))
+        );
+    }
+
+    #[test]
+    fn reductions_match_the_units() {
+        for k in Kind::ALL {
+            let c = column(k);
+            assert_eq!(
+                c.reduce == Reduce::Rate,
+                c.heading.ends_with("/s"),
+                "{}",
+                c.key
+            );
+            assert_eq!(
+                c.reduce == Reduce::WallSum,
+                c.heading.contains("{n}"),
+                "{}",
+                c.key
+            );
+            if c.reduce == Reduce::WallSum {
+                assert!(matches!(
+                    steps().find(|s| s.columns[0].kind == k).unwrap().run,
+                    Run::Process { .. }
+                ));
+            }
+        }
+        assert_eq!(Kind::Signatures.heading(100), "100 signatures (s)");
+        assert_eq!(Kind::Keygen.heading(3), "key generation (median s)");
+    }
+
+    #[test]
+    fn only_tls_has_clients_and_each_tls_column_has_one() {
+        for s in steps() {
+            for c in s.columns {
+                assert_eq!(
+                    c.client.is_some(),
+                    matches!(s.run, Run::Handshakes),
+                    "{}",
+                    c.key
+                );
+            }
+        }
+        let tls12 = column(Kind::Tls12).client.unwrap();
+        assert_eq!(
+            tls12.flags(2048),
+            strings(&["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"])
+        );
+        assert_eq!(
+            tls12.flags(1024),
+            strings(&[
+                "-tls1_2",
+                "-cipher",
+                "ECDHE-RSA-AES128-GCM-SHA256:@SECLEVEL=1"
+            ])
+        );
+        let tls13 = column(Kind::Tls13).client.unwrap();
+        assert_eq!(tls13.flags(2048), strings(&["-tls1_3"]));
+        assert_eq!(
+            tls13.flags(1024),
+            strings(&["-tls1_3", "-cipher", "DEFAULT:@SECLEVEL=1"])
+        );
+    }
+
+    #[test]
+    fn skips_and_command_lines() {
+        let mut o = options();
+        let speed = &MEASURED[5];
+        assert_eq!(speed.skipped(&o, 2048), None);
+        assert_eq!(
+            speed.skipped(&o, 1536).as_deref(),
+            Some("openssl speed has no rsa1536")
+        );
+        o.skip = vec![SkipWhat::Speed, SkipWhat::Newkey];
+        assert_eq!(speed.skipped(&o, 2048).as_deref(), Some("--skip speed"));
+        assert_eq!(
+            MEASURED[3].skipped(&o, 2048).as_deref(),
+            Some("--skip newkey")
+        );
+        o.skip.clear();
+        o.newkey_certs = Some(0);
+        assert_eq!(
+            MEASURED[3].skipped(&o, 2048).as_deref(),
+            Some("--newkey-certs 0")
+        );
+        let p = Paths {
+            out: PathBuf::from("/o"),
+            document: PathBuf::from("/o/doc"),
+            bits: 2048,
+        };
+        let Run::Process { args, .. } = MEASURED[1].run else {
+            panic!("verifications run processes")
+        };
+        let a = args(&p, Side::A, 0);
+        assert!(a.contains(&"/o/B/signature-2048.bin".to_string()), "{a:?}");
+        let Run::Process { accept, .. } = MEASURED[1].run else {
+            unreachable!()
+        };
+        assert!(accept("Verified OK\n").is_ok());
+        assert!(accept("Verification failure\n").is_err());
+        o.newkey_certs = None;
+        assert_eq!((KEY_GENERATION.runs)(&o, 2048), 3);
+        assert_eq!(
+            (MEASURED[3].runs)(&o, 7680),
+            1,
+            "one new-key cert above 4096"
+        );
+    }
+}

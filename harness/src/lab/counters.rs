@@ -1,0 +1,235 @@
+//! Reading rustica's counters against what B did, and the counts that
+//! `openssl s_time` and `openssl speed` report themselves.
+
+use super::columns::Expect;
+use ibmca_shim::stats::{Backend, Op, Snapshot};
+
+/// How many operations more than it reports a program may do (`openssl
+/// speed` signs and verifies once before its timed loop).
+pub const AT_LEAST_SLACK: u64 = 16;
+
+/// Compares counter deltas with the expected operations; `backend` is the
+/// `--backend` the user asked for.
+pub fn compare(
+    before: &Snapshot,
+    after: &Snapshot,
+    bits: u32,
+    expected: &[(Op, u64)],
+    how: Expect,
+    backend: Option<&str>,
+) -> (bool, String) {
+    let mut ok = true;
+    let mut parts = Vec::new();
+    for &(op, n) in expected {
+        let d = |b: Backend| after.get(op, b).saturating_sub(before.get(op, b));
+        let failed = d(Backend::Failed);
+        let done: u64 = [Backend::Libica, Backend::Software, Backend::Fallback]
+            .iter()
+            .map(|&b| d(b))
+            .sum();
+        let at = |s: &Snapshot| s.by_bits(op).get(&bits).copied().unwrap_or(0);
+        let at_bits = at(after).saturating_sub(at(before));
+        let count_ok = match how {
+            Expect::Exactly => done == n,
+            Expect::AtLeast => done >= n && done <= n + AT_LEAST_SLACK && (n > 0 || done == 0),
+        };
+        let bits_ok = at_bits == done + failed;
+        let backend_ok = match backend {
+            Some("software") => d(Backend::Software) == done,
+            Some("libica") => d(Backend::Libica) + d(Backend::Fallback) == done,
+            _ => true,
+        };
+        let this_ok = count_ok && failed == 0 && bits_ok && backend_ok;
+        ok &= this_ok;
+        let by: Vec<String> = Backend::ALL
+            .iter()
+            .filter(|&&b| d(b) > 0)
+            .map(|&b| format!("{} {}", b.name(), d(b)))
+            .collect();
+        let by = if by.is_empty() {
+            "none".to_string()
+        } else {
+            by.join(", ")
+        };
+        let want = if how == Expect::AtLeast {
+            format!("{n} to {}", n + AT_LEAST_SLACK)
+        } else {
+            n.to_string()
+        };
+        let mut s = format!(
+            "{}: expected {want}, counted {done} ({by}) at {bits} bits: {at_bits}",
+            op.name()
+        );
+        if !bits_ok {
+            s.push_str(" [counted at another key size]");
+        }
+        if !backend_ok {
+            s.push_str(&format!(
+                " [not all on the requested backend {}]",
+                backend.unwrap_or("")
+            ));
+        }
+        if failed > 0 {
+            s.push_str(&format!(" [{failed} failed]"));
+        }
+        parts.push(s);
+    }
+    // Operations nobody expected (other than those listed) are reported.
+    for op in Op::ALL {
+        if expected.iter().any(|&(o, _)| o == op) {
+            continue;
+        }
+        let d = after.total(op).saturating_sub(before.total(op));
+        if d > 0 {
+            parts.push(format!("also {} {}", op.name(), d));
+        }
+    }
+    (ok, parts.join("; "))
+}
+
+/// Connections from `openssl s_time` output ("N connections in ...").
+pub fn parse_s_time(stdout: &str) -> Option<u64> {
+    stdout
+        .lines()
+        .find(|l| l.contains(" connections in "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Counts and seconds from `openssl speed -mr rsaN`.
+#[derive(Debug, PartialEq)]
+pub struct SpeedRun {
+    pub sign_count: u64,
+    pub sign_secs: f64,
+    pub verify_count: u64,
+    pub verify_secs: f64,
+}
+
+pub fn parse_speed(stdout: &str) -> Option<SpeedRun> {
+    let field = |tag: &str| -> Option<(u64, f64)> {
+        let l = stdout.lines().find(|l| l.starts_with(tag))?;
+        let f: Vec<&str> = l.trim().split(':').collect();
+        // +R1:count:bits:seconds
+        Some((f.get(1)?.parse().ok()?, f.get(3)?.parse().ok()?))
+    };
+    let (sc, ss) = field("+R1:")?;
+    let (vc, vs) = field("+R2:")?;
+    (ss > 0.0 && vs > 0.0).then_some(SpeedRun {
+        sign_count: sc,
+        sign_secs: ss,
+        verify_count: vc,
+        verify_secs: vs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibmca_shim::stats;
+    use std::fs;
+
+    #[test]
+    fn s_time_output() {
+        let out = "Collecting connection statistics for 1 seconds\n****\n\n\
+                   997 connections in 0.40s; 2492.50 connections/user sec, bytes read 0\n\
+                   997 connections in 2 real seconds, 0 bytes read per connection\n";
+        assert_eq!(parse_s_time(out), Some(997));
+        assert_eq!(parse_s_time("ERROR\n"), None);
+    }
+
+    #[test]
+    fn speed_output() {
+        let out = "+DTP:1024:private:rsa:1\n+R1:12782:1024:0.99\n+DTP:1024:public:rsa:1\n+R2:223407:1024:0.99\n+F2:1:1024:12911.1:225663.6\n";
+        assert_eq!(
+            parse_speed(out),
+            Some(SpeedRun {
+                sign_count: 12782,
+                sign_secs: 0.99,
+                verify_count: 223407,
+                verify_secs: 0.99
+            })
+        );
+        assert_eq!(parse_speed("+R1:1:1024:1.0\n"), None);
+    }
+
+    #[test]
+    fn counter_comparison() {
+        let path =
+            std::env::temp_dir().join(format!("rustica-harness-compare-{}", std::process::id()));
+        let _ = fs::remove_file(&path);
+        let before = stats::snapshot(&path).unwrap();
+        let st = stats::Stats::open(&path).unwrap();
+        for _ in 0..3 {
+            st.record(Op::Sign, Backend::Software, 2048);
+        }
+        let after = stats::snapshot(&path).unwrap();
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
+        assert!(ok, "{d}");
+        assert!(d.contains("software 3"), "{d}");
+        let (ok, _) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 4)],
+            Expect::Exactly,
+            None,
+        );
+        assert!(!ok);
+        let (ok, _) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 2)],
+            Expect::AtLeast,
+            None,
+        );
+        assert!(ok);
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            Some("libica"),
+        );
+        assert!(!ok, "{d}");
+        let (ok, d) = compare(
+            &before,
+            &after,
+            4096,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
+        assert!(!ok && d.contains("another key size"), "{d}");
+        let (ok, _) = compare(
+            &before,
+            &before,
+            2048,
+            &[(Op::Sign, 1)],
+            Expect::AtLeast,
+            None,
+        );
+        assert!(!ok, "nothing counted is never valid");
+        st.record(Op::Sign, Backend::Failed, 2048);
+        let after = stats::snapshot(&path).unwrap();
+        let (ok, d) = compare(
+            &before,
+            &after,
+            2048,
+            &[(Op::Sign, 3)],
+            Expect::Exactly,
+            None,
+        );
+        assert!(!ok && d.contains("1 failed"), "{d}");
+        drop(st);
+        let _ = fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,312 @@
+//! Before the matrix runs: the `openssl` program and the module are
+//! checked, the two sides' environments built (A stock, B with rustica,
+//! loaded by configuration file or by flags), and B is seen to load rustica.
+
+use super::openssl::{self, LoadMode, SideEnv};
+use super::{LabArgs, FULL_EXTRA, QUICK_SIZES};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Setup {
+    pub openssl: PathBuf,
+    pub openssl_version: String,
+    pub module: PathBuf,
+    pub sizes: Vec<u32>,
+}
+
+/// Finds `name` in PATH (or takes it as a path when it has a slash).
+fn which(name: &Path) -> Option<PathBuf> {
+    if name.components().count() > 1 {
+        return name.is_file().then(|| name.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn check_setup(args: &LabArgs) -> Result<Setup, String> {
+    let openssl = which(&args.openssl).ok_or_else(|| {
+        if args.openssl.components().count() > 1 {
+            format!("openssl program not found: {}", args.openssl.display())
+        } else {
+            "no `openssl` on PATH: install it (Debian: apt-get install openssl) or pass --openssl PATH".into()
+        }
+    })?;
+    let out = Command::new(&openssl)
+        .arg("version")
+        .env_remove("OPENSSL_CONF")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", openssl.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !version.starts_with("OpenSSL 3.") {
+        return Err(format!(
+            "{} is not OpenSSL 3 (`openssl version` said: {version:?}); rustica is an OpenSSL 3 provider",
+            openssl.display()
+        ));
+    }
+    let module = crate::system::find_module(args.module.as_deref())?;
+    let mut sizes: Vec<u32> = if args.sizes.is_empty() {
+        let mut v = QUICK_SIZES.to_vec();
+        if args.full {
+            v.extend_from_slice(FULL_EXTRA);
+        }
+        v
+    } else {
+        args.sizes.clone()
+    };
+    sizes.dedup();
+    if let Some(b) = sizes.iter().find(|&&b| !(512..=16384).contains(&b)) {
+        return Err(format!("key size {b} is outside 512..16384"));
+    }
+    if let Some(p) = args.port {
+        if !openssl::port_free(p) {
+            return Err(format!("port {p} on 127.0.0.1 is in use; choose another with --port, or leave --port out to pick a free one"));
+        }
+    }
+    if let Some(k) = &args.keys {
+        if !k.is_dir() {
+            return Err(format!("--keys {}: not a directory", k.display()));
+        }
+    }
+    Ok(Setup {
+        openssl,
+        openssl_version: version,
+        module,
+        sizes,
+    })
+}
+
+/// Local date and time, for directory names and the report.
+pub fn local_time() -> (String, String) {
+    // SAFETY: time(NULL) has no preconditions; localtime_r writes into the
+    // zeroed tm we own and returns NULL on failure, which is checked.
+    let tm = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return ("unknown".into(), "unknown".into());
+        }
+        tm
+    };
+    let (y, mo, d, h, mi, s) = (
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    );
+    (
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}"),
+        format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+    )
+}
+
+/// The deterministic 3 MiB test document (xorshift64 bytes).
+pub fn write_document(path: &Path) -> std::io::Result<()> {
+    let mut x: u64 = 0x5255_5354_4943_4121; // "RUSTICA!"
+    let mut buf = Vec::with_capacity(3 << 20);
+    while buf.len() < 3 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf.extend_from_slice(&x.to_le_bytes());
+    }
+    fs::write(path, buf)
+}
+
+pub fn cpu_model() -> String {
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    for key in ["model name", "machine", "cpu model", "Model"] {
+        if let Some(l) = info.lines().find(|l| l.starts_with(key)) {
+            if let Some((_, v)) = l.split_once(':') {
+                return v.trim().to_string();
+            }
+        }
+    }
+    std::env::consts::ARCH.to_string()
+}
+
+pub fn run_capture(env: &SideEnv, sub: &str, args: &[&str]) -> (bool, String) {
+    match env.command(sub, args).output() {
+        Ok(o) => (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        ),
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+/// The `name:` openssl lists for provider `rustica`, if it is active.
+fn rustica_provider_name(list: &str) -> Option<String> {
+    let mut lines = list.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == "rustica" {
+            let mut name = String::new();
+            let mut active = false;
+            for l in lines.by_ref() {
+                let t = l.trim();
+                if !l.starts_with("    ") {
+                    break;
+                }
+                if let Some(n) = t.strip_prefix("name:").filter(|_| name.is_empty()) {
+                    name = n.trim().to_string();
+                }
+                if t == "status: active" {
+                    active = true;
+                }
+            }
+            return active.then_some(name);
+        }
+    }
+    None
+}
+
+/// The output directory, created with its A, B and logs subdirectories.
+pub fn output_dir(args: &LabArgs, stamp: &str) -> Result<PathBuf, String> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("lab-results").join(stamp));
+    for d in ["A", "B", "logs"] {
+        fs::create_dir_all(out.join(d))
+            .map_err(|e| format!("cannot create {}: {e}", out.join(d).display()))?;
+    }
+    fs::canonicalize(&out).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+fn write(out: &Path, name: &str, text: &str) -> Result<(), String> {
+    fs::write(out.join(name), text)
+        .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
+}
+
+/// Side A: stock openssl, default provider only (openssl-A.cnf).
+pub fn side_a(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
+    write(out, "openssl-A.cnf", &openssl::config_a())?;
+    Ok(SideEnv {
+        openssl: setup.openssl.clone(),
+        conf: out.join("openssl-A.cnf"),
+        extra_args: Vec::new(),
+        env: Vec::new(),
+    })
+}
+
+/// Side B: rustica loaded as `--load` says, counting into `stats_path`.
+pub fn side_b(
+    args: &LabArgs,
+    setup: &Setup,
+    out: &Path,
+    stats_path: &Path,
+) -> Result<SideEnv, String> {
+    let mut env = vec![(
+        "RUSTICA_STATS_PATH".to_string(),
+        stats_path.to_string_lossy().to_string(),
+    )];
+    let (conf, extra_args) = match args.load {
+        LoadMode::Config => {
+            let conf = openssl::config_b(
+                &setup.module,
+                args.backend.as_deref(),
+                args.libica.as_deref(),
+            );
+            write(out, "openssl-B.cnf", &conf)?;
+            (out.join("openssl-B.cnf"), Vec::new())
+        }
+        LoadMode::Flags => {
+            if let Some(b) = &args.backend {
+                env.push(("RUSTICA_BACKEND".into(), b.clone()));
+            }
+            if let Some(l) = &args.libica {
+                env.push(("RUSTICA_LIBICA".into(), l.clone()));
+            }
+            let dir = module_dir(&setup.module, out)?;
+            let flags = vec![
+                "-provider-path".to_string(),
+                dir.to_string_lossy().to_string(),
+                "-provider".into(),
+                "rustica".into(),
+                "-provider".into(),
+                "default".into(),
+                "-propquery".into(),
+                "?provider=rustica".into(),
+            ];
+            (out.join("openssl-A.cnf"), flags)
+        }
+    };
+    Ok(SideEnv {
+        openssl: setup.openssl.clone(),
+        conf,
+        extra_args,
+        env,
+    })
+}
+
+/// `-provider rustica` loads DIR/rustica.so: the module's directory, or a
+/// link named rustica.so when the module has another file name.
+fn module_dir(module: &Path, out: &Path) -> Result<PathBuf, String> {
+    if module.file_name().is_some_and(|n| n == "rustica.so") {
+        return Ok(module.parent().map(Path::to_path_buf).unwrap_or_default());
+    }
+    let d = out.join("B").join("module");
+    let _ = fs::create_dir_all(&d);
+    let link = d.join("rustica.so");
+    let _ = fs::remove_file(&link);
+    std::os::unix::fs::symlink(module, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+    Ok(d)
+}
+
+/// Does B load rustica at all? Its provider name and B's provider listing.
+/// (A missing or broken module is a setup error; a module that loads but
+/// does not do the work is caught by the counters and makes rows INVALID.)
+pub fn rustica_loads(
+    args: &LabArgs,
+    setup: &Setup,
+    b: &SideEnv,
+) -> Result<(String, String), String> {
+    let mut list_b = b.clone();
+    list_b
+        .extra_args
+        .retain(|a| a != "-propquery" && a != "?provider=rustica");
+    let (ok, listing) = run_capture(&list_b, "list", &["-providers", "-verbose"]);
+    match ok.then(|| rustica_provider_name(&listing)).flatten() {
+        Some(name) => Ok((name, listing)),
+        None => Err(format!(
+            "the rustica module {} does not load in openssl (side B, --load {}):\n{}",
+            setup.module.display(),
+            args.load.name(),
+            listing.trim()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_listing() {
+        let l = "Providers:\n  default\n    name: OpenSSL Default Provider\n    status: active\n  rustica\n    name: rustica\n    version: 0.1.0\n    status: active\n";
+        assert_eq!(rustica_provider_name(l).as_deref(), Some("rustica"));
+        assert_eq!(
+            rustica_provider_name("Providers:\n  default\n    status: active\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn document_is_deterministic() {
+        let p = std::env::temp_dir().join(format!("rustica-doc-{}", std::process::id()));
+        write_document(&p).unwrap();
+        let a = fs::read(&p).unwrap();
+        write_document(&p).unwrap();
+        assert_eq!(a, fs::read(&p).unwrap());
+        assert_eq!(a.len(), 3 << 20);
+        let _ = fs::remove_file(&p);
+    }
+}
