@@ -9,7 +9,7 @@ use ibmca_shim::{Op, RsaKey};
 use zeroize::Zeroizing;
 
 use crate::boundary::{guard, quiet};
-use crate::digest::DigestId;
+use crate::digest::{DigestCache, DigestId};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::enc_padding::{self, Decoded, Oaep, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
@@ -78,6 +78,8 @@ pub struct CipherCtx {
     label: Option<Vec<u8>>,
     client_version: u32,
     alt_version: u32,
+    /// Digests fetched for this operation, released with it.
+    digests: DigestCache,
 }
 
 impl CipherCtx {
@@ -128,6 +130,7 @@ impl CipherCtx {
             label: None,
             client_version: 0,
             alt_version: 0,
+            digests: self.digests.clone(),
         };
         self.set_params(params)
     }
@@ -144,10 +147,10 @@ impl CipherCtx {
                 };
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST) {
-                self.oaep_md = Some(prov.digests.resolve(params::get_str(p)?)?);
+                self.oaep_md = Some(prov.digests().resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST) {
-                self.mgf1 = Some(prov.digests.resolve(params::get_str(p)?)?);
+                self.mgf1 = Some(prov.digests().resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL) {
                 let label = params::get_octets(p)?;
@@ -168,7 +171,7 @@ impl CipherCtx {
     fn oaep(&self) -> Oaep<'_> {
         let md = self.oaep_md.unwrap_or(DigestId::Sha1);
         Oaep {
-            digests: &self.prov().digests,
+            digests: &self.digests,
             md,
             mgf1: self.mgf1.unwrap_or(md),
             label: self.label.as_deref().unwrap_or(&[]),
@@ -308,6 +311,9 @@ unsafe extern "C" fn newctx(provctx: *mut c_void) -> *mut c_void {
     // SAFETY: provctx is ours.
     let prov = unsafe { ProvCtx::from_ptr(provctx) };
     guard(prov, ptr::null_mut(), || {
+        let Some(p) = prov else {
+            return fail(Reason::Internal, "no provider context");
+        };
         Ok(Box::into_raw(Box::new(CipherCtx {
             prov: provctx as *const ProvCtx,
             key: None,
@@ -317,6 +323,7 @@ unsafe extern "C" fn newctx(provctx: *mut c_void) -> *mut c_void {
             label: None,
             client_version: 0,
             alt_version: 0,
+            digests: p.digests(),
         })) as *mut c_void)
     })
 }

@@ -1,5 +1,6 @@
 //! The digests RSA signatures use: names and aliases, DER identifiers, and
-//! hashing through EVP_MD fetched from rustica's child library context.
+//! hashing through EVP_MD fetched from the library context rustica was
+//! loaded into, per operation context.
 //!
 //! Fetches use the query "provider!=rustica", which also overrides any
 //! inherited default properties on the provider name, so rustica can never
@@ -189,7 +190,9 @@ struct Md(*mut ffi::EVP_MD);
 unsafe impl Send for Md {}
 unsafe impl Sync for Md {}
 
-/// Per-provider cache of fetched digests, so operations never fetch per call.
+/// Digests fetched for one operation context (fetched at first use, freed
+/// with the context), so an operation never fetches per call and nothing
+/// fetched outlives the operations: provider teardown holds no EVP_MD.
 pub struct DigestCache {
     libctx: *mut ffi::OSSL_LIB_CTX,
     slots: [OnceLock<Md>; 12],
@@ -208,8 +211,8 @@ impl DigestCache {
     }
 
     fn fetch(&self, name: &CStr) -> *mut ffi::EVP_MD {
-        // SAFETY: libctx is rustica's child library context (or NULL, the
-        // default one); both strings are NUL-terminated.
+        // SAFETY: libctx is the library context rustica works in (or NULL,
+        // the default one); both strings are NUL-terminated.
         unsafe { ffi::EVP_MD_fetch(self.libctx, name.as_ptr(), FETCH_QUERY.as_ptr()) }
     }
 
@@ -276,28 +279,26 @@ impl DigestCache {
     }
 }
 
-impl DigestCache {
-    /// Frees every cached digest. Must run while the library context the
-    /// digests were fetched from is still alive: the last reference to a
-    /// fetched EVP_MD releases its provider, and releasing a child
-    /// provider reads its library context. Called by the provider context
-    /// before it frees its child library context; afterwards the cache is
-    /// empty and dropping it does nothing.
-    pub fn release(&mut self) {
-        for slot in &mut self.slots {
-            if let Some(Md(md)) = slot.take() {
-                // SAFETY: each slot holds its own reference from EVP_MD_fetch,
-                // and the library context it came from is still alive
-                // (the caller's contract above).
-                unsafe { ffi::EVP_MD_free(md) };
-            }
-        }
+impl Clone for DigestCache {
+    /// A cache over the same library context, empty: a duplicated operation
+    /// fetches what it uses again, and each copy releases its own.
+    fn clone(&self) -> Self {
+        DigestCache::new(self.libctx)
     }
 }
 
 impl Drop for DigestCache {
+    /// Runs when the operation context that owns the cache is freed, while
+    /// the library context the digests came from is alive (applications
+    /// free their operation contexts before their library contexts).
     fn drop(&mut self) {
-        self.release();
+        for slot in &mut self.slots {
+            if let Some(Md(md)) = slot.take() {
+                // SAFETY: each slot holds its own reference from
+                // EVP_MD_fetch, released once here.
+                unsafe { ffi::EVP_MD_free(md) };
+            }
+        }
     }
 }
 

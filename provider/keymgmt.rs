@@ -97,10 +97,10 @@ impl PssFields {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_DIGEST) {
-                self.md = Some(prov.digests.resolve(params::get_str(p)?)?);
+                self.md = Some(prov.digests().resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST) {
-                self.mgf1 = Some(prov.digests.resolve(params::get_str(p)?)?);
+                self.mgf1 = Some(prov.digests().resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN) {
                 self.min_salt = Some(usize::try_from(params::get_int(p)?).map_err(|_| {

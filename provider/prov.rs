@@ -7,7 +7,7 @@ use crate::boundary::{guard, quiet};
 use crate::config::Config;
 use crate::digest::DigestCache;
 use crate::dispatch::{dispatch, DISPATCH_END};
-use crate::error::{Error, ErrorSink, Reason, Result, REASON_STRINGS};
+use crate::error::{fail, Error, ErrorSink, Reason, Result, REASON_STRINGS};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::params::{self, param, ParamTable, END, UTF8};
 use crate::{asym_cipher, keymgmt, signature};
@@ -15,15 +15,17 @@ use crate::{asym_cipher, keymgmt, signature};
 /// Everything one loaded instance of rustica needs.
 pub struct ProvCtx {
     pub sink: ErrorSink,
-    /// rustica's child library context: everything rustica fetches itself.
+    /// The library context rustica draws random numbers and fetches digests
+    /// from: the one it was loaded into (see [`LibCtxSource`]).
     pub libctx: *mut ffi::OSSL_LIB_CTX,
+    /// Whether `libctx` is a child context rustica created (and frees).
+    owns_libctx: bool,
     pub config: Config,
-    pub digests: DigestCache,
 }
 // SAFETY: after initialisation the context is read-only; the core handle and
-// upcalls are valid from any thread, the child library context is
-// thread-safe, and the digest cache synchronises itself.
+// upcalls are valid from any thread, and library contexts are thread-safe.
 unsafe impl Send for ProvCtx {}
+// SAFETY: see Send.
 unsafe impl Sync for ProvCtx {}
 
 impl ProvCtx {
@@ -37,7 +39,7 @@ impl ProvCtx {
         if len == 0 {
             return Ok(v);
         }
-        // SAFETY: v holds `len` writable bytes; libctx is our child context.
+        // SAFETY: v holds `len` writable bytes; libctx lives as long as we do.
         let ok = unsafe { ffi::RAND_bytes_ex(self.libctx, v.as_mut_ptr(), len, 0) } == 1;
         if ok {
             Ok(v)
@@ -47,11 +49,18 @@ impl ProvCtx {
     }
 
     /// The library context the RSA primitive draws random numbers from
-    /// (blinding, primes): rustica's child of the context it was loaded into.
+    /// (blinding, primes): the context rustica was loaded into.
     pub fn rand_ctx(&self) -> ibmca_shim::LibCtx {
-        // SAFETY: the child library context lives until teardown, after
-        // every operation that could use it has ended.
+        // SAFETY: the library context outlives this provider instance, and
+        // so every operation that could use it.
         unsafe { ibmca_shim::LibCtx::from_ptr(self.libctx) }
+    }
+
+    /// An empty digest cache for one operation context: digests are
+    /// fetched at first use and released with the operation, never at
+    /// provider teardown.
+    pub fn digests(&self) -> DigestCache {
+        DigestCache::new(self.libctx)
     }
 
     /// The backend that RSA operations run on.
@@ -73,23 +82,15 @@ impl ProvCtx {
 }
 
 impl Drop for ProvCtx {
-    /// Runs in teardown, in every order OpenSSL tears down: the application's
-    /// OSSL_LIB_CTX_free, OPENSSL_cleanup at exit, provider unload. In each,
-    /// the parent context's providers that our child context mirrors are
-    /// still referenced by the child, so the child and what was fetched from
-    /// it are intact here; the parent may be half gone, and we touch
-    /// nothing of it directly. The order matters:
-    /// 1. the fetched EVP_MDs, while the child context lives: their last
-    ///    reference releases a child provider, which reads the child
-    ///    context (freed after it, it read freed memory: a crash in evp_test,
-    ///    a hang on a destroyed lock at exit);
-    /// 2. the child context, which releases its providers and, through the
-    ///    core, their parents.
+    /// Runs in teardown, in every order OpenSSL tears down (the
+    /// application's OSSL_LIB_CTX_free, OPENSSL_cleanup at exit, provider
+    /// unload). rustica holds no OpenSSL object across operations, so there
+    /// is nothing to release but a child context of its own, when it had to
+    /// make one.
     fn drop(&mut self) {
-        self.digests.release();
-        if !self.libctx.is_null() {
+        if self.owns_libctx && !self.libctx.is_null() {
             // SAFETY: created by OSSL_LIB_CTX_new_child and owned by us;
-            // nothing fetched from it is held any more (step 1).
+            // nothing fetched from it outlives the operations that used it.
             unsafe { ffi::OSSL_LIB_CTX_free(self.libctx) };
             self.libctx = ptr::null_mut();
         }
@@ -101,6 +102,10 @@ type Generic = Option<unsafe extern "C" fn()>;
 
 struct CoreFns {
     get_params: ffi::OSSL_FUNC_core_get_params_fn,
+    get_libctx: ffi::OSSL_FUNC_core_get_libctx_fn,
+    /// The core's allocator: the same function as ours exactly when the
+    /// core is the libcrypto rustica is linked against.
+    crypto_malloc: Generic,
     sink: ErrorSink,
 }
 
@@ -109,6 +114,8 @@ struct CoreFns {
 unsafe fn read_core(handle: *const ffi::OSSL_CORE_HANDLE, input: *const OSSL_DISPATCH) -> CoreFns {
     let mut fns = CoreFns {
         get_params: None,
+        get_libctx: None,
+        crypto_malloc: None,
         sink: ErrorSink {
             handle,
             new_error: None,
@@ -127,6 +134,11 @@ unsafe fn read_core(handle: *const ffi::OSSL_CORE_HANDLE, input: *const OSSL_DIS
                     fns.get_params =
                         std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_get_params_fn>(f)
                 }
+                ffi::OSSL_FUNC_CORE_GET_LIBCTX => {
+                    fns.get_libctx =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_get_libctx_fn>(f)
+                }
+                ffi::OSSL_FUNC_CRYPTO_MALLOC => fns.crypto_malloc = f,
                 ffi::OSSL_FUNC_CORE_NEW_ERROR => {
                     fns.sink.new_error =
                         std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_new_error_fn>(f)
@@ -176,6 +188,52 @@ fn config_lookup(core: &CoreFns, key: &str) -> Option<String> {
     )
 }
 
+extern "C" {
+    // libcrypto's allocator, compared with the core's (see loaded_libctx).
+    fn CRYPTO_malloc(num: usize, file: *const c_char, line: c_int) -> *mut c_void;
+}
+
+/// The library context rustica works in: the one it was loaded into.
+///
+/// When the core is the libcrypto rustica itself is linked against (the
+/// core's CRYPTO_malloc upcall is our CRYPTO_malloc: one libcrypto in the
+/// process, the normal case), the core's context handle is that library
+/// context, and rustica uses it directly: its digests and random numbers
+/// then come from the providers the application configured, already set up
+/// (a new child context fills its own name map at its first fetch, about
+/// 3 M instructions per process), and nothing of it has to be freed at
+/// teardown. Otherwise (a core from another copy of libcrypto) the handle
+/// means nothing to our libcrypto, and rustica makes a child context, as
+/// provider-base(7) prescribes.
+///
+/// # Safety
+/// `handle` and `input` must be the core's, as given to OSSL_provider_init.
+unsafe fn loaded_libctx(
+    core: &CoreFns,
+    handle: *const ffi::OSSL_CORE_HANDLE,
+    input: *const OSSL_DISPATCH,
+) -> Result<(*mut ffi::OSSL_LIB_CTX, bool)> {
+    let ours = CRYPTO_malloc as unsafe extern "C" fn(usize, *const c_char, c_int) -> *mut c_void;
+    let same_libcrypto = core
+        .crypto_malloc
+        .is_some_and(|f| f as usize == ours as usize);
+    if let (true, Some(get_libctx)) = (same_libcrypto, core.get_libctx) {
+        // SAFETY: the core's upcall with its own handle; with one libcrypto
+        // in the process, the OPENSSL_CORE_CTX it returns is the
+        // OSSL_LIB_CTX this provider instance was loaded into.
+        let libctx = unsafe { get_libctx(handle) } as *mut ffi::OSSL_LIB_CTX;
+        if !libctx.is_null() {
+            return Ok((libctx, false));
+        }
+    }
+    // SAFETY: handle and input are the core's (the caller's contract).
+    let child = unsafe { ffi::OSSL_LIB_CTX_new_child(handle, input) };
+    if child.is_null() {
+        return fail(Reason::Internal, "cannot create a child library context");
+    }
+    Ok((child, true))
+}
+
 /// The entry point OpenSSL calls when it loads rustica.so.
 ///
 /// # Safety
@@ -202,19 +260,13 @@ pub unsafe extern "C" fn OSSL_provider_init(
         // an init error from openssl.cnf silently; see backend::configure).
         ibmca_shim::backend::configure(&config.backend_settings())
             .map_err(|e| Error::new(Reason::Config, e.0))?;
-        // SAFETY: handle and input are the core's, as OSSL_LIB_CTX_new_child requires.
-        let libctx = unsafe { ffi::OSSL_LIB_CTX_new_child(handle, input) };
-        if libctx.is_null() {
-            return Err(Error::new(
-                Reason::Internal,
-                "cannot create a child library context",
-            ));
-        }
+        // SAFETY: handle and input are the core's, as loaded_libctx requires.
+        let (libctx, owns_libctx) = unsafe { loaded_libctx(&core, handle, input) }?;
         let ctx = Box::new(ProvCtx {
             sink,
             libctx,
+            owns_libctx,
             config,
-            digests: DigestCache::new(libctx),
         });
         INSTANCES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // SAFETY: both out pointers were checked non-NULL above.

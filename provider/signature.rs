@@ -9,7 +9,7 @@ use ibmca_shim::{stats, Backend, Op, RsaKey};
 
 use crate::boundary::{guard, quiet};
 use crate::der;
-use crate::digest::{DigestId, Hasher};
+use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
@@ -91,6 +91,9 @@ pub struct SigCtx {
     /// Set for RSA-PSS keys: PSS padding only, within `restrict` if given.
     pss_only: bool,
     restrict: Option<PssRestrictions>,
+    /// Digests fetched for this operation, released with it (never at
+    /// provider teardown, when the library context may be half gone).
+    digests: DigestCache,
 }
 
 impl SigCtx {
@@ -229,7 +232,7 @@ impl SigCtx {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {
-                let id = prov.digests.resolve(params::get_str(p)?)?;
+                let id = prov.digests().resolve(params::get_str(p)?)?;
                 self.set_md(id)?;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PAD_MODE) {
@@ -329,7 +332,7 @@ impl SigCtx {
                 if self.pad != Pad::Pss {
                     return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
                 }
-                let id = prov.digests.resolve(params::get_str(p)?)?;
+                let id = prov.digests().resolve(params::get_str(p)?)?;
                 self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
                 self.mgf1 = Some(id);
             }
@@ -348,7 +351,7 @@ impl SigCtx {
             );
         }
         Pss::new(
-            &self.prov().digests,
+            &self.digests,
             md,
             self.mgf1.unwrap_or(md),
             key.bits() as usize,
@@ -605,7 +608,7 @@ impl SigCtx {
         if self.hasher.is_none() {
             let md = self.md.unwrap_or(DigestId::Sha256);
             self.md = Some(md);
-            self.hasher = Some(Hasher::new(&self.prov().digests, md)?);
+            self.hasher = Some(Hasher::new(&self.digests, md)?);
         }
         Ok(self.hasher.as_mut().expect("set above"))
     }
@@ -697,6 +700,9 @@ unsafe extern "C" fn newctx(provctx: *mut c_void, _propq: *const std::ffi::c_cha
     // SAFETY: provctx is ours.
     let prov = unsafe { ProvCtx::from_ptr(provctx) };
     guard(prov, ptr::null_mut(), || {
+        let Some(p) = prov else {
+            return fail(Reason::Internal, "no provider context");
+        };
         Ok(Box::into_raw(Box::new(SigCtx {
             prov: provctx as *const ProvCtx,
             key: None,
@@ -709,6 +715,7 @@ unsafe extern "C" fn newctx(provctx: *mut c_void, _propq: *const std::ffi::c_cha
             hashing: false,
             pss_only: false,
             restrict: None,
+            digests: p.digests(),
         })) as *mut c_void)
     })
 }
@@ -737,6 +744,7 @@ unsafe extern "C" fn dupctx(ctx: *mut c_void) -> *mut c_void {
             hashing: c.hashing,
             pss_only: c.pss_only,
             restrict: c.restrict,
+            digests: c.digests.clone(),
         })) as *mut c_void)
     })
 }
@@ -848,7 +856,7 @@ fn digest_init(
             .to_string_lossy()
             .into_owned()
     };
-    let id = c.prov().digests.resolve(&name)?;
+    let id = c.prov().digests().resolve(&name)?;
     c.set_md(id)?;
     c.set_params(params)?;
     Ok(1)
