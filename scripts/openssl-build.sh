@@ -37,8 +37,10 @@ for tool in curl xz make perl gcc; do
 done
 mkdir -p "$top"
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-# The newest openssl source of the suite whose upstream version is in the series.
-read -r version file sha < <(curl -sfL "$mirror/dists/$suite/main/source/Sources.xz" | xz -d |
+# The openssl sources of the suite whose upstream version is in the series,
+# newest first; the first whose tarball the mirror serves is used (a suite
+# can list a version whose files a mirror does not carry yet).
+candidates=$(curl -sfL "$mirror/dists/$suite/main/source/Sources.xz" | xz -d |
   awk -v s="$series" '
     /^Package: /        { pkg = $2 }
     /^Version: /        { ver = $2 }
@@ -49,23 +51,33 @@ read -r version file sha < <(curl -sfL "$mirror/dists/$suite/main/source/Sources
       up = ver; sub(/-[^-]*$/, "", up)
       if (pkg == "openssl" && index(up, s ".") == 1 && f != "") print up, f, h
       pkg = ""; f = ""
-    }' | sort -V | tail -1) || true
-[ -n "${file:-}" ] || { say "no openssl $series source in Debian $suite ($mirror)"; exit 1; }
-say "OpenSSL $version from Debian $suite: $file"
-tarball=$cache/src/$file
+    }' | sort -u -V -r) || true
+[ -n "$candidates" ] || { say "no openssl $series source in Debian $suite ($mirror)"; exit 1; }
 mkdir -p "$cache/src"
-if [ ! -f "$tarball" ] || ! echo "$sha  $tarball" | sha256sum -c --status; then
-  curl -sfL -o "$tarball.part" "$mirror/pool/main/o/openssl/$file"
-  echo "$sha  $tarball.part" | sha256sum -c --status || { say "checksum mismatch for $file"; exit 1; }
-  mv "$tarball.part" "$tarball"
-fi
+tarball=
+while read -r version file sha; do
+  t=$cache/src/$file
+  if [ -f "$t" ] && echo "$sha  $t" | sha256sum -c --status; then tarball=$t; break; fi
+  if curl -sfL -o "$t.part" "$mirror/pool/main/o/openssl/$file"; then
+    echo "$sha  $t.part" | sha256sum -c --status || { say "checksum mismatch for $file"; exit 1; }
+    mv "$t.part" "$t"
+    tarball=$t
+    break
+  fi
+  rm -f "$t.part"
+  say "$file is listed in $suite but not served by $mirror; trying an older one"
+done <<<"$candidates"
+[ -n "$tarball" ] || { say "no openssl $series tarball could be downloaded from $mirror"; exit 1; }
+say "OpenSSL $version from Debian $suite: $file"
 rm -rf "$top/src" "$prefix"
 mkdir -p "$top/src"
 tar xzf "$tarball" -C "$top/src" --strip-components=1
 cd "$top/src"
 start=$SECONDS
 say "configuring"
-./Configure --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared no-docs \
+# (no-docs exists from 3.2; the targets below never build the manuals anyway.)
+docs=(); [ "$series" = 3.0 ] || docs=(no-docs)
+./Configure --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared "${docs[@]}" \
   -Wl,-rpath,"$prefix/lib" >/dev/null
 say "building (make -j$(nproc))"
 # Only what rustica and its tests use: the libraries, the providers, the
