@@ -44,6 +44,12 @@ fn main() {
         .allowlist_var("ERR_R_.*")
         // core.h declares the entry point; the provider defines it.
         .blocklist_function("OSSL_provider_init")
+        // From OpenSSL 3.2, core_names.h defines these as aliases of other
+        // macros, which bindgen does not follow; provider/ffi.rs spells
+        // them out for every version.
+        .blocklist_var("OSSL_ASYM_CIPHER_PARAM_PAD_MODE")
+        .blocklist_var("OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST")
+        .blocklist_var("OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS")
         .layout_tests(true)
         .generate()
         .expect("bindgen could not process the OpenSSL headers (is libssl-dev installed?)");

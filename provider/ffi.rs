@@ -7,3 +7,9 @@
 )]
 #![allow(clippy::all)]
 include!(concat!(env!("OUT_DIR"), "/ossl.rs"));
+
+// Parameter names that newer core_names.h define as aliases of other macros
+// (see build.rs); the strings are the same in every OpenSSL 3.x and 4.x.
+pub const OSSL_ASYM_CIPHER_PARAM_PAD_MODE: &[u8; 9] = b"pad-mode\0";
+pub const OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST: &[u8; 12] = b"mgf1-digest\0";
+pub const OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS: &[u8; 16] = b"mgf1-properties\0";
