@@ -2,7 +2,7 @@
 //! can print) and a message a person can act on. Entry points turn an `Err`
 //! into an entry on OpenSSL's error queue through the core's upcalls.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
 
 use crate::ffi;
@@ -131,6 +131,25 @@ impl ErrorSink {
                 err.reason as u32,
                 text.as_ptr(),
             );
+        }
+    }
+}
+
+impl ErrorSink {
+    /// Raises a fixed message: no formatting or allocation, so a caller on a
+    /// secret-dependent path (a decryption's padding check) pays only the
+    /// core's upcalls.
+    pub fn raise_static(&self, reason: Reason, text: &'static CStr) {
+        let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) else {
+            return;
+        };
+        // SAFETY: as in `raise`; `text` is a static NUL-terminated string.
+        unsafe {
+            new_error(self.handle);
+            if let Some(debug) = self.set_error_debug {
+                debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
+            }
+            rustica_raise(self.vset_error, self.handle, reason as u32, text.as_ptr());
         }
     }
 }
