@@ -13,7 +13,7 @@ use crate::boundary::{guard, quiet};
 use crate::ct;
 use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
-use crate::enc_padding::{self, Decoded, Oaep, SHA256_LEN, TLS_PREMASTER_LEN};
+use crate::enc_padding::{self, Decoded, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
 use crate::keymgmt::KeyObj;
@@ -158,11 +158,8 @@ impl CipherCtx {
                 .ok_or_else(|| {
                     Error::new(Reason::MissingKey, "the RSA key has no private exponent")
                 })?;
-            Some(enc_padding::implicit_rejection_key(
-                &self.prov().digests,
-                &d,
-                key.size(),
-            )?)
+            let sha = Sha256::fetch(self.prov().libctx)?;
+            Some(enc_padding::implicit_rejection_key(&sha, &d, key.size())?)
         } else {
             None
         };
@@ -336,12 +333,8 @@ impl CipherCtx {
                 })?;
                 let mut padded = Zeroizing::new(vec![0u8; k]);
                 padded[k - c.len()..].copy_from_slice(c);
-                enc_padding::pkcs1_type2_decode_implicit(
-                    &self.prov().digests,
-                    rejection_key,
-                    &padded,
-                    &em,
-                )?
+                let sha = Sha256::fetch(self.prov().libctx)?;
+                enc_padding::pkcs1_type2_decode_implicit(&sha, rejection_key, &padded, &em)?
             }
             EncPad::Pkcs1 => enc_padding::pkcs1_type2_decode(&em),
             EncPad::Oaep => self.oaep().decode(&em)?,

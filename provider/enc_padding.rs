@@ -7,8 +7,11 @@
 use zeroize::Zeroizing;
 
 use crate::ct;
+use std::ptr;
+
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Reason, Result};
+use crate::ffi;
 
 /// MGF1 (RFC 8017, B.2.1) whose output and working buffers are wiped when
 /// dropped: in OAEP both masks and the seed they come from are secret.
@@ -101,26 +104,114 @@ pub fn pkcs1_type2_decode(em: &[u8]) -> Decoded {
     Decoded { good, len, message }
 }
 
-/// HMAC-SHA-256 (RFC 2104) over the digest cache's SHA-256, for a key of
-/// at most one block: the two keyed states are made once and copied per
-/// message.
+/// SHA-256 fetched from `libctx` for one operation and freed with it.
+/// Deliberately not the provider's digest cache: what an operation fetches
+/// it releases itself, so nothing of it is left for provider teardown.
+pub struct Sha256(*mut ffi::EVP_MD);
+
+impl Sha256 {
+    pub fn fetch(libctx: *mut ffi::OSSL_LIB_CTX) -> Result<Sha256> {
+        // SAFETY: libctx is rustica's child library context (or NULL, the
+        // default one); both strings are NUL-terminated. The query keeps the
+        // fetch away from rustica itself.
+        let md = unsafe {
+            ffi::EVP_MD_fetch(libctx, c"SHA2-256".as_ptr(), c"provider!=rustica".as_ptr())
+        };
+        if md.is_null() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "SHA-256 (for implicit rejection) is not available from any loaded provider",
+            );
+        }
+        Ok(Sha256(md))
+    }
+
+    fn start(&self) -> Result<MdCtx> {
+        // SAFETY: plain allocation.
+        let ctx = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
+        // SAFETY: ctx (checked non-NULL) is fresh, self.0 a fetched digest.
+        if ctx.0.is_null() || unsafe { ffi::EVP_DigestInit_ex2(ctx.0, self.0, ptr::null()) } != 1 {
+            return fail(Reason::Internal, "SHA-256 initialisation failed");
+        }
+        Ok(ctx)
+    }
+
+    pub fn digest(&self, data: &[u8]) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        let mut ctx = self.start()?;
+        ctx.update(data)?;
+        ctx.finish()
+    }
+}
+
+impl Drop for Sha256 {
+    fn drop(&mut self) {
+        // SAFETY: our own reference from EVP_MD_fetch.
+        unsafe { ffi::EVP_MD_free(self.0) };
+    }
+}
+
+/// A running SHA-256; OpenSSL wipes its state when it is freed.
+struct MdCtx(*mut ffi::EVP_MD_CTX);
+
+impl MdCtx {
+    fn update(&mut self, data: &[u8]) -> Result<()> {
+        // SAFETY: an initialised context; data valid for its length.
+        if !data.is_empty()
+            && unsafe { ffi::EVP_DigestUpdate(self.0, data.as_ptr().cast(), data.len()) } != 1
+        {
+            return fail(Reason::Internal, "SHA-256 update failed");
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        let mut out = Zeroizing::new([0u8; SHA256_LEN]);
+        let mut len = 0u32;
+        // SAFETY: out holds the 32 bytes SHA-256 writes.
+        if unsafe { ffi::EVP_DigestFinal_ex(self.0, out.as_mut_ptr(), &mut len) } != 1
+            || len as usize != SHA256_LEN
+        {
+            return fail(Reason::Internal, "SHA-256 finalisation failed");
+        }
+        Ok(out)
+    }
+
+    fn try_clone(&self) -> Result<MdCtx> {
+        // SAFETY: plain allocation, then a copy of our initialised state.
+        let copy = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
+        if copy.0.is_null() || unsafe { ffi::EVP_MD_CTX_copy_ex(copy.0, self.0) } != 1 {
+            return fail(Reason::Internal, "SHA-256 copy failed");
+        }
+        Ok(copy)
+    }
+}
+
+impl Drop for MdCtx {
+    fn drop(&mut self) {
+        // SAFETY: allocated by EVP_MD_CTX_new (or NULL, which is accepted).
+        unsafe { ffi::EVP_MD_CTX_free(self.0) };
+    }
+}
+
+/// HMAC-SHA-256 (RFC 2104) for a key of at most one block: the two keyed
+/// states are made once and copied per message.
 pub struct HmacSha256 {
-    inner: Hasher,
-    outer: Hasher,
+    inner: MdCtx,
+    outer: MdCtx,
 }
 
 const SHA256_BLOCK: usize = 64;
 pub const SHA256_LEN: usize = 32;
 
 impl HmacSha256 {
-    pub fn new(digests: &DigestCache, key: &[u8]) -> Result<HmacSha256> {
+    pub fn new(sha: &Sha256, key: &[u8]) -> Result<HmacSha256> {
         if key.len() > SHA256_BLOCK {
             return fail(Reason::Internal, "HMAC key longer than one block");
         }
         let mut pad = Zeroizing::new([0u8; SHA256_BLOCK]);
         pad[..key.len()].copy_from_slice(key);
-        let mut inner = Hasher::new(digests, DigestId::Sha256)?;
-        let mut outer = Hasher::new(digests, DigestId::Sha256)?;
+        let mut inner = sha.start()?;
+        let mut outer = sha.start()?;
         let ipad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x36).collect());
         let opad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x5c).collect());
         inner.update(&ipad)?;
@@ -134,13 +225,10 @@ impl HmacSha256 {
         for part in parts {
             inner.update(part)?;
         }
-        let inner_hash = Zeroizing::new(inner.finish()?);
+        let inner_hash = inner.finish()?;
         let mut outer = self.outer.try_clone()?;
-        outer.update(&inner_hash)?;
-        let tag = Zeroizing::new(outer.finish()?);
-        let mut out = Zeroizing::new([0u8; SHA256_LEN]);
-        out.copy_from_slice(&tag[..SHA256_LEN]);
-        Ok(out)
+        outer.update(&inner_hash[..])?;
+        outer.finish()
     }
 
     /// The implicit-rejection PRF: HMAC in counter mode over
@@ -163,7 +251,7 @@ impl HmacSha256 {
 /// The key of the implicit-rejection key derivation: SHA-256 of the private
 /// exponent as a big-endian string of the modulus' length `k`.
 pub fn implicit_rejection_key(
-    digests: &DigestCache,
+    sha: &Sha256,
     d: &[u8],
     k: usize,
 ) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
@@ -176,10 +264,7 @@ pub fn implicit_rejection_key(
     }
     let mut padded = Zeroizing::new(vec![0u8; k]);
     padded[k - d.len()..].copy_from_slice(d);
-    let hash = Zeroizing::new(digests.digest(DigestId::Sha256, &padded)?);
-    let mut out = Zeroizing::new([0u8; SHA256_LEN]);
-    out.copy_from_slice(&hash[..SHA256_LEN]);
-    Ok(out)
+    sha.digest(&padded)
 }
 
 /// PKCS#1 v1.5 decoding with implicit rejection (the algorithm of
@@ -190,7 +275,7 @@ pub fn implicit_rejection_key(
 /// to the modulus length. The result is always "good"; nothing branches on
 /// which message was chosen.
 pub fn pkcs1_type2_decode_implicit(
-    digests: &DigestCache,
+    sha: &Sha256,
     key: &[u8; SHA256_LEN],
     c: &[u8],
     em: &[u8],
@@ -202,8 +287,8 @@ pub fn pkcs1_type2_decode_implicit(
             "the modulus is too small for PKCS#1 v1.5 decryption",
         );
     }
-    let kdk = Zeroizing::new(HmacSha256::new(digests, key)?.mac(&[c])?);
-    let prf = HmacSha256::new(digests, &kdk[..])?;
+    let kdk = HmacSha256::new(sha, key)?.mac(&[c])?;
+    let prf = HmacSha256::new(sha, &kdk[..])?;
     // 128 candidate lengths, two bytes each.
     let candidates = prf.prf(b"length", 256)?;
     let random_message = prf.prf(b"message", k)?;
