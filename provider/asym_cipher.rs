@@ -25,10 +25,6 @@ use crate::prov::ProvCtx;
 /// message for bad padding; 0 = an error.
 const IMPLICIT_REJECTION: &[u8] = b"implicit-rejection\0";
 
-/// The one error a decryption's padding check can end in: a fixed text,
-/// so the failure path formats and allocates nothing.
-const PADDING_FAILED: &CStr = c"rustica: RSA decryption failed: the padding check failed";
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EncPad {
     Pkcs1,
@@ -99,7 +95,7 @@ pub struct CipherCtx {
 enum Decrypted {
     Len(usize),
     /// The padding check failed (constant-time up to this point); the
-    /// caller raises PADDING_FAILED.
+    /// caller raises Reason::DecryptionFailed.
     BadPadding,
 }
 
@@ -158,7 +154,9 @@ impl CipherCtx {
                 .ok_or_else(|| {
                     Error::new(Reason::MissingKey, "the RSA key has no private exponent")
                 })?;
-            let sha = Sha256::fetch(self.prov().libctx)?;
+            // SAFETY: rustica's own child library context, alive as long as
+            // the provider context.
+            let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
             Some(enc_padding::implicit_rejection_key(&sha, &d, key.size())?)
         } else {
             None
@@ -333,7 +331,9 @@ impl CipherCtx {
                 })?;
                 let mut padded = Zeroizing::new(vec![0u8; k]);
                 padded[k - c.len()..].copy_from_slice(c);
-                let sha = Sha256::fetch(self.prov().libctx)?;
+                // SAFETY: rustica's own child library context, alive as long as
+                // the provider context.
+                let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
                 enc_padding::pkcs1_type2_decode_implicit(&sha, rejection_key, &padded, &em)?
             }
             EncPad::Pkcs1 => enc_padding::pkcs1_type2_decode(&em),
@@ -467,9 +467,9 @@ unsafe fn run(
         match c.decrypt(input, out)? {
             Decrypted::Len(n) => n,
             Decrypted::BadPadding => {
-                c.prov()
-                    .sink
-                    .raise_static(Reason::BadPadding, PADDING_FAILED);
+                // Only the reason, whose text is in the reason strings: the
+                // failure formats, allocates and copies nothing.
+                c.prov().sink.raise_reason(Reason::DecryptionFailed);
                 return Ok(0);
             }
         }

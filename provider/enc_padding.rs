@@ -110,10 +110,11 @@ pub fn pkcs1_type2_decode(em: &[u8]) -> Decoded {
 pub struct Sha256(*mut ffi::EVP_MD);
 
 impl Sha256 {
-    pub fn fetch(libctx: *mut ffi::OSSL_LIB_CTX) -> Result<Sha256> {
-        // SAFETY: libctx is rustica's child library context (or NULL, the
-        // default one); both strings are NUL-terminated. The query keeps the
-        // fetch away from rustica itself.
+    /// # Safety
+    /// `libctx` must be NULL (the default library context) or a live one.
+    pub unsafe fn fetch(libctx: *mut ffi::OSSL_LIB_CTX) -> Result<Sha256> {
+        // SAFETY: libctx is valid per the contract above; both strings are
+        // NUL-terminated. The query keeps the fetch away from rustica itself.
         let md = unsafe {
             ffi::EVP_MD_fetch(libctx, c"SHA2-256".as_ptr(), c"provider!=rustica".as_ptr())
         };

@@ -2,7 +2,7 @@
 //! can print) and a message a person can act on. Entry points turn an `Err`
 //! into an entry on OpenSSL's error queue through the core's upcalls.
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::fmt;
 
 use crate::ffi;
@@ -22,10 +22,11 @@ pub enum Reason {
     Unsupported = 9,
     BadPadding = 10,
     MissingKey = 11,
+    DecryptionFailed = 12,
 }
 
 impl Reason {
-    const ALL: [Reason; 11] = [
+    const ALL: [Reason; 12] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -37,6 +38,7 @@ impl Reason {
         Reason::Unsupported,
         Reason::BadPadding,
         Reason::MissingKey,
+        Reason::DecryptionFailed,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -52,6 +54,7 @@ impl Reason {
             Reason::Unsupported => b"unsupported operation\0",
             Reason::BadPadding => b"bad padding\0",
             Reason::MissingKey => b"no key\0",
+            Reason::DecryptionFailed => b"RSA decryption failed: the padding check failed\0",
         }
     }
 }
@@ -106,6 +109,11 @@ extern "C" {
         reason: u32,
         message: *const c_char,
     );
+    fn rustica_raise_reason(
+        vset_error: ffi::OSSL_FUNC_core_vset_error_fn,
+        handle: *const ffi::OSSL_CORE_HANDLE,
+        reason: u32,
+    );
 }
 
 impl ErrorSink {
@@ -136,20 +144,22 @@ impl ErrorSink {
 }
 
 impl ErrorSink {
-    /// Raises a fixed message: no formatting or allocation, so a caller on a
+    /// Raises `reason` alone (its text comes from the reason strings): no
+    /// message is formatted, allocated or copied, so a caller on a
     /// secret-dependent path (a decryption's padding check) pays only the
-    /// core's upcalls.
-    pub fn raise_static(&self, reason: Reason, text: &'static CStr) {
+    /// core's bookkeeping.
+    pub fn raise_reason(&self, reason: Reason) {
         let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) else {
             return;
         };
-        // SAFETY: as in `raise`; `text` is a static NUL-terminated string.
+        // SAFETY: as in `raise`; no strings are passed but the static
+        // "rustica" of the debug upcall.
         unsafe {
             new_error(self.handle);
             if let Some(debug) = self.set_error_debug {
                 debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
             }
-            rustica_raise(self.vset_error, self.handle, reason as u32, text.as_ptr());
+            rustica_raise_reason(self.vset_error, self.handle, reason as u32);
         }
     }
 }

@@ -59,7 +59,8 @@ fn reference_implicit(key: &[u8; SHA256_LEN], c: &[u8], em: &[u8]) -> Vec<u8> {
         return m.to_vec();
     }
     let k = em.len();
-    let sha = Sha256::fetch(std::ptr::null_mut()).unwrap();
+    let sha = // SAFETY: NULL is the default library context.
+    unsafe { Sha256::fetch(std::ptr::null_mut()) }.unwrap();
     let kdk = HmacSha256::new(&sha, key).unwrap().mac(&[c]).unwrap();
     let prf = HmacSha256::new(&sha, &kdk[..]).unwrap();
     let stream = |label: &[u8], len: usize| -> Vec<u8> {
@@ -152,7 +153,8 @@ fuzz_target!(|data: &[u8]| {
             let em = input.rest();
             // The ciphertext only feeds the key derivation: any k bytes do.
             let c: Vec<u8> = em.iter().rev().map(|b| b ^ 0x3c).collect();
-            let sha = Sha256::fetch(std::ptr::null_mut()).unwrap();
+            let sha = // SAFETY: NULL is the default library context.
+    unsafe { Sha256::fetch(std::ptr::null_mut()) }.unwrap();
             match enc_padding::pkcs1_type2_decode_implicit(&sha, &key, &c, em) {
                 Ok(d) => {
                     let got = decoded(&d).expect("implicit rejection always succeeds");
