@@ -5,18 +5,25 @@ use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
+use ibmca_shim::stats::{self, Backend};
 use ibmca_shim::{Op, RsaKey};
 use zeroize::Zeroizing;
 
 use crate::boundary::{guard, quiet};
+use crate::ct;
 use crate::digest::{DigestCache, DigestId};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
-use crate::enc_padding::{self, Decoded, Oaep, TLS_PREMASTER_LEN};
+use crate::enc_padding::{self, Decoded, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
 use crate::keymgmt::{KeyKind, KeyObj};
 use crate::params::{self, param, ParamTable, END, OCTETS, UINT, UTF8};
 use crate::prov::ProvCtx;
+
+/// OSSL_ASYM_CIPHER_PARAM_IMPLICIT_REJECTION of OpenSSL 3.2+ (absent from
+/// 3.0's headers): 1 (default) = PKCS#1 v1.5 decryption returns a synthetic
+/// message for bad padding; 0 = an error.
+const IMPLICIT_REJECTION: &[u8] = b"implicit-rejection\0";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EncPad {
@@ -78,11 +85,39 @@ pub struct CipherCtx {
     label: Option<Vec<u8>>,
     client_version: u32,
     alt_version: u32,
+    implicit_rejection: bool,
+    /// SHA-256 of the private exponent: the implicit-rejection key (made
+    /// at decrypt_init).
+    rejection_key: Option<Zeroizing<[u8; SHA256_LEN]>>,
     /// Digests fetched for this operation, released with it.
     digests: DigestCache,
 }
 
+/// How a decryption ended.
+enum Decrypted {
+    Len(usize),
+    /// The padding check failed (constant-time up to this point); the
+    /// caller raises Reason::DecryptionFailed.
+    BadPadding,
+}
+
 impl CipherCtx {
+    fn fresh(prov: &ProvCtx) -> CipherCtx {
+        CipherCtx {
+            prov: prov as *const ProvCtx,
+            key: None,
+            pad: EncPad::Pkcs1,
+            oaep_md: None,
+            mgf1: None,
+            label: None,
+            client_version: 0,
+            alt_version: 0,
+            implicit_rejection: true,
+            rejection_key: None,
+            digests: prov.digests(),
+        }
+    }
+
     fn prov<'p>(&self) -> &'p ProvCtx {
         // SAFETY: contexts are created under a live provider context, which
         // OpenSSL frees only after every operation context.
@@ -121,16 +156,24 @@ impl CipherCtx {
                 "decryption needs a private key; this RSA key is public only",
             );
         }
+        let rejection_key = if decrypt {
+            let d = key
+                .export_private()
+                .and_then(|parts| parts.d)
+                .ok_or_else(|| {
+                    Error::new(Reason::MissingKey, "the RSA key has no private exponent")
+                })?;
+            // SAFETY: the library context rustica works in, alive as long
+            // as the provider context.
+            let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
+            Some(enc_padding::implicit_rejection_key(&sha, &d, key.size())?)
+        } else {
+            None
+        };
         *self = CipherCtx {
-            prov: self.prov,
             key: Some(key),
-            pad: EncPad::Pkcs1,
-            oaep_md: None,
-            mgf1: None,
-            label: None,
-            client_version: 0,
-            alt_version: 0,
-            digests: self.digests.clone(),
+            rejection_key,
+            ..CipherCtx::fresh(self.prov())
         };
         self.set_params(params)
     }
@@ -164,6 +207,9 @@ impl CipherCtx {
             {
                 self.alt_version = tls_version(p)?;
             }
+            if let Some(p) = params::find(params, IMPLICIT_REJECTION) {
+                self.implicit_rejection = params::get_size(p)? != 0;
+            }
         }
         Ok(())
     }
@@ -188,7 +234,9 @@ impl CipherCtx {
         Ok(())
     }
 
-    fn encrypt(&self, m: &[u8]) -> Result<Vec<u8>> {
+    /// The padded block to encrypt; every error here is a refusal before
+    /// the RSA primitive.
+    fn encode(&self, m: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
         self.check_label()?;
         let key = self.key()?;
         let k = key.size();
@@ -206,18 +254,41 @@ impl CipherCtx {
                         ),
                     );
                 }
-                m.to_vec()
+                Zeroizing::new(m.to_vec())
             }
         };
-        key.public_op(Op::Encrypt, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        Ok(em)
     }
 
-    /// Decrypts into `out` (capacity `size`); returns the length.
-    fn decrypt(&self, c: &[u8], out: &mut [u8]) -> Result<usize> {
+    /// Refusals that need no secret: the checks OpenSSL makes before its
+    /// private-key operation. `out_size` is the caller's buffer size.
+    fn check_decrypt(&self, c: &[u8], out_size: usize) -> Result<()> {
         self.check_label()?;
-        let key = self.key()?;
-        let k = key.size();
+        let k = self.key()?.size();
+        if self.pad == EncPad::Tls {
+            if out_size < TLS_PREMASTER_LEN {
+                return fail(
+                    Reason::BadLength,
+                    format!(
+                        "output buffer holds {out_size} bytes; a TLS premaster secret needs {TLS_PREMASTER_LEN}"
+                    ),
+                );
+            }
+            if self.client_version == 0 {
+                return fail(
+                    Reason::InvalidParameter,
+                    "TLS RSA key exchange needs the client version (tls-client-version)",
+                );
+            }
+        } else if out_size < k {
+            // As OpenSSL: the buffer must hold a modulus-sized result,
+            // whatever the padding turns out to hold, so this refusal
+            // never depends on the padding's validity.
+            return fail(
+                Reason::BadLength,
+                format!("output buffer holds {out_size} bytes, {k} needed"),
+            );
+        }
         if c.is_empty() {
             return fail(Reason::BadLength, "the ciphertext is empty");
         }
@@ -230,15 +301,18 @@ impl CipherCtx {
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// Decrypts into `out` (checked by `check_decrypt`). From the private
+    /// operation on, success and failure do the same work: the message is
+    /// copied under a mask and the outcome decided at the very end.
+    fn decrypt(&self, c: &[u8], out: &mut [u8]) -> Result<Decrypted> {
+        let key = self.key()?;
+        let k = key.size();
         if self.pad == EncPad::Tls {
-            if out.len() < TLS_PREMASTER_LEN {
-                return fail(
-                    Reason::BadLength,
-                    "output buffer too small for a TLS premaster secret",
-                );
-            }
             // Drawn before decrypting, so both outcomes cost the same.
-            let mut random = [0u8; TLS_PREMASTER_LEN];
+            let mut random = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
             random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
             let em = key
                 .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
@@ -246,7 +320,7 @@ impl CipherCtx {
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
             out[..TLS_PREMASTER_LEN].copy_from_slice(&pms[..]);
-            return Ok(TLS_PREMASTER_LEN);
+            return Ok(Decrypted::Len(TLS_PREMASTER_LEN));
         }
         let em = key
             .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
@@ -257,29 +331,34 @@ impl CipherCtx {
                 len: k,
                 message: em,
             },
+            EncPad::Pkcs1 if self.implicit_rejection => {
+                let rejection_key = self.rejection_key.as_deref().ok_or_else(|| {
+                    Error::new(
+                        Reason::MissingKey,
+                        "the context was not initialised for decryption",
+                    )
+                })?;
+                let mut padded = Zeroizing::new(vec![0u8; k]);
+                padded[k - c.len()..].copy_from_slice(c);
+                // SAFETY: the library context rustica works in, alive as long as
+                // the provider context.
+                let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
+                enc_padding::pkcs1_type2_decode_implicit(&sha, rejection_key, &padded, &em)?
+            }
             EncPad::Pkcs1 => enc_padding::pkcs1_type2_decode(&em),
             EncPad::Oaep => self.oaep().decode(&em)?,
             EncPad::Tls => unreachable!("handled above"),
         };
+        // The caller's buffer is only written where the padding was good.
+        for (o, &m) in out.iter_mut().zip(decoded.message.iter()) {
+            *o = ct::select_u8(decoded.good, m, *o);
+        }
         // The one branch on the padding's validity, after all secret work.
-        if decoded.good != u32::MAX {
-            return fail(
-                Reason::BadPadding,
-                "RSA decryption failed: the padding check failed",
-            );
-        }
-        if decoded.len > out.len() {
-            return fail(
-                Reason::BadLength,
-                format!(
-                    "output buffer holds {} bytes, {} needed",
-                    out.len(),
-                    decoded.len
-                ),
-            );
-        }
-        out[..decoded.len].copy_from_slice(&decoded.message[..decoded.len]);
-        Ok(decoded.len)
+        Ok(if decoded.good == u32::MAX {
+            Decrypted::Len(decoded.len)
+        } else {
+            Decrypted::BadPadding
+        })
     }
 }
 
@@ -314,17 +393,7 @@ unsafe extern "C" fn newctx(provctx: *mut c_void) -> *mut c_void {
         let Some(p) = prov else {
             return fail(Reason::Internal, "no provider context");
         };
-        Ok(Box::into_raw(Box::new(CipherCtx {
-            prov: provctx as *const ProvCtx,
-            key: None,
-            pad: EncPad::Pkcs1,
-            oaep_md: None,
-            mgf1: None,
-            label: None,
-            client_version: 0,
-            alt_version: 0,
-            digests: p.digests(),
-        })) as *mut c_void)
+        Ok(Box::into_raw(Box::new(CipherCtx::fresh(p))) as *mut c_void)
     })
 }
 
@@ -374,10 +443,21 @@ unsafe fn run(
     if outlen.is_null() {
         return fail(Reason::Internal, "NULL output length");
     }
-    let k = c.key()?.size();
+    let key = Arc::clone(c.key.as_ref().ok_or_else(|| {
+        Error::new(
+            Reason::MissingKey,
+            "the cipher operation was not initialised with a key",
+        )
+    })?);
     if out.is_null() {
+        // As OpenSSL: the TLS mode's result is always a premaster secret.
+        let size = if decrypting && c.pad == EncPad::Tls {
+            TLS_PREMASTER_LEN
+        } else {
+            key.size()
+        };
         // SAFETY: checked non-NULL.
-        unsafe { *outlen = k };
+        unsafe { *outlen = size };
         return Ok(1);
     }
     let input = if inlen == 0 || input.is_null() {
@@ -388,25 +468,35 @@ unsafe fn run(
     };
     // SAFETY: forwarded from the caller.
     let out = unsafe { std::slice::from_raw_parts_mut(out, outsize) };
+    let op = if decrypting { Op::Decrypt } else { Op::Encrypt };
+    // A refusal before the RSA primitive is still a failed operation.
+    let refused = |e: Error| {
+        stats::record(op, Backend::Failed, key.bits());
+        e
+    };
     let n = if decrypting {
-        let mut tmp = Zeroizing::new(vec![0u8; k]);
-        let n = c.decrypt(input, &mut tmp)?;
-        if n > out.len() {
-            return fail(
-                Reason::BadLength,
-                format!("output buffer holds {} bytes, {n} needed", out.len()),
-            );
+        c.check_decrypt(input, out.len()).map_err(refused)?;
+        match c.decrypt(input, out)? {
+            Decrypted::Len(n) => n,
+            Decrypted::BadPadding => {
+                // Only the reason, whose text is in the reason strings: the
+                // failure formats, allocates and copies nothing.
+                c.prov().sink.raise_reason(Reason::DecryptionFailed);
+                return Ok(0);
+            }
         }
-        out[..n].copy_from_slice(&tmp[..n]);
-        n
     } else {
-        let ct = c.encrypt(input)?;
-        if ct.len() > out.len() {
-            return fail(
+        let k = key.size();
+        if out.len() < k {
+            return Err(refused(Error::new(
                 Reason::BadLength,
                 format!("output buffer holds {} bytes, {k} needed", out.len()),
-            );
+            )));
         }
+        let em = c.encode(input).map_err(refused)?;
+        let ct = key
+            .public_op(Op::Encrypt, &em)
+            .map_err(|e| Error::new(Reason::BadLength, e.0))?;
         out[..ct.len()].copy_from_slice(&ct);
         ct.len()
     };
@@ -472,6 +562,9 @@ unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c
             {
                 params::set_size(p, c.alt_version as usize)?;
             }
+            if let Some(p) = params::find_mut(out, IMPLICIT_REJECTION) {
+                params::set_size(p, usize::from(c.implicit_rejection))?;
+            }
         }
         Ok(1)
     })
@@ -481,7 +574,7 @@ unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM)
     with_ctx(ctx, 0, |c| c.set_params(params).map(|_| 1))
 }
 
-static CTX_PARAMS: ParamTable<9> = ParamTable([
+static CTX_PARAMS: ParamTable<10> = ParamTable([
     param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS, UTF8),
@@ -490,6 +583,13 @@ static CTX_PARAMS: ParamTable<9> = ParamTable([
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTETS),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION, UINT),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION, UINT),
+    // Sized like OpenSSL's own entry, so OpenSSL 3.0's text-to-parameter
+    // fallback (`-pkeyopt implicit-rejection:0`) makes a 4-byte value rather
+    // than a zero-length one for 0.
+    OSSL_PARAM {
+        data_size: std::mem::size_of::<std::ffi::c_uint>(),
+        ..param(IMPLICIT_REJECTION, UINT)
+    },
     END,
 ]);
 

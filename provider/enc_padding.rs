@@ -7,16 +7,40 @@
 use zeroize::Zeroizing;
 
 use crate::ct;
-use crate::digest::{DigestCache, DigestId};
+use std::ptr;
+
+use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Reason, Result};
-use crate::padding::mgf1;
+use crate::ffi;
+
+/// MGF1 (RFC 8017, B.2.1) whose output and working buffers are wiped when
+/// dropped: in OAEP both masks and the seed they come from are secret.
+fn mgf1(
+    digests: &DigestCache,
+    md: DigestId,
+    seed: &[u8],
+    len: usize,
+) -> Result<Zeroizing<Vec<u8>>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(len + md.size()));
+    let mut counter: u32 = 0;
+    while out.len() < len {
+        let mut h = Hasher::new(digests, md)?;
+        h.update(seed)?;
+        h.update(&counter.to_be_bytes())?;
+        let block = Zeroizing::new(h.finish()?);
+        out.extend_from_slice(&block);
+        counter += 1;
+    }
+    out.truncate(len);
+    Ok(out)
+}
 
 /// EM = 00 02 PS 00 M with PS nonzero random, `k` bytes.
 pub fn pkcs1_type2_encode(
     m: &[u8],
     k: usize,
     random: impl Fn(usize) -> Result<Vec<u8>>,
-) -> Result<Vec<u8>> {
+) -> Result<Zeroizing<Vec<u8>>> {
     if m.len() + 11 > k {
         return fail(
             Reason::BadLength,
@@ -28,13 +52,13 @@ pub fn pkcs1_type2_encode(
         );
     }
     let ps_len = k - m.len() - 3;
-    let mut ps = Vec::with_capacity(ps_len);
-    while ps.len() < ps_len {
-        ps.extend(random(ps_len)?.into_iter().filter(|&b| b != 0));
+    let mut em = Zeroizing::new(Vec::with_capacity(k));
+    em.extend_from_slice(&[0, 2]);
+    while em.len() < 2 + ps_len {
+        let bytes = Zeroizing::new(random(ps_len)?);
+        let room = 2 + ps_len - em.len();
+        em.extend(bytes.iter().copied().filter(|&b| b != 0).take(room));
     }
-    ps.truncate(ps_len);
-    let mut em = vec![0u8, 2];
-    em.extend(ps);
     em.push(0);
     em.extend_from_slice(m);
     Ok(em)
@@ -80,6 +104,225 @@ pub fn pkcs1_type2_decode(em: &[u8]) -> Decoded {
     Decoded { good, len, message }
 }
 
+/// SHA-256 fetched from `libctx` for one operation and freed with it.
+/// Deliberately not the provider's digest cache: what an operation fetches
+/// it releases itself, so nothing of it is left for provider teardown.
+pub struct Sha256(*mut ffi::EVP_MD);
+
+impl Sha256 {
+    /// # Safety
+    /// `libctx` must be NULL (the default library context) or a live one.
+    pub unsafe fn fetch(libctx: *mut ffi::OSSL_LIB_CTX) -> Result<Sha256> {
+        // SAFETY: libctx is valid per the contract above; both strings are
+        // NUL-terminated. The query keeps the fetch away from rustica itself.
+        let md = unsafe {
+            ffi::EVP_MD_fetch(libctx, c"SHA2-256".as_ptr(), c"provider!=rustica".as_ptr())
+        };
+        if md.is_null() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "SHA-256 (for implicit rejection) is not available from any loaded provider",
+            );
+        }
+        Ok(Sha256(md))
+    }
+
+    fn start(&self) -> Result<MdCtx> {
+        // SAFETY: plain allocation.
+        let ctx = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
+        // SAFETY: ctx (checked non-NULL) is fresh, self.0 a fetched digest.
+        if ctx.0.is_null() || unsafe { ffi::EVP_DigestInit_ex2(ctx.0, self.0, ptr::null()) } != 1 {
+            return fail(Reason::Internal, "SHA-256 initialisation failed");
+        }
+        Ok(ctx)
+    }
+
+    pub fn digest(&self, data: &[u8]) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        let mut ctx = self.start()?;
+        ctx.update(data)?;
+        ctx.finish()
+    }
+}
+
+impl Drop for Sha256 {
+    fn drop(&mut self) {
+        // SAFETY: our own reference from EVP_MD_fetch.
+        unsafe { ffi::EVP_MD_free(self.0) };
+    }
+}
+
+/// A running SHA-256; OpenSSL wipes its state when it is freed.
+struct MdCtx(*mut ffi::EVP_MD_CTX);
+
+impl MdCtx {
+    fn update(&mut self, data: &[u8]) -> Result<()> {
+        // SAFETY: an initialised context; data valid for its length.
+        if !data.is_empty()
+            && unsafe { ffi::EVP_DigestUpdate(self.0, data.as_ptr().cast(), data.len()) } != 1
+        {
+            return fail(Reason::Internal, "SHA-256 update failed");
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        let mut out = Zeroizing::new([0u8; SHA256_LEN]);
+        let mut len = 0u32;
+        // SAFETY: out holds the 32 bytes SHA-256 writes.
+        if unsafe { ffi::EVP_DigestFinal_ex(self.0, out.as_mut_ptr(), &mut len) } != 1
+            || len as usize != SHA256_LEN
+        {
+            return fail(Reason::Internal, "SHA-256 finalisation failed");
+        }
+        Ok(out)
+    }
+
+    fn try_clone(&self) -> Result<MdCtx> {
+        // SAFETY: plain allocation, then a copy of our initialised state.
+        let copy = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
+        if copy.0.is_null() || unsafe { ffi::EVP_MD_CTX_copy_ex(copy.0, self.0) } != 1 {
+            return fail(Reason::Internal, "SHA-256 copy failed");
+        }
+        Ok(copy)
+    }
+}
+
+impl Drop for MdCtx {
+    fn drop(&mut self) {
+        // SAFETY: allocated by EVP_MD_CTX_new (or NULL, which is accepted).
+        unsafe { ffi::EVP_MD_CTX_free(self.0) };
+    }
+}
+
+/// HMAC-SHA-256 (RFC 2104) for a key of at most one block: the two keyed
+/// states are made once and copied per message.
+pub struct HmacSha256 {
+    inner: MdCtx,
+    outer: MdCtx,
+}
+
+const SHA256_BLOCK: usize = 64;
+pub const SHA256_LEN: usize = 32;
+
+impl HmacSha256 {
+    pub fn new(sha: &Sha256, key: &[u8]) -> Result<HmacSha256> {
+        if key.len() > SHA256_BLOCK {
+            return fail(Reason::Internal, "HMAC key longer than one block");
+        }
+        let mut pad = Zeroizing::new([0u8; SHA256_BLOCK]);
+        pad[..key.len()].copy_from_slice(key);
+        let mut inner = sha.start()?;
+        let mut outer = sha.start()?;
+        let ipad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x36).collect());
+        let opad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x5c).collect());
+        inner.update(&ipad)?;
+        outer.update(&opad)?;
+        Ok(HmacSha256 { inner, outer })
+    }
+
+    /// The MAC of the concatenation of `parts`.
+    pub fn mac(&self, parts: &[&[u8]]) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        let mut inner = self.inner.try_clone()?;
+        for part in parts {
+            inner.update(part)?;
+        }
+        let inner_hash = inner.finish()?;
+        let mut outer = self.outer.try_clone()?;
+        outer.update(&inner_hash[..])?;
+        outer.finish()
+    }
+
+    /// The implicit-rejection PRF: HMAC in counter mode over
+    /// `counter (2 bytes) || label || bit length (2 bytes)`, `len` bytes.
+    fn prf(&self, label: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
+        let bits = u16::try_from(len * 8)
+            .map_err(|_| crate::error::Error::new(Reason::Internal, "PRF output too long"))?;
+        let mut out = Zeroizing::new(Vec::with_capacity(len + SHA256_LEN));
+        let mut counter: u16 = 0;
+        while out.len() < len {
+            let block = self.mac(&[&counter.to_be_bytes(), label, &bits.to_be_bytes()])?;
+            out.extend_from_slice(&block[..]);
+            counter += 1;
+        }
+        out.truncate(len);
+        Ok(out)
+    }
+}
+
+/// The key of the implicit-rejection key derivation: SHA-256 of the private
+/// exponent as a big-endian string of the modulus' length `k`.
+pub fn implicit_rejection_key(
+    sha: &Sha256,
+    d: &[u8],
+    k: usize,
+) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+    let d = crate::params::strip_zeros(d);
+    if d.len() > k {
+        return fail(
+            Reason::InvalidKey,
+            "the private exponent is longer than the modulus",
+        );
+    }
+    let mut padded = Zeroizing::new(vec![0u8; k]);
+    padded[k - d.len()..].copy_from_slice(d);
+    sha.digest(&padded)
+}
+
+/// PKCS#1 v1.5 decoding with implicit rejection (the algorithm of
+/// draft-irtf-cfrg-rsa-guidance, as OpenSSL 3.2+ does it): a block with bad
+/// padding yields a synthetic message derived from the private key and the
+/// ciphertext, deterministic for a ciphertext, instead of an error. `key`
+/// comes from [`implicit_rejection_key`]; `c` is the ciphertext left-padded
+/// to the modulus length. The result is always "good"; nothing branches on
+/// which message was chosen.
+pub fn pkcs1_type2_decode_implicit(
+    sha: &Sha256,
+    key: &[u8; SHA256_LEN],
+    c: &[u8],
+    em: &[u8],
+) -> Result<Decoded> {
+    let k = em.len();
+    if k < 11 || c.len() != k {
+        return fail(
+            Reason::InvalidKey,
+            "the modulus is too small for PKCS#1 v1.5 decryption",
+        );
+    }
+    let kdk = HmacSha256::new(sha, key)?.mac(&[c])?;
+    let prf = HmacSha256::new(sha, &kdk[..])?;
+    // 128 candidate lengths, two bytes each.
+    let candidates = prf.prf(b"length", 256)?;
+    let random_message = prf.prf(b"message", k)?;
+
+    // The synthetic length is the last candidate, masked to the bit width of
+    // the largest message, that is below that maximum.
+    let max_len = (k - 10) as u32;
+    let mut mask = max_len;
+    for shift in [1, 2, 4, 8, 16] {
+        mask |= mask >> shift;
+    }
+    let mut synthetic_len = 0u32;
+    for pair in candidates.chunks_exact(2) {
+        let len = u32::from(u16::from_be_bytes([pair[0], pair[1]])) & mask;
+        synthetic_len = ct::select(ct::lt(len, max_len), len, synthetic_len);
+    }
+    // The synthetic message is the last `synthetic_len` bytes of the PRF
+    // output; moved to the front without a length-dependent access.
+    let mut synthetic = Zeroizing::new(random_message[11..].to_vec());
+    ct::shift_left(&mut synthetic, (max_len - 1 - synthetic_len) as usize);
+
+    let real = pkcs1_type2_decode(em);
+    let mut message = Zeroizing::new(vec![0u8; k - 11]);
+    for (i, out) in message.iter_mut().enumerate() {
+        *out = ct::select_u8(real.good, real.message[i], synthetic[i]);
+    }
+    Ok(Decoded {
+        good: u32::MAX,
+        len: ct::select(real.good, real.len as u32, synthetic_len) as usize,
+        message,
+    })
+}
+
 pub struct Oaep<'a> {
     pub digests: &'a DigestCache,
     pub md: DigestId,
@@ -104,7 +347,7 @@ impl Oaep<'_> {
         m: &[u8],
         k: usize,
         random: impl Fn(usize) -> Result<Vec<u8>>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Zeroizing<Vec<u8>>> {
         let h = self.check_size(k)?;
         if m.len() > k - 2 * h - 2 {
             return fail(
@@ -118,17 +361,18 @@ impl Oaep<'_> {
             );
         }
         let db_len = k - h - 1;
-        let mut db = self.digests.digest(self.md, self.label)?;
+        let mut db = Zeroizing::new(self.digests.digest(self.md, self.label)?);
         db.resize(db_len - m.len() - 1, 0);
         db.push(1);
         db.extend_from_slice(m);
-        let seed = random(h)?;
+        let seed = Zeroizing::new(random(h)?);
         let db_mask = mgf1(self.digests, self.mgf1, &seed, db_len)?;
-        db.iter_mut().zip(&db_mask).for_each(|(d, x)| *d ^= x);
+        db.iter_mut().zip(db_mask.iter()).for_each(|(d, x)| *d ^= x);
         let seed_mask = mgf1(self.digests, self.mgf1, &db, h)?;
-        let mut em = vec![0u8];
-        em.extend(seed.iter().zip(&seed_mask).map(|(s, x)| s ^ x));
-        em.extend(db);
+        let mut em = Zeroizing::new(Vec::with_capacity(k));
+        em.push(0);
+        em.extend(seed.iter().zip(seed_mask.iter()).map(|(s, x)| s ^ x));
+        em.extend_from_slice(&db);
         Ok(em)
     }
 
@@ -143,13 +387,18 @@ impl Oaep<'_> {
         let seed: Zeroizing<Vec<u8>> = Zeroizing::new(
             masked_seed
                 .iter()
-                .zip(&seed_mask)
+                .zip(seed_mask.iter())
                 .map(|(a, b)| a ^ b)
                 .collect(),
         );
         let db_mask = mgf1(self.digests, self.mgf1, &seed, masked_db.len())?;
-        let db: Zeroizing<Vec<u8>> =
-            Zeroizing::new(masked_db.iter().zip(&db_mask).map(|(a, b)| a ^ b).collect());
+        let db: Zeroizing<Vec<u8>> = Zeroizing::new(
+            masked_db
+                .iter()
+                .zip(db_mask.iter())
+                .map(|(a, b)| a ^ b)
+                .collect(),
+        );
 
         let mut good = ct::is_zero(u32::from(em[0]));
         good &= ct::bytes_eq(&db[..h], &l_hash);

@@ -28,10 +28,11 @@ pub enum Reason {
     KeySizeTooSmall = 13,
     InvalidSaltLength = 14,
     NotSupportedForKeyType = 15,
+    DecryptionFailed = 16,
 }
 
 impl Reason {
-    const ALL: [Reason; 15] = [
+    const ALL: [Reason; 16] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -47,6 +48,7 @@ impl Reason {
         Reason::KeySizeTooSmall,
         Reason::InvalidSaltLength,
         Reason::NotSupportedForKeyType,
+        Reason::DecryptionFailed,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -66,6 +68,7 @@ impl Reason {
             Reason::KeySizeTooSmall => b"key size too small\0",
             Reason::InvalidSaltLength => b"invalid salt length\0",
             Reason::NotSupportedForKeyType => b"operation not supported for this keytype\0",
+            Reason::DecryptionFailed => b"RSA decryption failed: the padding check failed\0",
         }
     }
 }
@@ -120,6 +123,11 @@ extern "C" {
         reason: u32,
         message: *const c_char,
     );
+    fn rustica_raise_reason(
+        vset_error: ffi::OSSL_FUNC_core_vset_error_fn,
+        handle: *const ffi::OSSL_CORE_HANDLE,
+        reason: u32,
+    );
 }
 
 impl ErrorSink {
@@ -145,6 +153,27 @@ impl ErrorSink {
                 err.reason as u32,
                 text.as_ptr(),
             );
+        }
+    }
+}
+
+impl ErrorSink {
+    /// Raises `reason` alone (its text comes from the reason strings): no
+    /// message is formatted, allocated or copied, so a caller on a
+    /// secret-dependent path (a decryption's padding check) pays only the
+    /// core's bookkeeping.
+    pub fn raise_reason(&self, reason: Reason) {
+        let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) else {
+            return;
+        };
+        // SAFETY: as in `raise`; no strings are passed but the static
+        // "rustica" of the debug upcall.
+        unsafe {
+            new_error(self.handle);
+            if let Some(debug) = self.set_error_debug {
+                debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
+            }
+            rustica_raise_reason(self.vset_error, self.handle, reason as u32);
         }
     }
 }

@@ -236,9 +236,14 @@ fn bad_ciphertexts_and_parameters_are_refused() {
     let empty = lab.write("empty.bin", &[]);
     let out = decrypt(&empty, &[]);
     assert!(out.contains("rustica"), "{out}");
-    // A valid-size ciphertext of random garbage fails the padding check.
+    // A valid-size ciphertext of random garbage fails the padding check:
+    // an error for OAEP, and for PKCS#1 v1.5 with implicit rejection off
+    // (with it on, the default, it decrypts to a synthetic message: see
+    // e2e_decrypt_edges).
     let junk = lab.write("junk.bin", &[&[0u8][..], &[0x42u8; 127]].concat());
-    let out = decrypt(&junk, &[]);
+    let out = decrypt(&junk, &["-pkeyopt", "implicit-rejection:0"]);
+    assert!(out.contains("padding check failed"), "{out}");
+    let out = decrypt(&junk, &["-pkeyopt", "rsa_padding_mode:oaep"]);
     assert!(out.contains("padding check failed"), "{out}");
     let out = decrypt(
         &junk,

@@ -63,7 +63,7 @@ extern "C" {
     fn ERR_clear_error();
 }
 
-const NAMES: [&[u8]; 12] = [
+const NAMES: [&[u8]; 13] = [
     ffi::OSSL_SIGNATURE_PARAM_PAD_MODE,
     ffi::OSSL_SIGNATURE_PARAM_DIGEST,
     ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST,
@@ -76,6 +76,7 @@ const NAMES: [&[u8]; 12] = [
     ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION,
     ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION,
     ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE,
+    b"implicit-rejection\0",
 ];
 
 struct Key(*mut c_void);

@@ -1,12 +1,13 @@
 //! Decryption padding on hostile decrypted blocks: PKCS#1 v1.5 type 2,
 //! OAEP and the TLS premaster rule, each checked against a plain
 //! (non-constant-time) reference decoder written from RFC 8017 / RFC 5246,
-//! plus encode/decode round trips.
+//! PKCS#1 v1.5 with implicit rejection against a plain reference of the
+//! synthetic-message algorithm, plus encode/decode round trips.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rustica::digest::DigestCache;
-use rustica::enc_padding::{self, Oaep, TLS_PREMASTER_LEN};
+use rustica::enc_padding::{self, HmacSha256, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
 use rustica_fuzz::{digest, Bytes};
 
 fn cache() -> &'static DigestCache {
@@ -51,6 +52,40 @@ fn reference_oaep(o: &Oaep, em: &[u8]) -> Option<Vec<u8>> {
     Some(db[one + 1..].to_vec())
 }
 
+/// Implicit rejection written plainly (branches, slices): the real message
+/// when the padding is good, else the synthetic one.
+fn reference_implicit(key: &[u8; SHA256_LEN], c: &[u8], em: &[u8]) -> Vec<u8> {
+    if let Some(m) = reference_type2(em) {
+        return m.to_vec();
+    }
+    let k = em.len();
+    let sha = // SAFETY: NULL is the default library context.
+    unsafe { Sha256::fetch(std::ptr::null_mut()) }.unwrap();
+    let kdk = HmacSha256::new(&sha, key).unwrap().mac(&[c]).unwrap();
+    let prf = HmacSha256::new(&sha, &kdk[..]).unwrap();
+    let stream = |label: &[u8], len: usize| -> Vec<u8> {
+        let bits = ((len * 8) as u16).to_be_bytes();
+        (0u16..)
+            .map(|i| prf.mac(&[&i.to_be_bytes(), label, &bits]).unwrap().to_vec())
+            .take(len.div_ceil(32))
+            .flatten()
+            .take(len)
+            .collect()
+    };
+    let lengths = stream(b"length", 256);
+    let message = stream(b"message", k);
+    let max = k - 10;
+    let mask = (max + 1).next_power_of_two() - 1;
+    let mut len = 0;
+    for pair in lengths.chunks(2) {
+        let candidate = usize::from(u16::from_be_bytes([pair[0], pair[1]])) & mask;
+        if candidate < max {
+            len = candidate;
+        }
+    }
+    message[k - len..].to_vec()
+}
+
 fn decoded(d: &enc_padding::Decoded) -> Option<&[u8]> {
     match d.good {
         u32::MAX => Some(&d.message[..d.len]),
@@ -62,7 +97,7 @@ fn decoded(d: &enc_padding::Decoded) -> Option<&[u8]> {
 fuzz_target!(|data: &[u8]| {
     let mut input = Bytes(data);
     let which = input.u8();
-    match which % 4 {
+    match which % 5 {
         0 => {
             let em = input.rest();
             let d = enc_padding::pkcs1_type2_decode(em);
@@ -107,6 +142,27 @@ fuzz_target!(|data: &[u8]| {
                 _ => random.to_vec(),
             };
             assert_eq!(&pms[..], &expected[..]);
+        }
+        3 => {
+            let mut key = [0u8; SHA256_LEN];
+            key.copy_from_slice(&{
+                let mut r = input.take(SHA256_LEN).to_vec();
+                r.resize(SHA256_LEN, 0xa5);
+                r
+            });
+            let em = input.rest();
+            // The ciphertext only feeds the key derivation: any k bytes do.
+            let c: Vec<u8> = em.iter().rev().map(|b| b ^ 0x3c).collect();
+            let sha = // SAFETY: NULL is the default library context.
+    unsafe { Sha256::fetch(std::ptr::null_mut()) }.unwrap();
+            match enc_padding::pkcs1_type2_decode_implicit(&sha, &key, &c, em) {
+                Ok(d) => {
+                    let got = decoded(&d).expect("implicit rejection always succeeds");
+                    assert!(got.len() <= em.len() - 11);
+                    assert_eq!(got, &reference_implicit(&key, &c, em)[..]);
+                }
+                Err(_) => assert!(em.len() < 11),
+            }
         }
         _ => {
             let md = digest(input.u8());

@@ -24,3 +24,10 @@ void rustica_raise(rustica_vset_error_fn fn, const OSSL_CORE_HANDLE *handle,
 {
     rustica_call_vset(fn, handle, reason, "%s", message);
 }
+
+/* The reason alone: a NULL format adds no text, so nothing is formatted. */
+void rustica_raise_reason(rustica_vset_error_fn fn,
+                          const OSSL_CORE_HANDLE *handle, uint32_t reason)
+{
+    rustica_call_vset(fn, handle, reason, NULL);
+}
