@@ -40,7 +40,7 @@ cargo build --workspace --all-targets
 module=$CARGO_TARGET_DIR/debug/rustica.so
 cp -f "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
 export RUSTICA_MODULE=$module
-cargo test --workspace -- --test-threads="${RUSTICA_TEST_THREADS:-2}"
+cargo test --workspace --no-fail-fast -- --test-threads="${RUSTICA_TEST_THREADS:-2}"
 if [ -x scripts/evp-test.sh ]; then
   scripts/evp-test.sh "$series"
 fi
