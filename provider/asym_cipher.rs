@@ -206,8 +206,8 @@ impl CipherCtx {
                 m.to_vec()
             }
         };
-        key.public_op(Op::Encrypt, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        key.public_op_in(&self.prov().op_ctx(), Op::Encrypt, &em)
+            .map_err(Error::from)
     }
 
     /// Decrypts into `out` (capacity `size`); returns the length.
@@ -237,17 +237,13 @@ impl CipherCtx {
             // Drawn before decrypting, so both outcomes cost the same.
             let mut random = [0u8; TLS_PREMASTER_LEN];
             random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
-            let em = key
-                .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
-                .map_err(|e| Error::new(Reason::BadLength, e.0))?;
+            let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
             out[..TLS_PREMASTER_LEN].copy_from_slice(&pms[..]);
             return Ok(TLS_PREMASTER_LEN);
         }
-        let em = key
-            .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))?;
+        let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
         let decoded = match self.pad {
             EncPad::None => Decoded {
                 good: u32::MAX,

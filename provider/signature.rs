@@ -379,8 +379,8 @@ impl SigCtx {
         let em = self
             .encode_for_signing(key, tbs, room)
             .inspect_err(|_| stats::record(Op::Sign, Backend::Failed, key.bits()))?;
-        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        key.private_op_in(&self.prov().op_ctx(), Op::Sign, &em)
+            .map_err(Error::from)
     }
 
     /// The encoded message that `sign_digest` exponentiates.
@@ -473,8 +473,8 @@ impl SigCtx {
             sig
         };
         let (em, backend) = key
-            .public_op_uncounted(Op::Verify, input)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+            .public_op_uncounted(&self.prov().op_ctx(), Op::Verify, input)
+            .map_err(Error::invalid_signature)?;
         *used = Some(backend);
         Ok(em)
     }
@@ -495,8 +495,8 @@ impl SigCtx {
         let mut input = vec![0u8; key.size().saturating_sub(sig.len())];
         input.extend_from_slice(sig);
         let fixed = key
-            .public_op_recheck(Op::Verify, &input, em)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+            .public_op_recheck(&self.prov().op_ctx(), Op::Verify, &input, em)
+            .map_err(Error::invalid_signature)?;
         if fixed.is_some() {
             *used = Some(Backend::Fallback);
         }

@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX, OSSL_LIB_CTX};
 use zeroize::Zeroizing;
 
-use crate::rsa::RsaError;
+use crate::error::RsaError;
 
 // libcrypto functions that openssl-sys does not declare (all present in
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
@@ -91,7 +91,7 @@ fn check(ret: c_int, what: &str) -> Result<(), RsaError> {
     if ret == 1 {
         Ok(())
     } else {
-        Err(RsaError(format!("libcrypto {what} failed")))
+        Err(RsaError::libcrypto(format!("libcrypto {what} failed")))
     }
 }
 
@@ -119,19 +119,19 @@ impl Bn {
         let p = unsafe { openssl_sys::BN_new() };
         NonNull::new(p)
             .map(Bn)
-            .ok_or_else(|| RsaError("libcrypto BN_new failed (out of memory)".into()))
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_new failed (out of memory)"))
     }
 
     /// Big-endian unsigned bytes (leading zeros allowed).
     pub(crate) fn from_be(bytes: &[u8]) -> Result<Bn, RsaError> {
         let len =
-            c_int::try_from(bytes.len()).map_err(|_| RsaError("integer is too long".into()))?;
+            c_int::try_from(bytes.len()).map_err(|_| RsaError::bad_input("integer is too long"))?;
         let b = Bn::new()?;
         // SAFETY: bytes is valid for `len` bytes; b is a valid BIGNUM that
         // BN_bin2bn overwrites and returns on success.
         let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
         if r.is_null() {
-            return Err(RsaError("libcrypto BN_bin2bn failed".into()));
+            return Err(RsaError::libcrypto("libcrypto BN_bin2bn failed"));
         }
         Ok(b)
     }
@@ -162,7 +162,7 @@ impl Bn {
         // alias).
         let r = unsafe { BN_copy(self.as_mut_ptr(), other.as_ptr()) };
         if r.is_null() {
-            return Err(RsaError("libcrypto BN_copy failed".into()));
+            return Err(RsaError::libcrypto("libcrypto BN_copy failed"));
         }
         Ok(())
     }
@@ -228,12 +228,14 @@ impl Bn {
     pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
         let mut out = vec![0u8; len];
         let clen =
-            c_int::try_from(len).map_err(|_| RsaError("output length is too large".into()))?;
+            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
         // SAFETY: out is valid for `len` bytes; BN_bn2binpad writes exactly
         // `len` bytes or fails (returns -1) if the value does not fit.
         let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
         if r < 0 {
-            return Err(RsaError("integer does not fit its output buffer".into()));
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
         }
         Ok(out)
     }
@@ -303,7 +305,7 @@ impl BnCtx {
     fn wrap(p: *mut BN_CTX) -> Result<BnCtx, RsaError> {
         NonNull::new(p)
             .map(BnCtx)
-            .ok_or_else(|| RsaError("libcrypto BN_CTX_new failed (out of memory)".into()))
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_CTX_new failed (out of memory)"))
     }
 
     /// `&mut self`: a BN_CTX must never be used by two calls at once.
@@ -333,13 +335,13 @@ impl Drop for MontCtx {
 impl MontCtx {
     pub(crate) fn new(m: &Bn, ctx: &mut BnCtx) -> Result<MontCtx, RsaError> {
         if !m.is_odd() {
-            return Err(RsaError("Montgomery modulus must be odd".into()));
+            return Err(RsaError::invalid_key("Montgomery modulus must be odd"));
         }
         // SAFETY: no preconditions; NULL handled below.
         let p = unsafe { BN_MONT_CTX_new() };
         let mont = NonNull::new(p)
             .map(MontCtx)
-            .ok_or_else(|| RsaError("libcrypto BN_MONT_CTX_new failed".into()))?;
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_MONT_CTX_new failed"))?;
         // SAFETY: valid context, modulus and BN_CTX; the context is not yet
         // shared.
         check(
@@ -635,7 +637,7 @@ pub(crate) fn priv_rand_range(range: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaErro
 pub(crate) fn generate_prime(bits: u32, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     let mut p = Bn::new()?;
     p.set_consttime();
-    let b = c_int::try_from(bits).map_err(|_| RsaError("prime size too large".into()))?;
+    let b = c_int::try_from(bits).map_err(|_| RsaError::bad_input("prime size too large"))?;
     // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
     // is exclusive.
     check(
@@ -662,6 +664,6 @@ pub(crate) fn is_probable_prime(p: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaErro
     match r {
         1 => Ok(true),
         0 => Ok(false),
-        _ => Err(RsaError("libcrypto BN_check_prime failed".into())),
+        _ => Err(RsaError::libcrypto("libcrypto BN_check_prime failed")),
     }
 }

@@ -708,7 +708,7 @@ static GLOBAL: OnceLock<Option<Stats>> = OnceLock::new();
 
 /// The process-wide mapping, opened at first use; `None` when disabled or
 /// when the file could not be used (said once in the debug trace).
-fn global() -> Option<&'static Stats> {
+fn global(router: Option<&crate::backend::Router>) -> Option<&'static Stats> {
     GLOBAL
         .get_or_init(|| {
             if !enabled() {
@@ -718,7 +718,7 @@ fn global() -> Option<&'static Stats> {
             match Stats::open(&path) {
                 Ok(s) => Some(s),
                 Err(e) => {
-                    if let Some(r) = crate::backend::current() {
+                    if let Some(r) = router {
                         r.log(format_args!(
                             "statistics off for this process: {}: {e}",
                             path.display()
@@ -735,7 +735,19 @@ fn global() -> Option<&'static Stats> {
 /// process-wide statistics file. Never fails, blocks or panics.
 #[cfg(not(test))]
 pub fn record(op: Op, backend: Backend, bits: u32) {
-    if let Some(s) = global() {
+    record_traced(op, backend, bits, None);
+}
+
+/// [`record`]; when this call opens the file and that fails, the reason
+/// goes to `router`'s debug trace.
+#[cfg(not(test))]
+pub(crate) fn record_traced(
+    op: Op,
+    backend: Backend,
+    bits: u32,
+    router: Option<&crate::backend::Router>,
+) {
+    if let Some(s) = global(router) {
         s.record(op, backend, bits);
     }
 }
@@ -745,6 +757,16 @@ pub fn record(op: Op, backend: Backend, bits: u32) {
 #[cfg(test)]
 thread_local! {
     static THREAD_STATS: std::cell::RefCell<Option<Stats>> = const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(test)]
+pub(crate) fn record_traced(
+    op: Op,
+    backend: Backend,
+    bits: u32,
+    _router: Option<&crate::backend::Router>,
+) {
+    record(op, backend, bits);
 }
 
 #[cfg(test)]
