@@ -206,8 +206,7 @@ impl CipherCtx {
                 m.to_vec()
             }
         };
-        key.public_op_in(&self.prov().op_ctx(), Op::Encrypt, &em)
-            .map_err(Error::from)
+        Ok(key.public_op_in(&self.prov().op_ctx(), Op::Encrypt, &em)?)
     }
 
     /// Decrypts into `out` (capacity `size`); returns the length.

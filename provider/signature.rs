@@ -379,8 +379,8 @@ impl SigCtx {
         let em = self
             .encode_for_signing(key, tbs, room)
             .inspect_err(|_| stats::record(Op::Sign, Backend::Failed, key.bits()))?;
-        key.private_op_in(&self.prov().op_ctx(), Op::Sign, &em)
-            .map_err(Error::from)
+        // `?` (not map_err) so the error records this line.
+        Ok(key.private_op_in(&self.prov().op_ctx(), Op::Sign, &em)?)
     }
 
     /// The encoded message that `sign_digest` exponentiates.
@@ -474,7 +474,7 @@ impl SigCtx {
         };
         let (em, backend) = key
             .public_op_uncounted(&self.prov().op_ctx(), Op::Verify, input)
-            .map_err(Error::invalid_signature)?;
+            .map_err(|e| Error::invalid_signature(e))?;
         *used = Some(backend);
         Ok(em)
     }
@@ -496,7 +496,7 @@ impl SigCtx {
         input.extend_from_slice(sig);
         let fixed = key
             .public_op_recheck(&self.prov().op_ctx(), Op::Verify, &input, em)
-            .map_err(Error::invalid_signature)?;
+            .map_err(|e| Error::invalid_signature(e))?;
         if fixed.is_some() {
             *used = Some(Backend::Fallback);
         }
