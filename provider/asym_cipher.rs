@@ -388,13 +388,14 @@ unsafe fn run(
         out[..n].copy_from_slice(&tmp[..n]);
         n
     } else {
-        let ct = c.encrypt(input)?;
-        if ct.len() > out.len() {
+        // Checked before the exponentiation: a ciphertext is always k bytes.
+        if k > out.len() {
             return fail(
                 Reason::BadLength,
                 format!("output buffer holds {} bytes, {k} needed", out.len()),
             );
         }
+        let ct = c.encrypt(input)?;
         out[..ct.len()].copy_from_slice(&ct);
         ct.len()
     };

@@ -106,7 +106,11 @@ impl<'a> Offload<'a> {
             }
         };
         if self.count {
-            stats::record_traced(self.op, backend, self.bits, self.router);
+            stats::record_traced(self.op, backend, self.bits, &|msg| {
+                if let Some(router) = self.router {
+                    router.log(msg);
+                }
+            });
         }
         r
     }

@@ -28,7 +28,7 @@ static GLOBAL: OnceLock<Option<Stats>> = OnceLock::new();
 
 /// The process-wide mapping, opened at first use; `None` when disabled or
 /// when the file could not be used (said once in the debug trace).
-fn global(router: Option<&crate::backend::Router>) -> Option<&'static Stats> {
+fn global(trace: &dyn Fn(std::fmt::Arguments<'_>)) -> Option<&'static Stats> {
     GLOBAL
         .get_or_init(|| {
             if !enabled() {
@@ -38,12 +38,10 @@ fn global(router: Option<&crate::backend::Router>) -> Option<&'static Stats> {
             match Stats::open(&path) {
                 Ok(s) => Some(s),
                 Err(e) => {
-                    if let Some(r) = router {
-                        r.log(format_args!(
-                            "statistics off for this process: {}: {e}",
-                            path.display()
-                        ));
-                    }
+                    trace(format_args!(
+                        "statistics off for this process: {}: {e}",
+                        path.display()
+                    ));
                     None
                 }
             }
@@ -55,19 +53,19 @@ fn global(router: Option<&crate::backend::Router>) -> Option<&'static Stats> {
 /// process-wide statistics file. Never fails, blocks or panics.
 #[cfg(not(test))]
 pub fn record(op: Op, backend: Backend, bits: u32) {
-    record_traced(op, backend, bits, None);
+    record_traced(op, backend, bits, &|_| {});
 }
 
 /// [`record`]; when this call opens the file and that fails, the reason
-/// goes to `router`'s debug trace.
+/// goes to `trace` (the caller's debug trace).
 #[cfg(not(test))]
 pub(crate) fn record_traced(
     op: Op,
     backend: Backend,
     bits: u32,
-    router: Option<&crate::backend::Router>,
+    trace: &dyn Fn(std::fmt::Arguments<'_>),
 ) {
-    if let Some(s) = global(router) {
+    if let Some(s) = global(trace) {
         s.record(op, backend, bits);
     }
 }
@@ -84,7 +82,7 @@ pub(crate) fn record_traced(
     op: Op,
     backend: Backend,
     bits: u32,
-    _router: Option<&crate::backend::Router>,
+    _trace: &dyn Fn(std::fmt::Arguments<'_>),
 ) {
     record(op, backend, bits);
 }
