@@ -104,9 +104,9 @@ fn emulator() -> Option<String> {
     std::path::Path::new(&path).exists().then_some(path)
 }
 
-/// Routes the primitive to `libica` (Some) or software (None).
-fn route(libica: Option<&str>) {
-    use ibmca_shim::backend::{self, Choice, Settings};
+/// A router to `libica` (Some) or software (None).
+fn route(libica: Option<&str>) -> ibmca_shim::backend::Router {
+    use ibmca_shim::backend::{Choice, Router, Settings};
     let settings = Settings {
         choice: if libica.is_some() {
             Choice::Libica
@@ -116,7 +116,14 @@ fn route(libica: Option<&str>) {
         libica: libica.map(str::to_string),
         ..Settings::default()
     };
-    backend::configure(&settings).expect("backend");
+    Router::new(&settings)
+}
+
+fn ctx(router: &ibmca_shim::backend::Router) -> ibmca_shim::Context<'_> {
+    ibmca_shim::Context {
+        libctx: ibmca_shim::LibCtx::DEFAULT,
+        router: Some(router),
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -146,16 +153,19 @@ fn bench(c: &mut Criterion) {
                 )
             })
         });
-        route(None);
+        let software = route(None);
         g.bench_function(BenchmarkId::new("rustica-software", bits), |b| {
-            b.iter(|| ours.private_op(Op::Sign, &input).unwrap())
+            b.iter(|| {
+                ours.private_op_in(&ctx(&software), Op::Sign, &input)
+                    .unwrap()
+            })
         });
         if let (Some(emu), true) = (&emu, bits <= 4096) {
-            route(Some(emu));
+            let libica = route(Some(emu));
+            assert_eq!(libica.name(), "libica", "{}", libica.status().detail);
             g.bench_function(BenchmarkId::new("rustica-libica-emu", bits), |b| {
-                b.iter(|| ours.private_op(Op::Sign, &input).unwrap())
+                b.iter(|| ours.private_op_in(&ctx(&libica), Op::Sign, &input).unwrap())
             });
-            route(None);
         }
         g.finish();
 

@@ -314,17 +314,13 @@ impl CipherCtx {
             // Drawn before decrypting, so both outcomes cost the same.
             let mut random = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
             random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
-            let em = key
-                .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
-                .map_err(|e| Error::new(Reason::BadLength, e.0))?;
+            let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
             out[..TLS_PREMASTER_LEN].copy_from_slice(&pms[..]);
             return Ok(Decrypted::Len(TLS_PREMASTER_LEN));
         }
-        let em = key
-            .private_op_in(self.prov().rand_ctx(), Op::Decrypt, c)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))?;
+        let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
         let decoded = match self.pad {
             EncPad::None => Decoded {
                 good: u32::MAX,
@@ -487,6 +483,7 @@ unsafe fn run(
         }
     } else {
         let k = key.size();
+        // Checked before the exponentiation: a ciphertext is always k bytes.
         if out.len() < k {
             return Err(refused(Error::new(
                 Reason::BadLength,
@@ -494,9 +491,7 @@ unsafe fn run(
             )));
         }
         let em = c.encode(input).map_err(refused)?;
-        let ct = key
-            .public_op(Op::Encrypt, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))?;
+        let ct = key.public_op_in(&c.prov().op_ctx(), Op::Encrypt, &em)?;
         out[..ct.len()].copy_from_slice(&ct);
         ct.len()
     };

@@ -29,10 +29,12 @@ pub enum Reason {
     InvalidSaltLength = 14,
     NotSupportedForKeyType = 15,
     DecryptionFailed = 16,
+    BackendUnavailable = 17,
+    HardwareFault = 18,
 }
 
 impl Reason {
-    const ALL: [Reason; 16] = [
+    const ALL: [Reason; 18] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -49,6 +51,8 @@ impl Reason {
         Reason::InvalidSaltLength,
         Reason::NotSupportedForKeyType,
         Reason::DecryptionFailed,
+        Reason::BackendUnavailable,
+        Reason::HardwareFault,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -69,6 +73,8 @@ impl Reason {
             Reason::InvalidSaltLength => b"invalid salt length\0",
             Reason::NotSupportedForKeyType => b"operation not supported for this keytype\0",
             Reason::DecryptionFailed => b"RSA decryption failed: the padding check failed\0",
+            Reason::BackendUnavailable => b"RSA backend unavailable\0",
+            Reason::HardwareFault => b"RSA hardware fault\0",
         }
     }
 }
@@ -77,14 +83,41 @@ impl Reason {
 pub struct Error {
     pub reason: Reason,
     pub message: String,
+    /// Where the error was made (for the error queue's file and line).
+    pub location: &'static std::panic::Location<'static>,
 }
 
 impl Error {
+    #[track_caller]
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         Error {
             reason,
             message: message.into(),
+            location: std::panic::Location::caller(),
         }
+    }
+
+    /// The error of the RSA primitive `e`, its message after `prefix: `.
+    #[track_caller]
+    pub fn from_rsa(prefix: &str, e: ibmca_shim::RsaError) -> Self {
+        let mut err = Error::from(e);
+        err.message = format!("{prefix}: {}", err.message);
+        err
+    }
+}
+
+impl Error {
+    /// The primitive's error during a verification: an input it refuses
+    /// (a signature not below n) is an invalid signature.
+    #[track_caller]
+    pub fn invalid_signature(e: ibmca_shim::RsaError) -> Self {
+        if e.kind() == ibmca_shim::ErrorKind::BadInput {
+            return Error::new(
+                Reason::BadSignature,
+                format!("invalid signature: {}", e.message()),
+            );
+        }
+        Error::from(e)
     }
 }
 
@@ -94,15 +127,28 @@ impl fmt::Display for Error {
     }
 }
 
+/// The one place where the primitive's error kinds become reason codes.
 impl From<ibmca_shim::RsaError> for Error {
+    #[track_caller]
     fn from(e: ibmca_shim::RsaError) -> Self {
-        Error::new(Reason::InvalidKey, e.0)
+        use ibmca_shim::ErrorKind;
+        let reason = match e.kind() {
+            ErrorKind::BadInput => Reason::BadLength,
+            ErrorKind::InvalidKey => Reason::InvalidKey,
+            ErrorKind::MissingKey => Reason::MissingKey,
+            ErrorKind::BackendUnavailable => Reason::BackendUnavailable,
+            ErrorKind::HardwareFault => Reason::HardwareFault,
+            ErrorKind::KeyGeneration => Reason::KeyGeneration,
+            ErrorKind::Libcrypto => Reason::Internal,
+        };
+        Error::new(reason, e.message())
     }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Shorthand for `Err(Error::new(reason, message))`.
+#[track_caller]
 pub fn fail<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
     Err(Error::new(reason, message))
 }
@@ -137,6 +183,8 @@ impl ErrorSink {
         };
         let text = CString::new(err.to_string().replace('\0', " "))
             .unwrap_or_else(|_| CString::from(c"rustica: error"));
+        let file = CString::new(err.location.file()).unwrap_or_default();
+        let line = std::os::raw::c_int::try_from(err.location.line()).unwrap_or(0);
         // SAFETY: the upcalls and the handle come from the core's dispatch
         // table given to OSSL_provider_init and stay valid until teardown;
         // every pointer passed is a NUL-terminated string we own for the
@@ -145,7 +193,7 @@ impl ErrorSink {
         unsafe {
             new_error(self.handle);
             if let Some(debug) = self.set_error_debug {
-                debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
+                debug(self.handle, file.as_ptr(), line, c"rustica".as_ptr());
             }
             rustica_raise(
                 self.vset_error,

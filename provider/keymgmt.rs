@@ -253,9 +253,8 @@ unsafe extern "C" fn rsa_validate(
             (false, true) => KeyCheck::Private,
             _ => KeyCheck::Public,
         };
-        key.check_in(obj.prov().rand_ctx(), level).map_err(|e| {
-            Error::new(Reason::InvalidKey, format!("RSA key check failed: {}", e.0))
-        })?;
+        key.check_in(obj.prov().rand_ctx(), level)
+            .map_err(|e| Error::from_rsa("RSA key check failed", e))?;
         Ok(1)
     })
 }
@@ -316,12 +315,7 @@ pub unsafe fn key_from_params(params: *const OSSL_PARAM, selection: c_int) -> Re
             );
         }
     }
-    RsaKey::from_parts(parts).map_err(|e| {
-        Error::new(
-            Reason::InvalidKey,
-            format!("cannot import RSA key: {}", e.0),
-        )
-    })
+    RsaKey::from_parts(parts).map_err(|e| Error::from_rsa("cannot import RSA key", e))
 }
 
 unsafe extern "C" fn rsa_import(
@@ -730,12 +724,8 @@ unsafe extern "C" fn rsa_gen(
         if g.selection & SELECT_KEYPAIR == 0 {
             return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
         }
-        let key = RsaKey::generate_in(g.prov().rand_ctx(), g.bits, &g.e).map_err(|e| {
-            Error::new(
-                Reason::KeyGeneration,
-                format!("RSA key generation failed: {}", e.0),
-            )
-        })?;
+        let key = RsaKey::generate_in(&g.prov().op_ctx(), g.bits, &g.e)
+            .map_err(|e| Error::from_rsa("RSA key generation failed", e))?;
         Ok(boxed(
             g.prov,
             g.kind,

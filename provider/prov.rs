@@ -21,6 +21,10 @@ pub struct ProvCtx {
     /// Whether `libctx` is a child context rustica created (and frees).
     owns_libctx: bool,
     pub config: Config,
+    /// This instance's RSA backend, built from `config` at first use (the
+    /// libica probe costs nothing until RSA is used). A forked child
+    /// inherits it: a dlopen'ed handle stays valid there.
+    pub router: std::sync::OnceLock<ibmca_shim::backend::Router>,
 }
 // SAFETY: after initialisation the context is read-only; the core handle and
 // upcalls are valid from any thread, and library contexts are thread-safe.
@@ -63,9 +67,26 @@ impl ProvCtx {
         DigestCache::new(self.libctx)
     }
 
-    /// The backend that RSA operations run on.
+    /// This instance's RSA backend, probed (libica loaded) at the first
+    /// call. With backend = libica and no loadable libica, every RSA
+    /// operation then fails saying why.
+    pub fn router(&self) -> &ibmca_shim::backend::Router {
+        self.router
+            .get_or_init(|| ibmca_shim::backend::Router::new(&self.config.backend_settings()))
+    }
+
+    /// What an RSA operation of this instance runs with: its backend and
+    /// the library context of its random numbers.
+    pub fn op_ctx(&self) -> ibmca_shim::Context<'_> {
+        ibmca_shim::Context {
+            libctx: self.rand_ctx(),
+            router: Some(self.router()),
+        }
+    }
+
+    /// The backend that RSA operations run on (forces the probe).
     pub fn backend_name(&self) -> &'static CStr {
-        match ibmca_shim::backend::active_name() {
+        match self.router().name() {
             "libica" => c"libica",
             "unavailable" => c"unavailable (backend = libica, but libica cannot be loaded)",
             _ => c"software",
@@ -253,13 +274,12 @@ pub unsafe extern "C" fn OSSL_provider_init(
         if out.is_null() || provctx.is_null() {
             return Err(Error::new(Reason::Internal, "NULL output pointers"));
         }
-        let config = Config::load(|k| config_lookup(&core, k))?;
-        // The RSA primitive's backend, for the whole process. With
+        // Only the configuration is read here; the backend (the libica
+        // probe) is set up at first use, see ProvCtx::router. With
         // backend = libica and no loadable libica, the load succeeds and
         // every RSA operation fails with the reason (OpenSSL 3.0 would drop
-        // an init error from openssl.cnf silently; see backend::configure).
-        ibmca_shim::backend::configure(&config.backend_settings())
-            .map_err(|e| Error::new(Reason::Config, e.0))?;
+        // an init error from openssl.cnf silently; see Router::new).
+        let config = Config::load(|k| config_lookup(&core, k))?;
         // SAFETY: handle and input are the core's, as loaded_libctx requires.
         let (libctx, owns_libctx) = unsafe { loaded_libctx(&core, handle, input) }?;
         let ctx = Box::new(ProvCtx {
@@ -267,6 +287,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             libctx,
             owns_libctx,
             config,
+            router: std::sync::OnceLock::new(),
         });
         INSTANCES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // SAFETY: both out pointers were checked non-NULL above.
@@ -319,7 +340,7 @@ fn stderr_line(line: &str) {
 }
 
 /// Live provider instances in this process (one per library context that
-/// loaded rustica); they share the RSA backend.
+/// loaded rustica); they share the loaded libica libraries.
 static INSTANCES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 unsafe extern "C" fn teardown(provctx: *mut c_void) {
@@ -328,10 +349,10 @@ unsafe extern "C" fn teardown(provctx: *mut c_void) {
             // SAFETY: provctx is the Box OSSL_provider_init leaked; OpenSSL
             // calls teardown once, after every object under it is freed.
             drop(unsafe { Box::from_raw(provctx as *mut ProvCtx) });
-            // The last instance in the process releases the backend (and
-            // libica), so unloading rustica.so leaves nothing behind.
+            // The last instance in the process lets go of libica, so
+            // unloading rustica.so leaves nothing behind.
             if INSTANCES.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-                ibmca_shim::backend::reset();
+                ibmca_shim::backend::unload_all();
             }
         }
     })
@@ -398,19 +419,14 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
             s
         };
         let backend = prov.map_or(c"software", |p| p.backend_name());
-        // The libica the backend runs on (already loaded, so opening it
-        // again only finds it); "none" when RSA runs in software.
-        let (libica_path, libica_version) = match prov {
-            Some(p) if backend == c"libica" => {
-                match ibmca_shim::libica::Libica::open_first(p.config.libica.as_deref()) {
-                    Ok(l) => (
-                        keep(l.file().unwrap_or(l.name()).to_string()),
-                        keep(l.version().unwrap_or_else(|| "unknown".into())),
-                    ),
-                    Err(_) => (c"unknown", c"unknown"),
-                }
-            }
-            _ => (c"none", c"none"),
+        // The libica this instance's backend runs on; "none" when RSA runs
+        // in software.
+        let (libica_path, libica_version) = match prov.and_then(|p| p.router().libica()) {
+            Some(l) => (
+                keep(l.file().unwrap_or(l.name()).to_string()),
+                keep(l.version().unwrap_or_else(|| "unknown".into())),
+            ),
+            None => (c"none", c"none"),
         };
         // OpenSSL 3.0's `openssl list -providers -verbose` prints the values
         // of name, version, status and buildinfo only: the backend goes in

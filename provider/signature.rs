@@ -382,8 +382,8 @@ impl SigCtx {
         let em = self
             .encode_for_signing(key, tbs, room)
             .inspect_err(|_| stats::record(Op::Sign, Backend::Failed, key.bits()))?;
-        key.private_op_in(self.prov().rand_ctx(), Op::Sign, &em)
-            .map_err(|e| Error::new(Reason::BadLength, e.0))
+        // `?` (not map_err) so the error records this line.
+        Ok(key.private_op_in(&self.prov().op_ctx(), Op::Sign, &em)?)
     }
 
     /// The encoded message that `sign_digest` exponentiates.
@@ -476,8 +476,8 @@ impl SigCtx {
             sig
         };
         let (em, backend) = key
-            .public_op_uncounted(Op::Verify, input)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+            .public_op_uncounted(&self.prov().op_ctx(), Op::Verify, input)
+            .map_err(|e| Error::invalid_signature(e))?;
         *used = Some(backend);
         Ok(em)
     }
@@ -498,8 +498,8 @@ impl SigCtx {
         let mut input = vec![0u8; key.size().saturating_sub(sig.len())];
         input.extend_from_slice(sig);
         let fixed = key
-            .public_op_recheck(Op::Verify, &input, em)
-            .map_err(|e| Error::new(Reason::BadSignature, format!("invalid signature: {}", e.0)))?;
+            .public_op_recheck(&self.prov().op_ctx(), Op::Verify, &input, em)
+            .map_err(|e| Error::invalid_signature(e))?;
         if fixed.is_some() {
             *used = Some(Backend::Fallback);
         }

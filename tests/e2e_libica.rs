@@ -757,3 +757,42 @@ fn a_wrong_verification_result_from_libica_is_recomputed() {
     let s = lab.stats();
     assert_eq!(s.get(Op::Verify, Backend::Failed), 1, "{}", s.to_json());
 }
+
+/// A libica that cannot be loaded under backend = libica reaches the user
+/// as the primitive's "backend unavailable" kind, mapped to its own reason
+/// (not "bad length"), with the file and line that raised it.
+#[test]
+fn an_unavailable_libica_reads_as_backend_unavailable() {
+    let lab = Lab::with_rustica(
+        &[
+            ("backend", "libica"),
+            ("libica", "/nonexistent/libica.so.4"),
+        ],
+        &[],
+    );
+    lab.ok(
+        Side::Default,
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "k.pem",
+        ],
+    );
+    let key = lab.p("k.pem");
+    let data = lab.write("d.txt", b"unavailable");
+    let out = lab.run(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", &key, "-out", "s.bin", &data],
+    );
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "signed without libica: {text}");
+    assert!(text.contains("RSA backend unavailable"), "{text}");
+    assert!(!text.contains("bad length"), "{text}");
+    assert!(text.contains("/nonexistent/libica.so.4"), "{text}");
+    assert!(text.contains("signature.rs:"), "no file and line: {text}");
+    assert_only(&lab, Op::Sign, Backend::Failed, 1);
+}

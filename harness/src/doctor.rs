@@ -144,19 +144,18 @@ fn check_backend(r: &mut Report, keys: &[(String, String)]) {
         ),
         Err(e) => r.ok("libica", format!("none ({e}); RSA runs in software")),
     }
-    match backend::configure(&settings) {
-        Ok(status) => {
-            let sizes = [1024u32, 2048, 3072, 4096, 7680, 15360]
-                .iter()
-                .map(|b| format!("{b}: {}", backend::route_name(*b)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            r.ok(
-                "backend",
-                format!("{} ({}); {sizes}", status.name, status.detail),
-            );
-        }
-        Err(e) => r.fail("backend", e.0),
+    let router = backend::Router::new(&settings);
+    let status = router.status();
+    let sizes = [1024u32, 2048, 3072, 4096, 7680, 15360]
+        .iter()
+        .map(|b| format!("{b}: {}", router.route_name(*b)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let line = format!("{} ({}); {sizes}", status.name, status.detail);
+    if status.name == "unavailable" {
+        r.fail("backend", line);
+    } else {
+        r.ok("backend", line);
     }
 }
 

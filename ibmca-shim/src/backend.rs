@@ -1,17 +1,18 @@
 //! Backend selection: which operations go to libica, and the debug trace.
 //!
-//! The provider calls [`configure`] once at load with its configuration;
-//! until then (and in programs that never call it) everything runs in
-//! software. The setting is process-wide: when several rustica instances
-//! are loaded into one process, the last one initialised decides.
+//! A [`Router`] is built from one provider instance's [`Settings`] and
+//! owned by that instance, so two library contexts that load rustica with
+//! different settings each keep theirs. Without a router (programs that
+//! never build one) everything runs in software. Only the dlopen'ed
+//! libraries are shared by the process (opened once per name).
 
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::error::{ErrorKind, RsaError};
 use crate::libica::Libica;
-use crate::rsa::RsaError;
 use crate::stats::{Backend, Op};
 
 /// `backend = auto|libica|software`.
@@ -31,7 +32,7 @@ pub enum Trace {
     Off,
     Stderr,
     /// Appended to `DIR/rustica-debug.log` (mode 0600), opened once by
-    /// [`configure`] with the checks of [`open_trace_file`]. `DIR` must be
+    /// [`Router::new`] with the checks of [`open_trace_file`]. `DIR` must be
     /// absolute.
     Dir(PathBuf),
 }
@@ -152,7 +153,7 @@ impl Default for Settings {
     }
 }
 
-/// What [`configure`] chose.
+/// What [`Router::new`] chose.
 #[derive(Clone, Debug)]
 pub struct Status {
     /// "libica", "software", or "unavailable" (backend = libica without a
@@ -162,16 +163,16 @@ pub struct Status {
     pub detail: String,
 }
 
-pub(crate) struct Router {
+/// Where one provider instance's RSA operations run, and its trace.
+pub struct Router {
     libica: Option<Arc<Libica>>,
     /// backend = libica could not be honoured: why (every operation fails).
     unavailable: Option<String>,
     min_bits: u32,
     max_bits: u32,
     trace: TraceSink,
+    status: Status,
 }
-
-static ROUTER: RwLock<Option<Arc<Router>>> = RwLock::new(None);
 
 /// Loaded libraries by name: dlopen once per process.
 static LOADED: Mutex<Vec<(String, Arc<Libica>)>> = Mutex::new(Vec::new());
@@ -187,17 +188,20 @@ fn load(explicit: Option<&str>) -> Result<Arc<Libica>, String> {
     Ok(l)
 }
 
-/// Applies `s` for the whole process.
-///
-/// `backend = libica` with no loadable libica does not fail here: OpenSSL
-/// 3.0 drops provider initialisation errors from openssl.cnf silently (and
-/// `?provider=rustica` then quietly runs everything on the default
-/// provider). Instead the load succeeds and every RSA operation fails with
-/// the reason, so the error reaches the user at first use.
-pub fn configure(s: &Settings) -> Result<Status, RsaError> {
-    let mut unavailable = None;
-    let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
-    let (libica, status) = match s.choice {
+impl Router {
+    /// Loads libica as `s` asks (once per process and name) and opens the
+    /// trace.
+    ///
+    /// `backend = libica` with no loadable libica does not fail here:
+    /// OpenSSL 3.0 drops provider initialisation errors from openssl.cnf
+    /// silently (and `?provider=rustica` then quietly runs everything on
+    /// the default provider). Instead every RSA operation fails with the
+    /// reason ([`ErrorKind::BackendUnavailable`]), so the error reaches the
+    /// user at first use.
+    pub fn new(s: &Settings) -> Router {
+        let mut unavailable = None;
+        let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
+        let (libica, status) = match s.choice {
         Choice::Software => (
             None,
             Status {
@@ -262,74 +266,62 @@ pub fn configure(s: &Settings) -> Result<Status, RsaError> {
             }
         },
     };
-    let trace = match &s.trace {
-        Trace::Off => TraceSink::Off,
-        Trace::Stderr => TraceSink::Stderr,
-        Trace::Dir(dir) => match open_trace_file(dir).and_then(|f| {
-            use std::os::unix::fs::MetadataExt;
-            let m = f.metadata().map_err(|e| e.to_string())?;
-            Ok(TraceSink::File(f, (m.dev(), m.ino())))
-        }) {
-            Ok(sink) => sink,
-            Err(e) => {
-                say_on_stderr(&format!("debug trace off: {e}"));
-                TraceSink::Off
-            }
-        },
-    };
-    let router = Arc::new(Router {
-        libica,
-        unavailable,
-        min_bits: s.offload_min_bits,
-        max_bits: s.offload_max_bits,
-        trace,
-    });
-    router.log(format_args!("init: {}", status.detail));
-    *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = Some(router);
-    Ok(status)
-}
-
-/// The name of the active backend ("software" until [`configure`];
-/// "unavailable" when backend = libica found no libica).
-pub fn active_name() -> &'static str {
-    match current() {
-        Some(r) if r.libica.is_some() => "libica",
-        Some(r) if r.unavailable.is_some() => "unavailable",
-        _ => "software",
+        let trace = match &s.trace {
+            Trace::Off => TraceSink::Off,
+            Trace::Stderr => TraceSink::Stderr,
+            Trace::Dir(dir) => match open_trace_file(dir).and_then(|f| {
+                use std::os::unix::fs::MetadataExt;
+                let m = f.metadata().map_err(|e| e.to_string())?;
+                Ok(TraceSink::File(f, (m.dev(), m.ino())))
+            }) {
+                Ok(sink) => sink,
+                Err(e) => {
+                    say_on_stderr(&format!("debug trace off: {e}"));
+                    TraceSink::Off
+                }
+            },
+        };
+        let router = Router {
+            libica,
+            unavailable,
+            min_bits: s.offload_min_bits,
+            max_bits: s.offload_max_bits,
+            trace,
+            status,
+        };
+        router.log(format_args!("init: {}", router.status.detail));
+        router
     }
-}
 
-/// The backend a key of `bits` bits would use now: "libica" or "software".
-pub fn route_name(bits: u32) -> &'static str {
-    match current().and_then(|r| r.offload(bits).map(|_| ())) {
-        Some(()) => "libica",
-        None => "software",
+    /// What this router chose, and why.
+    pub fn status(&self) -> &Status {
+        &self.status
     }
-}
 
-/// Resets to software and lets go of every loaded libica (tests, tools,
-/// and the provider's last teardown in a process).
-pub fn reset() {
-    *ROUTER.write().unwrap_or_else(PoisonError::into_inner) = None;
-    LOADED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
-}
+    /// "libica", "software", or "unavailable" (backend = libica found no
+    /// libica).
+    pub fn name(&self) -> &'static str {
+        self.status.name
+    }
 
-pub(crate) fn current() -> Option<Arc<Router>> {
-    ROUTER
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone()
-}
+    /// The libica operations run on, when it is the backend.
+    pub fn libica(&self) -> Option<&Libica> {
+        self.libica.as_deref()
+    }
 
-impl Router {
+    /// The backend a key of `bits` bits would use: "libica" or "software".
+    pub fn route_name(&self, bits: u32) -> &'static str {
+        match self.offload(bits) {
+            Some(_) => "libica",
+            None => "software",
+        }
+    }
+
     /// The error every operation returns when the configured backend
     /// cannot run.
     pub(crate) fn check_available(&self) -> Result<(), RsaError> {
         match &self.unavailable {
-            Some(m) => Err(RsaError(m.clone())),
+            Some(m) => Err(RsaError::new(ErrorKind::BackendUnavailable, m.clone())),
             None => Ok(()),
         }
     }
@@ -388,6 +380,16 @@ impl Router {
             backend.name()
         ));
     }
+}
+
+/// Lets go of every libica this process loaded (tests, tools, and the
+/// provider's last teardown in a process); a router still holding one
+/// keeps it until it is dropped.
+pub fn unload_all() {
+    LOADED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
 }
 
 /// Loads libica (`explicit`, else the default names) and describes it:

@@ -12,6 +12,7 @@
 pub mod backend;
 mod bn;
 pub mod env;
+mod error;
 pub mod libica;
 mod rsa;
 mod software;
@@ -29,5 +30,6 @@ pub const CONFIG_KEYS: [&str; 6] = [
 ];
 
 pub use bn::LibCtx;
-pub use rsa::{KeyCheck, RsaError, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
+pub use error::{ErrorKind, RsaError};
+pub use rsa::{Context, KeyCheck, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
 pub use stats::{Backend, Op};

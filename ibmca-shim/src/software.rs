@@ -2,11 +2,24 @@
 //!
 //! These functions compute the raw (blinded) private exponentiation only;
 //! blinding, the public-exponent check and statistics are the caller's job
-//! ([`crate::rsa::RsaKey::private_op`]), so another backend (libica) can be
+//! ([`crate::RsaKey::private_op`]), so another backend (libica) can be
 //! put in front of them without changing that logic.
 
 use crate::bn::{self, Bn, BnCtx, MontCtx};
-use crate::rsa::{Crt, RsaError};
+use crate::error::RsaError;
+
+/// A private key's CRT parts with their cached Montgomery contexts (p > q).
+pub(crate) struct Crt {
+    pub(crate) p: Bn,
+    pub(crate) q: Bn,
+    pub(crate) dp: Bn,
+    pub(crate) dq: Bn,
+    pub(crate) qinv: Bn,
+    /// qinv * R mod p (Montgomery form for `mont_p`).
+    pub(crate) qinv_mont: Bn,
+    pub(crate) mont_p: MontCtx,
+    pub(crate) mont_q: MontCtx,
+}
 
 /// m = c^d mod n by CRT and Garner's recombination, constant time in the
 /// secret parts. `c` must be reduced mod n.

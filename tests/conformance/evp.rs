@@ -14,6 +14,7 @@ pub type OSSL_PARAM = rustica::ffi::OSSL_PARAM;
 extern "C" {
     fn OSSL_LIB_CTX_new() -> *mut c_void;
     fn OSSL_LIB_CTX_free(ctx: *mut c_void);
+    fn OSSL_LIB_CTX_load_config(ctx: *mut c_void, config_file: *const c_char) -> c_int;
     fn OSSL_PROVIDER_set_default_search_path(ctx: *mut c_void, path: *const c_char) -> c_int;
     fn OSSL_PROVIDER_unload(prov: *mut c_void) -> c_int;
     fn OSSL_PROVIDER_load(ctx: *mut c_void, name: *const c_char) -> *mut c_void;
@@ -331,6 +332,31 @@ impl Lib {
             assert!(!ctx.is_null());
             let dir = cstr(module_dir.to_str().expect("UTF-8 module path"));
             assert_eq!(OSSL_PROVIDER_set_default_search_path(ctx, dir.as_ptr()), 1);
+            let rustica = OSSL_PROVIDER_load(ctx, c"rustica".as_ptr());
+            assert!(!rustica.is_null(), "loading rustica: {}", errors());
+            let default = OSSL_PROVIDER_load(ctx, c"default".as_ptr());
+            assert!(!default.is_null());
+            Lib(ctx, [rustica, default])
+        }
+    }
+
+    /// A library context set up by the openssl.cnf at `config`, which
+    /// must load and activate rustica (with its settings) and default.
+    #[allow(dead_code)]
+    pub fn from_config(config: &std::path::Path) -> Lib {
+        // SAFETY: plain library calls with valid strings.
+        unsafe {
+            let ctx = OSSL_LIB_CTX_new();
+            assert!(!ctx.is_null());
+            let path = cstr(config.to_str().expect("UTF-8 config path"));
+            assert_eq!(
+                OSSL_LIB_CTX_load_config(ctx, path.as_ptr()),
+                1,
+                "{}",
+                errors()
+            );
+            // Already activated by the configuration: these only take the
+            // references that Drop gives back.
             let rustica = OSSL_PROVIDER_load(ctx, c"rustica".as_ptr());
             assert!(!rustica.is_null(), "loading rustica: {}", errors());
             let default = OSSL_PROVIDER_load(ctx, c"default".as_ptr());

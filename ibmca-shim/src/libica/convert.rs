@@ -40,6 +40,7 @@ pub(crate) fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<
 }
 
 /// A key in modulus/exponent form, in buffers owned by this value.
+#[derive(Clone)]
 pub(crate) struct ModExpoKey {
     key_length: usize,
     modulus: Zeroizing<Vec<u8>>,
@@ -85,6 +86,7 @@ impl ModExpoKey {
 }
 
 /// A private key in CRT form, in buffers owned by this value (p > q).
+#[derive(Clone)]
 pub(crate) struct CrtKey {
     key_length: usize,
     pub(crate) p: Zeroizing<Vec<u8>>,

@@ -1,4 +1,7 @@
+use super::blinding::BLINDING_USES;
 use super::*;
+use crate::stats;
+use std::cmp::Ordering;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -171,7 +174,7 @@ fn derived_and_normalised_crt() {
         ..full.clone()
     })
     .unwrap_err();
-    assert!(e.0.contains("incomplete CRT"), "{e}");
+    assert!(e.message().contains("incomplete CRT"), "{e}");
 }
 
 #[test]
@@ -184,7 +187,7 @@ fn faulty_crt_part_is_caught_and_recomputed() {
     full.dp = Some(dp);
     let bad = RsaKey::from_parts(full).unwrap();
     let e = bad.check(KeyCheck::Pair).unwrap_err();
-    assert!(e.0.contains("dp does not equal"), "{e}");
+    assert!(e.message().contains("dp does not equal"), "{e}");
     // The CRT result is wrong, the check sees it, d gives the right one.
     let x = input_for(k, 3);
     assert_eq!(
@@ -205,9 +208,9 @@ fn faulty_crt_part_is_caught_and_recomputed() {
     })
     .unwrap();
     let e = bad_d.private_op(Op::Sign, &x).unwrap_err();
-    assert!(e.0.contains("failed its check"), "{e}");
+    assert!(e.message().contains("failed its check"), "{e}");
     let e = bad_d.check(KeyCheck::Pair).unwrap_err();
-    assert!(e.0.contains("d does not match"), "{e}");
+    assert!(e.message().contains("d does not match"), "{e}");
 }
 
 #[test]
@@ -219,13 +222,16 @@ fn input_rules() {
         k.public_op(Op::Verify, &n),
     ] {
         assert_eq!(
-            op_res.unwrap_err().0,
+            op_res.unwrap_err().to_string(),
             "input is not smaller than the modulus"
         );
     }
     let too_long = vec![0u8; k.size() + 1];
     let e = k.private_op(Op::Sign, &too_long).unwrap_err();
-    assert!(e.0.contains("longer than the 128-byte modulus"), "{e}");
+    assert!(
+        e.message().contains("longer than the 128-byte modulus"),
+        "{e}"
+    );
     let big = vec![0xffu8; k.size()];
     assert!(k.public_op(Op::Encrypt, &big).is_err());
     // n - 1 is fine.
@@ -251,9 +257,9 @@ fn public_only_key() {
     assert!(!p.public_eq(key(2048)));
     p.check(KeyCheck::Public).unwrap();
     let e = p.check(KeyCheck::Private).unwrap_err();
-    assert!(e.0.contains("no private"), "{e}");
+    assert!(e.message().contains("no private"), "{e}");
     let e = p.private_op(Op::Sign, &[1, 2, 3]).unwrap_err();
-    assert!(e.0.contains("no private"), "{e}");
+    assert!(e.message().contains("no private"), "{e}");
     let x = input_for(k, 1);
     let s = k.private_op(Op::Sign, &x).unwrap();
     assert_eq!(p.public_op(Op::Verify, &s).unwrap(), x);
@@ -266,7 +272,10 @@ fn bad_parts_rejected() {
     let with = |f: &dyn Fn(&mut RsaParts)| {
         let mut parts = full.clone();
         f(&mut parts);
-        RsaKey::from_parts(parts).map(|_| ()).unwrap_err().0
+        RsaKey::from_parts(parts)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
     };
     assert!(with(&|p| {
         let l = p.n.len() - 1;
@@ -300,7 +309,7 @@ fn bad_parts_rejected() {
     .unwrap();
     mixed.check(KeyCheck::Private).unwrap();
     assert_eq!(
-        mixed.check(KeyCheck::Pair).unwrap_err().0,
+        mixed.check(KeyCheck::Pair).unwrap_err().to_string(),
         "p * q does not equal n"
     );
     let zero_d = RsaKey::from_parts(RsaParts {
@@ -313,7 +322,7 @@ fn bad_parts_rejected() {
     assert!(zero_d
         .check(KeyCheck::Private)
         .unwrap_err()
-        .0
+        .to_string()
         .contains("d is zero"));
     let mut qinv = full.qinv.clone().unwrap();
     let last = qinv.len() - 1;
@@ -326,7 +335,7 @@ fn bad_parts_rejected() {
     assert!(bad_qinv
         .check(KeyCheck::Pair)
         .unwrap_err()
-        .0
+        .to_string()
         .contains("qinv is not the inverse"));
     // A wrong qinv is caught at signing time and recomputed with d.
     let x = input_for(k, 9);
@@ -345,7 +354,7 @@ fn bad_parts_rejected() {
     assert!(wrong_e
         .check(KeyCheck::Pair)
         .unwrap_err()
-        .0
+        .to_string()
         .contains("e * d is not 1"));
 }
 
@@ -353,20 +362,23 @@ fn bad_parts_rejected() {
 fn generate_rejects_bad_arguments() {
     for bits in [0, 511, 16385] {
         let e = RsaKey::generate(bits, E).unwrap_err();
-        assert!(e.0.contains("outside"), "{e}");
+        assert!(e.message().contains("outside"), "{e}");
     }
     assert!(RsaKey::generate(1024, &[1])
         .unwrap_err()
-        .0
+        .to_string()
         .contains("at least 3"));
     assert!(RsaKey::generate(1024, &[])
         .unwrap_err()
-        .0
+        .to_string()
         .contains("at least 3"));
-    assert!(RsaKey::generate(1024, &[4]).unwrap_err().0.contains("odd"));
+    assert!(RsaKey::generate(1024, &[4])
+        .unwrap_err()
+        .to_string()
+        .contains("odd"));
     assert!(RsaKey::generate(1024, &[0xff; 64])
         .unwrap_err()
-        .0
+        .to_string()
         .contains("too large"));
 }
 
@@ -520,13 +532,32 @@ impl Drop for NoRngContext {
 #[test]
 fn random_numbers_come_from_the_given_library_context() {
     let none = NoRngContext::new();
-    assert!(RsaKey::generate_in(none.libctx(), 1024, E).is_err());
+    assert!(RsaKey::generate_in(
+        &Context {
+            libctx: none.libctx(),
+            router: None
+        },
+        1024,
+        E
+    )
+    .is_err());
     let x = vec![0x42; 8];
     // A fresh key: no blinding value cached yet, so the first private
     // operation must draw one.
     let fresh = RsaKey::from_parts(key(1024).export_private().unwrap()).unwrap();
-    assert!(fresh.private_op_in(none.libctx(), Op::Sign, &x).is_err());
-    let s = fresh.private_op_in(LibCtx::DEFAULT, Op::Sign, &x).unwrap();
+    assert!(fresh
+        .private_op_in(
+            &Context {
+                libctx: none.libctx(),
+                router: None
+            },
+            Op::Sign,
+            &x
+        )
+        .is_err());
+    let s = fresh
+        .private_op_in(&Context::SOFTWARE, Op::Sign, &x)
+        .unwrap();
     assert_eq!(fresh.public_op(Op::Verify, &s).unwrap()[128 - 8..], x[..]);
     let without_primes = RsaKey::from_parts(RsaParts {
         p: None,

@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX, OSSL_LIB_CTX};
 use zeroize::Zeroizing;
 
-use crate::rsa::RsaError;
+use crate::error::RsaError;
 
 // libcrypto functions that openssl-sys does not declare (all present in
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
@@ -91,7 +91,7 @@ fn check(ret: c_int, what: &str) -> Result<(), RsaError> {
     if ret == 1 {
         Ok(())
     } else {
-        Err(RsaError(format!("libcrypto {what} failed")))
+        Err(RsaError::libcrypto(format!("libcrypto {what} failed")))
     }
 }
 
@@ -119,19 +119,19 @@ impl Bn {
         let p = unsafe { openssl_sys::BN_new() };
         NonNull::new(p)
             .map(Bn)
-            .ok_or_else(|| RsaError("libcrypto BN_new failed (out of memory)".into()))
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_new failed (out of memory)"))
     }
 
     /// Big-endian unsigned bytes (leading zeros allowed).
     pub(crate) fn from_be(bytes: &[u8]) -> Result<Bn, RsaError> {
         let len =
-            c_int::try_from(bytes.len()).map_err(|_| RsaError("integer is too long".into()))?;
+            c_int::try_from(bytes.len()).map_err(|_| RsaError::bad_input("integer is too long"))?;
         let b = Bn::new()?;
         // SAFETY: bytes is valid for `len` bytes; b is a valid BIGNUM that
         // BN_bin2bn overwrites and returns on success.
         let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
         if r.is_null() {
-            return Err(RsaError("libcrypto BN_bin2bn failed".into()));
+            return Err(RsaError::libcrypto("libcrypto BN_bin2bn failed"));
         }
         Ok(b)
     }
@@ -162,7 +162,7 @@ impl Bn {
         // alias).
         let r = unsafe { BN_copy(self.as_mut_ptr(), other.as_ptr()) };
         if r.is_null() {
-            return Err(RsaError("libcrypto BN_copy failed".into()));
+            return Err(RsaError::libcrypto("libcrypto BN_copy failed"));
         }
         Ok(())
     }
@@ -228,12 +228,14 @@ impl Bn {
     pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
         let mut out = vec![0u8; len];
         let clen =
-            c_int::try_from(len).map_err(|_| RsaError("output length is too large".into()))?;
+            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
         // SAFETY: out is valid for `len` bytes; BN_bn2binpad writes exactly
         // `len` bytes or fails (returns -1) if the value does not fit.
         let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
         if r < 0 {
-            return Err(RsaError("integer does not fit its output buffer".into()));
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
         }
         Ok(out)
     }
@@ -303,7 +305,7 @@ impl BnCtx {
     fn wrap(p: *mut BN_CTX) -> Result<BnCtx, RsaError> {
         NonNull::new(p)
             .map(BnCtx)
-            .ok_or_else(|| RsaError("libcrypto BN_CTX_new failed (out of memory)".into()))
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_CTX_new failed (out of memory)"))
     }
 
     /// `&mut self`: a BN_CTX must never be used by two calls at once.
@@ -333,13 +335,13 @@ impl Drop for MontCtx {
 impl MontCtx {
     pub(crate) fn new(m: &Bn, ctx: &mut BnCtx) -> Result<MontCtx, RsaError> {
         if !m.is_odd() {
-            return Err(RsaError("Montgomery modulus must be odd".into()));
+            return Err(RsaError::invalid_key("Montgomery modulus must be odd"));
         }
         // SAFETY: no preconditions; NULL handled below.
         let p = unsafe { BN_MONT_CTX_new() };
         let mont = NonNull::new(p)
             .map(MontCtx)
-            .ok_or_else(|| RsaError("libcrypto BN_MONT_CTX_new failed".into()))?;
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_MONT_CTX_new failed"))?;
         // SAFETY: valid context, modulus and BN_CTX; the context is not yet
         // shared.
         check(
@@ -356,312 +358,6 @@ impl MontCtx {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Arithmetic. Results go to `r`, which must not alias an input (guaranteed by
-// the borrow rules: `&mut Bn` vs `&Bn`).
+mod arith;
 
-/// r = a * b mod m (inputs need not be reduced).
-pub(crate) fn mod_mul(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs; r distinct from inputs; ctx exclusively borrowed.
-    check(
-        unsafe {
-            openssl_sys::BN_mod_mul(
-                r.as_mut_ptr(),
-                a.as_ptr(),
-                b.as_ptr(),
-                m.as_ptr(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_mod_mul",
-    )
-}
-
-/// r = a * b * R^-1 mod m, a and b reduced mod m (Montgomery product).
-pub(crate) fn mont_mul(
-    r: &mut Bn,
-    a: &Bn,
-    b: &Bn,
-    mont: &MontCtx,
-    ctx: &mut BnCtx,
-) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs reduced mod the context's modulus (callers
-    // guarantee); mont is only read; ctx exclusively borrowed.
-    check(
-        unsafe {
-            BN_mod_mul_montgomery(
-                r.as_mut_ptr(),
-                a.as_ptr(),
-                b.as_ptr(),
-                mont.ptr(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_mod_mul_montgomery",
-    )
-}
-
-/// r = a * R mod m, a reduced mod m.
-pub(crate) fn to_mont(r: &mut Bn, a: &Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: as for `mont_mul`.
-    check(
-        unsafe { BN_to_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
-        "BN_to_montgomery",
-    )
-}
-
-/// r = a^p mod m, variable time (public exponents only).
-pub(crate) fn mod_exp_public(
-    r: &mut Bn,
-    a: &Bn,
-    p: &Bn,
-    m: &Bn,
-    mont: &MontCtx,
-    ctx: &mut BnCtx,
-) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
-    check(
-        unsafe {
-            BN_mod_exp_mont(
-                r.as_mut_ptr(),
-                a.as_ptr(),
-                p.as_ptr(),
-                m.as_ptr(),
-                ctx.as_mut_ptr(),
-                mont.ptr(),
-            )
-        },
-        "BN_mod_exp_mont",
-    )
-}
-
-/// r = a^p mod m in constant time (secret exponents), a reduced mod m.
-pub(crate) fn mod_exp_consttime(
-    r: &mut Bn,
-    a: &Bn,
-    p: &Bn,
-    m: &Bn,
-    mont: &MontCtx,
-    ctx: &mut BnCtx,
-) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
-    check(
-        unsafe {
-            BN_mod_exp_mont_consttime(
-                r.as_mut_ptr(),
-                a.as_ptr(),
-                p.as_ptr(),
-                m.as_ptr(),
-                ctx.as_mut_ptr(),
-                mont.ptr(),
-            )
-        },
-        "BN_mod_exp_mont_consttime",
-    )
-}
-
-/// Two constant-time exponentiations at once (r1 = a1^p1 mod m1,
-/// r2 = a2^p2 mod m2); libcrypto uses its AVX-512 IFMA code when both moduli
-/// are 1024 bits and the CPU has it, else two ordinary calls.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn mod_exp_consttime_x2(
-    r1: &mut Bn,
-    a1: &Bn,
-    p1: &Bn,
-    m1: &Bn,
-    mont1: &MontCtx,
-    r2: &mut Bn,
-    a2: &Bn,
-    p2: &Bn,
-    m2: &Bn,
-    mont2: &MontCtx,
-    ctx: &mut BnCtx,
-) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, each mont set up for its modulus and only read,
-    // r1/r2 distinct from each other and the inputs, ctx exclusive.
-    check(
-        unsafe {
-            BN_mod_exp_mont_consttime_x2(
-                r1.as_mut_ptr(),
-                a1.as_ptr(),
-                p1.as_ptr(),
-                m1.as_ptr(),
-                mont1.ptr(),
-                r2.as_mut_ptr(),
-                a2.as_ptr(),
-                p2.as_ptr(),
-                m2.as_ptr(),
-                mont2.ptr(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_mod_exp_mont_consttime_x2",
-    )
-}
-
-/// r = a mod m, non-negative. Constant-time when `a` or `m` carries
-/// BN_FLG_CONSTTIME.
-pub(crate) fn nnmod(r: &mut Bn, a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
-    check(
-        unsafe { openssl_sys::BN_nnmod(r.as_mut_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_mut_ptr()) },
-        "BN_nnmod",
-    )
-}
-
-/// r = (a - b) mod m, a and b in [0, m).
-pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
-    check(
-        unsafe {
-            openssl_sys::BN_mod_sub(
-                r.as_mut_ptr(),
-                a.as_ptr(),
-                b.as_ptr(),
-                m.as_ptr(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_mod_sub",
-    )
-}
-
-pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
-    check(
-        unsafe { openssl_sys::BN_mul(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
-        "BN_mul",
-    )
-}
-
-pub(crate) fn add(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct.
-    check(
-        unsafe { openssl_sys::BN_add(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
-        "BN_add",
-    )
-}
-
-/// r = a - b (may be negative).
-pub(crate) fn sub(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct.
-    check(
-        unsafe { openssl_sys::BN_sub(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
-        "BN_sub",
-    )
-}
-
-/// a - 1 (for a >= 1).
-pub(crate) fn minus_one(a: &Bn) -> Result<Bn, RsaError> {
-    let mut r = a.dup()?;
-    // SAFETY: valid BIGNUM owned by r.
-    check(
-        unsafe { openssl_sys::BN_sub_word(r.as_mut_ptr(), 1) },
-        "BN_sub_word",
-    )?;
-    Ok(r)
-}
-
-/// |a|: clears the sign.
-pub(crate) fn set_non_negative(a: &mut Bn) {
-    // SAFETY: valid BIGNUM.
-    unsafe { openssl_sys::BN_set_negative(a.as_mut_ptr(), 0) }
-}
-
-pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut r = Bn::new()?;
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
-    check(
-        unsafe { openssl_sys::BN_gcd(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
-        "BN_gcd",
-    )?;
-    Ok(r)
-}
-
-/// a^-1 mod m, or `None` when it does not exist. Constant-time when `a` or
-/// `m` carries BN_FLG_CONSTTIME.
-pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {
-    let mut r = Bn::new()?;
-    // SAFETY: sets a mark on this thread's error queue, popped below.
-    unsafe { ERR_set_mark() };
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive; NULL means "no
-    // inverse" (or an allocation failure).
-    let p = unsafe {
-        openssl_sys::BN_mod_inverse(r.as_mut_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_mut_ptr())
-    };
-    // SAFETY: removes what BN_mod_inverse queued, down to our mark, leaving
-    // the caller's errors alone.
-    unsafe { ERR_pop_to_mark() };
-    if p.is_null() {
-        return Ok(None);
-    }
-    Ok(Some(r))
-}
-
-/// (a / d, a mod d): quotient and remainder.
-pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
-    let mut q = Bn::new()?;
-    let mut rem = Bn::new()?;
-    // SAFETY: valid BIGNUMs, outputs distinct from inputs, ctx exclusive.
-    check(
-        unsafe {
-            openssl_sys::BN_div(
-                q.as_mut_ptr(),
-                rem.as_mut_ptr(),
-                a.as_ptr(),
-                d.as_ptr(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_div",
-    )?;
-    Ok((q, rem))
-}
-
-/// Uniform in [0, range), from the private DRBG of `ctx`'s library context.
-pub(crate) fn priv_rand_range(range: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut r = Bn::new()?;
-    // SAFETY: valid BIGNUMs, r distinct; ctx is exclusive and carries the
-    // library context whose DRBG is used.
-    check(
-        unsafe { BN_priv_rand_range_ex(r.as_mut_ptr(), range.as_ptr(), 0, ctx.as_mut_ptr()) },
-        "BN_priv_rand_range_ex",
-    )?;
-    Ok(r)
-}
-
-/// A random prime of exactly `bits` bits (top two bits set), from the
-/// random generator of `ctx`'s library context.
-pub(crate) fn generate_prime(bits: u32, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut p = Bn::new()?;
-    p.set_consttime();
-    let b = c_int::try_from(bits).map_err(|_| RsaError("prime size too large".into()))?;
-    // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
-    // is exclusive.
-    check(
-        unsafe {
-            BN_generate_prime_ex2(
-                p.as_mut_ptr(),
-                b,
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_generate_prime_ex2",
-    )?;
-    Ok(p)
-}
-
-/// Probable-prime test with libcrypto's default number of rounds.
-pub(crate) fn is_probable_prime(p: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
-    // SAFETY: valid BIGNUM, ctx exclusive, NULL callback allowed.
-    let r = unsafe { BN_check_prime(p.as_ptr(), ctx.as_mut_ptr(), std::ptr::null_mut()) };
-    match r {
-        1 => Ok(true),
-        0 => Ok(false),
-        _ => Err(RsaError("libcrypto BN_check_prime failed".into())),
-    }
-}
+pub(crate) use arith::*;

@@ -1,0 +1,392 @@
+//! Key assembly (from parts, CRT completion) and key checks.
+
+use std::cmp::Ordering;
+use std::sync::{Mutex, OnceLock};
+
+use zeroize::Zeroizing;
+
+use super::{
+    KeyCheck, Private, RsaKey, RsaParts, MAX_BITS, MAX_PUBEXP_BITS, MIN_BITS, SMALL_MODULUS_BITS,
+};
+use crate::bn::{self, Bn, BnCtx, LibCtx, MontCtx};
+use crate::error::{bad_input, invalid_key, RsaError};
+use crate::software::{self, Crt};
+
+/// CRT input before completion: what the caller gave.
+pub(super) struct CrtIn {
+    pub(super) p: Bn,
+    pub(super) q: Bn,
+    pub(super) dp: Option<Bn>,
+    pub(super) dq: Option<Bn>,
+    pub(super) qinv: Option<Bn>,
+}
+
+pub(super) fn secret(bytes: &Option<Zeroizing<Vec<u8>>>) -> Result<Option<Bn>, RsaError> {
+    match bytes {
+        None => Ok(None),
+        Some(b) => {
+            let mut v = Bn::from_be(b)?;
+            v.set_consttime();
+            Ok(Some(v))
+        }
+    }
+}
+
+fn check_public(n: &Bn, e: &Bn) -> Result<(), RsaError> {
+    let bits = n.num_bits();
+    if !(MIN_BITS..=MAX_BITS).contains(&bits) {
+        return invalid_key(format!(
+            "modulus is {bits} bits, outside the supported {MIN_BITS}..={MAX_BITS}"
+        ));
+    }
+    if !n.is_odd() {
+        return invalid_key("modulus n is even");
+    }
+    check_exponent(e)?;
+    if e.cmp(n) != Ordering::Less {
+        return invalid_key("public exponent e is not smaller than the modulus n");
+    }
+    // As OpenSSL: a large e on a large modulus would make every public
+    // operation (a peer's certificate, say) cost as much as a private one.
+    let e_bits = e.num_bits();
+    if bits > SMALL_MODULUS_BITS && e_bits > MAX_PUBEXP_BITS {
+        return invalid_key(format!(
+            "public exponent e is {e_bits} bits; at most {MAX_PUBEXP_BITS} bits are accepted \
+             for a modulus over {SMALL_MODULUS_BITS} bits ({bits} bits)"
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn check_exponent(e: &Bn) -> Result<(), RsaError> {
+    if e.cmp_u64(3)? == Ordering::Less {
+        return invalid_key("public exponent e must be at least 3");
+    }
+    if !e.is_odd() {
+        return invalid_key("public exponent e must be odd");
+    }
+    Ok(())
+}
+
+/// lcm(p-1, q-1), marked secret.
+pub(super) fn lambda(p: &Bn, q: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+    let mut p1 = bn::minus_one(p)?;
+    let mut q1 = bn::minus_one(q)?;
+    p1.set_consttime();
+    q1.set_consttime();
+    let g = bn::gcd(&p1, &q1, ctx)?;
+    let mut prod = Bn::new()?;
+    bn::mul(&mut prod, &p1, &q1, ctx)?;
+    prod.set_consttime();
+    let (mut l, _) = bn::div_rem(&prod, &g, ctx)?;
+    l.set_consttime();
+    Ok(l)
+}
+
+impl RsaKey {
+    /// Builds a key from its parts. n and e are required; a private key
+    /// needs d, or p and q (d and the other CRT parts are then derived), or
+    /// d alone (non-CRT). CRT keys are normalised so that p > q.
+    pub fn from_parts(parts: RsaParts) -> Result<RsaKey, RsaError> {
+        if parts.n.is_empty() {
+            return invalid_key("modulus n is missing");
+        }
+        if parts.e.is_empty() {
+            return invalid_key("public exponent e is missing");
+        }
+        let n = Bn::from_be(&parts.n)?;
+        let e = Bn::from_be(&parts.e)?;
+        check_public(&n, &e)?;
+        let d = secret(&parts.d)?;
+        let p = secret(&parts.p)?;
+        let q = secret(&parts.q)?;
+        let dp = secret(&parts.dp)?;
+        let dq = secret(&parts.dq)?;
+        let qinv = secret(&parts.qinv)?;
+        let crt = match (p, q) {
+            (Some(p), Some(q)) => Some(CrtIn { p, q, dp, dq, qinv }),
+            (None, None) if dp.is_none() && dq.is_none() && qinv.is_none() => None,
+            _ => {
+                return invalid_key(
+                    "incomplete CRT parameters: the primes p and q are both needed \
+                     (give all five CRT parts, p and q, or d alone)",
+                )
+            }
+        };
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT)?;
+        Self::assemble(n, e, d, crt, &mut ctx)
+    }
+
+    pub(super) fn assemble(
+        n: Bn,
+        e: Bn,
+        d: Option<Bn>,
+        crt: Option<CrtIn>,
+        ctx: &mut BnCtx,
+    ) -> Result<RsaKey, RsaError> {
+        let mont_n = MontCtx::new(&n, ctx)?;
+        let private = match (d, crt) {
+            (None, None) => None,
+            (Some(mut d), None) => {
+                d.set_consttime();
+                Some(Private {
+                    d,
+                    crt: None,
+                    libica: OnceLock::new(),
+                })
+            }
+            (d, Some(c)) => {
+                let (d, crt) = Self::complete_crt(&e, d, c, ctx)?;
+                Some(Private {
+                    d,
+                    crt: Some(crt),
+                    libica: OnceLock::new(),
+                })
+            }
+        };
+        let bits = n.num_bits();
+        Ok(RsaKey {
+            size: n.num_bytes(),
+            bits,
+            n,
+            e,
+            mont_n,
+            private,
+            blinding: Mutex::new(None),
+            libica_public: OnceLock::new(),
+        })
+    }
+
+    /// Orders p > q, derives the missing parts and sets up the Montgomery
+    /// contexts.
+    fn complete_crt(
+        e: &Bn,
+        d: Option<Bn>,
+        c: CrtIn,
+        ctx: &mut BnCtx,
+    ) -> Result<(Bn, Crt), RsaError> {
+        let CrtIn {
+            mut p,
+            mut q,
+            mut dp,
+            mut dq,
+            mut qinv,
+        } = c;
+        for (name, v) in [("p", &p), ("q", &q)] {
+            if !v.is_odd() || v.cmp_u64(3)? == Ordering::Less {
+                return invalid_key(format!("prime {name} is even or smaller than 3"));
+            }
+        }
+        match p.cmp(&q) {
+            Ordering::Equal => return invalid_key("primes p and q are equal"),
+            Ordering::Less => {
+                std::mem::swap(&mut p, &mut q);
+                std::mem::swap(&mut dp, &mut dq);
+                qinv = None;
+            }
+            Ordering::Greater => {}
+        }
+        let mut d = match d {
+            Some(d) => d,
+            None => {
+                let l = lambda(&p, &q, ctx)?;
+                match bn::mod_inverse(e, &l, ctx)? {
+                    Some(d) => d,
+                    None => {
+                        return invalid_key(
+                            "public exponent e is not invertible modulo lcm(p-1, q-1): \
+                             e does not match p and q",
+                        )
+                    }
+                }
+            }
+        };
+        d.set_consttime();
+        let mut dp = match dp {
+            Some(v) => v,
+            None => {
+                let mut p1 = bn::minus_one(&p)?;
+                p1.set_consttime();
+                let mut r = Bn::new()?;
+                bn::nnmod(&mut r, &d, &p1, ctx)?;
+                r
+            }
+        };
+        let mut dq = match dq {
+            Some(v) => v,
+            None => {
+                let mut q1 = bn::minus_one(&q)?;
+                q1.set_consttime();
+                let mut r = Bn::new()?;
+                bn::nnmod(&mut r, &d, &q1, ctx)?;
+                r
+            }
+        };
+        let mut qinv = match qinv {
+            Some(v) => v,
+            None => match bn::mod_inverse(&q, &p, ctx)? {
+                Some(v) => v,
+                None => return invalid_key("q is not invertible modulo p: p and q share a factor"),
+            },
+        };
+        dp.set_consttime();
+        dq.set_consttime();
+        qinv.set_consttime();
+        let mont_p = MontCtx::new(&p, ctx)?;
+        let mont_q = MontCtx::new(&q, ctx)?;
+        // qinv may come from the caller unreduced; reduce before Montgomery.
+        let mut qinv_red = Bn::new()?;
+        bn::nnmod(&mut qinv_red, &qinv, &p, ctx)?;
+        let mut qinv_mont = Bn::new()?;
+        bn::to_mont(&mut qinv_mont, &qinv_red, &mont_p, ctx)?;
+        qinv_mont.set_consttime();
+        Ok((
+            d,
+            Crt {
+                p,
+                q,
+                dp,
+                dq,
+                qinv,
+                qinv_mont,
+                mont_p,
+                mont_q,
+            },
+        ))
+    }
+
+    /// All parts (d, and CRT parts when present); `None` for a public key.
+    pub fn export_private(&self) -> Option<RsaParts> {
+        let private = self.private.as_ref()?;
+        let mut parts = RsaParts {
+            n: self.n(),
+            e: self.e(),
+            d: Some(private.d.to_be_secret()),
+            ..RsaParts::default()
+        };
+        if let Some(c) = &private.crt {
+            parts.p = Some(c.p.to_be_secret());
+            parts.q = Some(c.q.to_be_secret());
+            parts.dp = Some(c.dp.to_be_secret());
+            parts.dq = Some(c.dq.to_be_secret());
+            parts.qinv = Some(c.qinv.to_be_secret());
+        }
+        Some(parts)
+    }
+
+    /// True when n and e are equal.
+    pub fn public_eq(&self, other: &RsaKey) -> bool {
+        self.n.cmp(&other.n) == Ordering::Equal && self.e.cmp(&other.e) == Ordering::Equal
+    }
+
+    /// Validates the key; the error says what does not match.
+    pub fn check(&self, level: KeyCheck) -> Result<(), RsaError> {
+        self.check_in(LibCtx::DEFAULT, level)
+    }
+
+    /// [`RsaKey::check`] with the random numbers (primality tests, the
+    /// round trip of a key without primes) of `libctx`.
+    pub fn check_in(&self, libctx: LibCtx, level: KeyCheck) -> Result<(), RsaError> {
+        check_public(&self.n, &self.e)?;
+        if level == KeyCheck::Public {
+            return Ok(());
+        }
+        let Some(private) = &self.private else {
+            return invalid_key("key has no private exponent d");
+        };
+        if private.d.is_zero() {
+            return invalid_key("private exponent d is zero");
+        }
+        if private.d.cmp(&self.n) != Ordering::Less {
+            return invalid_key("private exponent d is not smaller than the modulus n");
+        }
+        if level == KeyCheck::Private {
+            return Ok(());
+        }
+        let mut ctx = BnCtx::new(libctx)?;
+        match &private.crt {
+            Some(c) => self.check_crt(&private.d, c, &mut ctx),
+            None => self.check_d_only(&private.d, &mut ctx),
+        }
+    }
+
+    fn check_crt(&self, d: &Bn, c: &Crt, ctx: &mut BnCtx) -> Result<(), RsaError> {
+        let mut pq = Bn::new()?;
+        bn::mul(&mut pq, &c.p, &c.q, ctx)?;
+        if pq.cmp(&self.n) != Ordering::Equal {
+            return invalid_key("p * q does not equal n");
+        }
+        if !bn::is_probable_prime(&c.p, ctx)? {
+            return invalid_key("p is not prime");
+        }
+        if !bn::is_probable_prime(&c.q, ctx)? {
+            return invalid_key("q is not prime");
+        }
+        let mut ed = Bn::new()?;
+        bn::mul(&mut ed, &self.e, d, ctx)?;
+        for (prime, dx, pname, dname) in [(&c.p, &c.dp, "p", "dp"), (&c.q, &c.dq, "q", "dq")] {
+            let mut m = bn::minus_one(prime)?;
+            m.set_consttime();
+            let mut r = Bn::new()?;
+            bn::nnmod(&mut r, &ed, &m, ctx)?;
+            if !r.is_one() {
+                return invalid_key(format!(
+                    "e * d is not 1 modulo {pname}-1: d does not match e, p and q"
+                ));
+            }
+            bn::nnmod(&mut r, d, &m, ctx)?;
+            if r.cmp(dx) != Ordering::Equal {
+                return invalid_key(format!("{dname} does not equal d mod ({pname}-1)"));
+            }
+        }
+        let mut t = Bn::new()?;
+        bn::mod_mul(&mut t, &c.qinv, &c.q, &c.p, ctx)?;
+        if !t.is_one() || c.qinv.cmp(&c.p) != Ordering::Less {
+            return invalid_key("qinv is not the inverse of q modulo p");
+        }
+        Ok(())
+    }
+
+    /// Without the primes, d is checked by a round trip on a random value.
+    fn check_d_only(&self, d: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
+        let x = bn::priv_rand_range(&self.n, ctx)?;
+        let y = software::d_exp(d, &x, &self.n, &self.mont_n, ctx)?;
+        let mut z = Bn::new()?;
+        bn::mod_exp_public(&mut z, &y, &self.e, &self.n, &self.mont_n, ctx)?;
+        if z.cmp(&x) != Ordering::Equal {
+            return invalid_key("private exponent d does not match n and e");
+        }
+        Ok(())
+    }
+
+    /// Parses an operation input: at most size() bytes, value below n.
+    pub(super) fn parse_input(&self, input: &[u8]) -> Result<Bn, RsaError> {
+        if input.len() > self.size {
+            return bad_input(format!(
+                "input is {} bytes, longer than the {}-byte modulus",
+                input.len(),
+                self.size
+            ));
+        }
+        let c = Bn::from_be(input)?;
+        if c.cmp(&self.n) != Ordering::Less {
+            return bad_input("input is not smaller than the modulus");
+        }
+        Ok(c)
+    }
+
+    /// m^e mod n == blinded input?
+    pub(super) fn result_ok(
+        &self,
+        m: &Bn,
+        blinded: &Bn,
+        ctx: &mut BnCtx,
+    ) -> Result<bool, RsaError> {
+        if m.cmp(&self.n) != Ordering::Less {
+            return Ok(false);
+        }
+        let mut v = Bn::new()?;
+        bn::mod_exp_public(&mut v, m, &self.e, &self.n, &self.mont_n, ctx)?;
+        Ok(v.cmp(blinded) == Ordering::Equal)
+    }
+}

@@ -1,0 +1,367 @@
+//! The RSA primitive: keys, the private operation (blind → exponentiation
+//! → public-exponent check → unblind), the public operation and key
+//! generation.
+//!
+//! The work is split by job: [`key`] assembles and checks keys,
+//! [`keygen`] generates them, [`blinding`] blinds, and [`offload`] takes
+//! every operation through libica (when routed there), the result check,
+//! the software fallback, counting and tracing.
+
+use std::fmt;
+use std::sync::{Mutex, OnceLock};
+
+use zeroize::Zeroizing;
+
+use crate::backend::Router;
+use crate::bn::{Bn, BnCtx, LibCtx, MontCtx};
+use crate::error::{ErrorKind, RsaError};
+use crate::libica::convert::ModExpoKey;
+use crate::software::{self, Crt};
+use crate::stats::{Backend, Op};
+
+mod blinding;
+mod key;
+mod keygen;
+mod offload;
+
+use blinding::Blinding;
+use offload::{LibicaPrivate, Offload};
+
+/// Smallest modulus size accepted.
+pub const MIN_BITS: u32 = 512;
+/// Largest modulus size accepted.
+pub const MAX_BITS: u32 = 16384;
+/// Moduli up to this size accept any public exponent below n.
+pub const SMALL_MODULUS_BITS: u32 = 3072;
+/// The largest public exponent for moduli over [`SMALL_MODULUS_BITS`].
+pub const MAX_PUBEXP_BITS: u32 = 64;
+
+/// Key parts as big-endian unsigned byte strings (leading zeros allowed).
+#[derive(Clone, Default)]
+pub struct RsaParts {
+    pub n: Vec<u8>,
+    pub e: Vec<u8>,
+    pub d: Option<Zeroizing<Vec<u8>>>,
+    pub p: Option<Zeroizing<Vec<u8>>>,
+    pub q: Option<Zeroizing<Vec<u8>>>,
+    pub dp: Option<Zeroizing<Vec<u8>>>,
+    pub dq: Option<Zeroizing<Vec<u8>>>,
+    pub qinv: Option<Zeroizing<Vec<u8>>>,
+}
+
+impl fmt::Debug for RsaParts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print secrets.
+        f.debug_struct("RsaParts")
+            .field("n_len", &self.n.len())
+            .field("e", &self.e)
+            .field("d", &self.d.is_some())
+            .field("p", &self.p.is_some())
+            .field("q", &self.q.is_some())
+            .field("dp", &self.dp.is_some())
+            .field("dq", &self.dq.is_some())
+            .field("qinv", &self.qinv.is_some())
+            .finish()
+    }
+}
+
+/// How much of a key [`RsaKey::check`] validates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// n and e.
+    Public,
+    /// n, e and the presence and range of d.
+    Private,
+    /// Everything: the private parts match the public ones.
+    Pair,
+}
+
+/// What an operation runs with: the library context its random numbers
+/// come from, and the router of the provider instance (`None`: software).
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    pub libctx: LibCtx,
+    pub router: Option<&'a Router>,
+}
+
+impl Context<'static> {
+    /// Software, with OpenSSL's default library context.
+    pub const SOFTWARE: Context<'static> = Context {
+        libctx: LibCtx::DEFAULT,
+        router: None,
+    };
+}
+
+struct Private {
+    d: Bn,
+    crt: Option<Crt>,
+    /// The key in libica's layout, built at its first libica use
+    /// (`None` inside: it does not fit libica's layout).
+    libica: OnceLock<Option<LibicaPrivate>>,
+}
+
+/// An RSA key. `Send + Sync`: share it behind an `Arc`.
+pub struct RsaKey {
+    n: Bn,
+    e: Bn,
+    bits: u32,
+    size: usize,
+    mont_n: MontCtx,
+    private: Option<Private>,
+    blinding: Mutex<Option<Blinding>>,
+    /// (n, e) in libica's layout, built at its first libica use.
+    libica_public: OnceLock<Option<ModExpoKey>>,
+}
+
+impl RsaKey {
+    /// Modulus size in bits.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Modulus size in bytes (the size of every operation's output).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn has_private(&self) -> bool {
+        self.private.is_some()
+    }
+
+    pub fn has_crt(&self) -> bool {
+        matches!(&self.private, Some(Private { crt: Some(_), .. }))
+    }
+
+    /// The modulus, big-endian, minimal length.
+    pub fn n(&self) -> Vec<u8> {
+        self.n.to_be()
+    }
+
+    /// The public exponent, big-endian, minimal length.
+    pub fn e(&self) -> Vec<u8> {
+        self.e.to_be()
+    }
+
+    /// Generates a two-prime key of exactly `bits` bits with public
+    /// exponent `e` (big-endian), in software with OpenSSL's default
+    /// library context's random generator. Counted as [`Op::Keygen`].
+    pub fn generate(bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
+        Self::generate_in(&Context::SOFTWARE, bits, e)
+    }
+
+    /// [`RsaKey::generate`] on the backend and with the random numbers of
+    /// `ctx`. Every failure is of kind [`ErrorKind::KeyGeneration`] except
+    /// an unavailable backend and libcrypto failures.
+    pub fn generate_in(ctx: &Context<'_>, bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
+        let offload = Offload::new(ctx.router, Op::Keygen, bits);
+        offload
+            .run(
+                || Self::check_gen_params(bits, e),
+                |ica, e| Ok(Self::generate_libica(ctx.libctx, ica, bits, e).into()),
+                |e| Self::generate_software(ctx.libctx, bits, e),
+            )
+            .map(|(key, _)| key)
+            .map_err(|x| match x.kind() {
+                ErrorKind::BackendUnavailable | ErrorKind::Libcrypto => x,
+                _ => RsaError::new(ErrorKind::KeyGeneration, x.message()),
+            })
+    }
+
+    /// The private-key primitive: c^d mod n, blinded, by CRT when the key
+    /// has the CRT parts, with the result checked with e (on mismatch,
+    /// recomputed with d alone and checked again). Output: exactly size()
+    /// bytes. Counted as `op`. In software, with OpenSSL's default library
+    /// context; the provider uses [`RsaKey::private_op_in`].
+    pub fn private_op(&self, op: Op, input: &[u8]) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+        self.private_op_in(&Context::SOFTWARE, op, input)
+    }
+
+    /// [`RsaKey::private_op`] on the backend of `ctx`, with the blinding
+    /// values drawn from its library context.
+    pub fn private_op_in(
+        &self,
+        ctx: &Context<'_>,
+        op: Op,
+        input: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+        struct Job {
+            bn: BnCtx,
+            blinded: Bn,
+            ai: Bn,
+        }
+        let offload = Offload::new(ctx.router, op, self.bits);
+        let private = self.private.as_ref();
+        offload
+            .run(
+                || {
+                    let Some(_) = private else {
+                        return Err(RsaError::new(
+                            ErrorKind::MissingKey,
+                            "key has no private part",
+                        ));
+                    };
+                    let c = self.parse_input(input)?;
+                    let mut bn = BnCtx::new(ctx.libctx)?;
+                    let (blinded, ai) = self.blind(&c, &mut bn)?;
+                    Ok(Job { bn, blinded, ai })
+                },
+                |ica, job| {
+                    let Some(private) = private else {
+                        return Ok(offload::Attempt::Skipped("no private part"));
+                    };
+                    let attempt = self.libica_private(ica, private, &job.blinded);
+                    attempt.check(
+                        "returned a WRONG result: it failed the public-exponent check",
+                        |m| {
+                            if !self.result_ok(&m, &job.blinded, &mut job.bn)? {
+                                return Ok(None);
+                            }
+                            self.unblind(&m, &job.ai, &mut job.bn).map(Some)
+                        },
+                    )
+                },
+                |job| {
+                    let Some(private) = private else {
+                        return Err(RsaError::new(
+                            ErrorKind::MissingKey,
+                            "key has no private part",
+                        ));
+                    };
+                    let m = self.software_private(private, &job.blinded, &mut job.bn)?;
+                    self.unblind(&m, &job.ai, &mut job.bn)
+                },
+            )
+            .map(|(v, _)| v)
+    }
+
+    /// The blinded exponentiation in software, by CRT when the key has the
+    /// parts; a result that fails the check never leaves: it is recomputed
+    /// with d alone (the d-only retry) and checked again.
+    fn software_private(
+        &self,
+        private: &Private,
+        blinded: &Bn,
+        bn: &mut BnCtx,
+    ) -> Result<Bn, RsaError> {
+        let m = match &private.crt {
+            Some(crt) => software::crt_exp(crt, blinded, bn)?,
+            None => software::d_exp(&private.d, blinded, &self.n, &self.mont_n, bn)?,
+        };
+        if self.result_ok(&m, blinded, bn)? {
+            return Ok(m);
+        }
+        let m = software::d_exp(&private.d, blinded, &self.n, &self.mont_n, bn)?;
+        if !self.result_ok(&m, blinded, bn)? {
+            return Err(RsaError::invalid_key(
+                "RSA private operation failed its check (result^e != input): \
+                 the key's private parts do not match n and e",
+            ));
+        }
+        Ok(m)
+    }
+
+    /// The public-key primitive: input^e mod n, exactly size() bytes, in
+    /// software. Counted as `op`.
+    pub fn public_op(&self, op: Op, input: &[u8]) -> Result<Vec<u8>, RsaError> {
+        self.public_op_in(&Context::SOFTWARE, op, input)
+    }
+
+    /// [`RsaKey::public_op`] on the backend of `ctx`.
+    pub fn public_op_in(
+        &self,
+        ctx: &Context<'_>,
+        op: Op,
+        input: &[u8],
+    ) -> Result<Vec<u8>, RsaError> {
+        self.public_op_counted(ctx, op, input, true).map(|(v, _)| v)
+    }
+
+    /// [`RsaKey::public_op_in`] without counting: returns the backend that
+    /// computed the result, and the caller counts the operation once its
+    /// own checks are done (a signature whose padding then fails is a
+    /// failed verification, counted once).
+    pub fn public_op_uncounted(
+        &self,
+        ctx: &Context<'_>,
+        op: Op,
+        input: &[u8],
+    ) -> Result<(Vec<u8>, Backend), RsaError> {
+        self.public_op_counted(ctx, op, input, false)
+    }
+
+    fn public_op_counted(
+        &self,
+        ctx: &Context<'_>,
+        op: Op,
+        input: &[u8],
+        count: bool,
+    ) -> Result<(Vec<u8>, Backend), RsaError> {
+        let mut offload = Offload::new(ctx.router, op, self.bits);
+        offload.count = count;
+        offload.run(
+            || self.parse_input(input),
+            |ica, c| {
+                // Nothing cheaper than the computation itself can check a
+                // public result; a result that is not even reduced is
+                // certainly wrong.
+                self.libica_public(ica, c)
+                    .check("returned a value not below n", |m| {
+                        if m.cmp(&self.n) != std::cmp::Ordering::Less {
+                            return Ok(None);
+                        }
+                        m.to_be_padded_public(self.size).map(Some)
+                    })
+            },
+            |c| self.software_public(c),
+        )
+    }
+
+    fn software_public(&self, c: &Bn) -> Result<Vec<u8>, RsaError> {
+        let mut bn = BnCtx::new_public()?;
+        let mut m = Bn::new()?;
+        crate::bn::mod_exp_public(&mut m, c, &self.e, &self.n, &self.mont_n, &mut bn)?;
+        m.to_be_padded_public(self.size)
+    }
+
+    /// A public result from libica that the caller rejected (a signature
+    /// that does not verify) is recomputed in software before the failure
+    /// is believed: a faulty adapter must not turn a valid signature into
+    /// an invalid one. Returns the software result when it differs from
+    /// `from_libica` (libica was wrong: the caller counts a fallback), or
+    /// `None` when both agree (the rejection stands).
+    pub fn public_op_recheck(
+        &self,
+        ctx: &Context<'_>,
+        op: Op,
+        input: &[u8],
+        from_libica: &[u8],
+    ) -> Result<Option<Vec<u8>>, RsaError> {
+        let c = self.parse_input(input)?;
+        let software = self.software_public(&c)?;
+        if software == from_libica {
+            return Ok(None);
+        }
+        if let Some(router) = ctx.router {
+            router.log_op(
+                op,
+                self.bits,
+                Backend::Fallback,
+                format_args!("(ica_rsa_mod_expo returned a wrong result; recomputed in software)"),
+            );
+        }
+        Ok(Some(software))
+    }
+}
+
+impl fmt::Debug for RsaKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RsaKey")
+            .field("bits", &self.bits)
+            .field("private", &self.has_private())
+            .field("crt", &self.has_crt())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,224 @@
+//! The one libica offload policy: every operation (private, public, key
+//! generation) goes through [`Offload::run`], which offers it to libica
+//! when the router sends this key size there, keeps libica's result only
+//! when it passes the operation's check, falls back to software otherwise,
+//! and counts and traces the outcome once.
+
+use zeroize::Zeroizing;
+
+use super::{Private, RsaKey};
+use crate::backend::Router;
+use crate::bn::Bn;
+use crate::error::RsaError;
+use crate::libica::convert::{CrtKey, ModExpoKey};
+use crate::libica::Libica;
+use crate::stats::{self, Backend, Op};
+
+/// The outcome of offering an operation to libica.
+pub(crate) enum Attempt<T> {
+    /// libica returned a result that passed the operation's check, from
+    /// this libica function.
+    Done(T, &'static str),
+    /// libica returned a result that failed the check: software
+    /// recomputes it (a fallback). The function, and what was wrong.
+    Wrong(&'static str, &'static str),
+    /// libica failed: software finishes the job (a fallback).
+    Failed(String),
+    /// Not offloadable after all (key layout): software by choice.
+    Skipped(&'static str),
+}
+
+impl<T> From<Result<T, String>> for Attempt<T> {
+    /// A libica result that the producer already checked (key generation).
+    fn from(r: Result<T, String>) -> Self {
+        match r {
+            Ok(v) => Attempt::Done(v, "ica_rsa_key_generate_crt"),
+            Err(why) => Attempt::Failed(why),
+        }
+    }
+}
+
+impl Attempt<Bn> {
+    /// Applies the operation's check to a raw libica result: `finish`
+    /// returns `None` to reject it (then software recomputes it, and the
+    /// trace says `wrong`), or the final output.
+    pub(crate) fn check<T>(
+        self,
+        wrong: &'static str,
+        finish: impl FnOnce(Bn) -> Result<Option<T>, RsaError>,
+    ) -> Result<Attempt<T>, RsaError> {
+        Ok(match self {
+            Attempt::Done(m, what) => match finish(m)? {
+                Some(v) => Attempt::Done(v, what),
+                None => Attempt::Wrong(what, wrong),
+            },
+            Attempt::Wrong(what, why) => Attempt::Wrong(what, why),
+            Attempt::Failed(why) => Attempt::Failed(why),
+            Attempt::Skipped(why) => Attempt::Skipped(why),
+        })
+    }
+}
+
+/// One operation on its way to a backend.
+pub(crate) struct Offload<'a> {
+    router: Option<&'a Router>,
+    op: Op,
+    bits: u32,
+    /// Count the outcome in the statistics (the caller counts it itself
+    /// when its own checks follow).
+    pub(crate) count: bool,
+}
+
+impl<'a> Offload<'a> {
+    pub(crate) fn new(router: Option<&'a Router>, op: Op, bits: u32) -> Offload<'a> {
+        Offload {
+            router,
+            op,
+            bits,
+            count: true,
+        }
+    }
+
+    fn log(&self, backend: Backend, outcome: std::fmt::Arguments<'_>) {
+        if let Some(router) = self.router {
+            router.log_op(self.op, self.bits, backend, outcome);
+        }
+    }
+
+    /// Takes the operation through its backend: `prepare` (input checks,
+    /// blinding; shared by both routes), then `libica` when the router
+    /// sends this key size there, and `software` when it does not or when
+    /// libica failed, was wrong or could not take the key. Returns the
+    /// result and the backend that produced it; counts it (as
+    /// [`Backend::Failed`] on error) when `count` is set, and traces it.
+    pub(crate) fn run<P, T>(
+        &self,
+        prepare: impl FnOnce() -> Result<P, RsaError>,
+        libica: impl FnOnce(&Libica, &mut P) -> Result<Attempt<T>, RsaError>,
+        software: impl FnOnce(&mut P) -> Result<T, RsaError>,
+    ) -> Result<(T, Backend), RsaError> {
+        let r = self.route(prepare, libica, software);
+        let backend = match &r {
+            Ok((_, b)) => *b,
+            Err(e) => {
+                self.log(Backend::Failed, format_args!("error: {e}"));
+                Backend::Failed
+            }
+        };
+        if self.count {
+            stats::record_traced(self.op, backend, self.bits, &|msg| {
+                if let Some(router) = self.router {
+                    router.log(msg);
+                }
+            });
+        }
+        r
+    }
+
+    fn route<P, T>(
+        &self,
+        prepare: impl FnOnce() -> Result<P, RsaError>,
+        libica: impl FnOnce(&Libica, &mut P) -> Result<Attempt<T>, RsaError>,
+        software: impl FnOnce(&mut P) -> Result<T, RsaError>,
+    ) -> Result<(T, Backend), RsaError> {
+        if let Some(router) = self.router {
+            router.check_available()?;
+        }
+        let mut job = prepare()?;
+        let ica = self.router.and_then(|r| r.offload(self.bits));
+        let Some(ica) = ica else {
+            if let Some(router) = self.router.filter(|r| r.tracing()) {
+                let why = router.software_reason(self.bits);
+                self.log(Backend::Software, format_args!("({why})"));
+            }
+            return Ok((software(&mut job)?, Backend::Software));
+        };
+        let backend = match libica(ica, &mut job)? {
+            Attempt::Done(v, what) => {
+                self.log(Backend::Libica, format_args!("{what} ok"));
+                return Ok((v, Backend::Libica));
+            }
+            Attempt::Wrong(what, wrong) => {
+                self.log(
+                    Backend::Fallback,
+                    format_args!("({what} {wrong}; recomputed in software)"),
+                );
+                Backend::Fallback
+            }
+            Attempt::Failed(why) => {
+                self.log(Backend::Fallback, format_args!("({why})"));
+                Backend::Fallback
+            }
+            Attempt::Skipped(why) => {
+                self.log(Backend::Software, format_args!("({why})"));
+                Backend::Software
+            }
+        };
+        Ok((software(&mut job)?, backend))
+    }
+}
+
+/// A private key in libica's layout.
+pub(crate) enum LibicaPrivate {
+    Crt(CrtKey),
+    /// n and d, for keys without CRT parts.
+    ModExpo(ModExpoKey),
+}
+
+impl RsaKey {
+    /// The blinded private exponentiation on libica: `ica_rsa_crt`, or
+    /// `ica_rsa_mod_expo` with d for keys without CRT parts. The key's
+    /// libica form is built once and copied per call (libica's key
+    /// argument is not const).
+    pub(super) fn libica_private(
+        &self,
+        ica: &Libica,
+        private: &Private,
+        blinded: &Bn,
+    ) -> Attempt<Bn> {
+        let cached = private.libica.get_or_init(|| match &private.crt {
+            Some(c) => {
+                CrtKey::new(self.size, &c.p, &c.q, &c.dp, &c.dq, &c.qinv).map(LibicaPrivate::Crt)
+            }
+            None => ModExpoKey::new(self.size, &self.n, &private.d).map(LibicaPrivate::ModExpo),
+        });
+        let Some(cached) = cached else {
+            return Attempt::Skipped("key parts do not fit libica's key layout");
+        };
+        let Ok(input) = blinded.to_be_padded(self.size) else {
+            return Attempt::Skipped("input does not fit the modulus size");
+        };
+        let mut out = Zeroizing::new(vec![0u8; self.size]);
+        let (r, what) = match cached {
+            LibicaPrivate::Crt(k) => (ica.rsa_crt(&input, &mut k.clone(), &mut out), "ica_rsa_crt"),
+            LibicaPrivate::ModExpo(k) => (
+                ica.rsa_mod_expo(&input, &mut k.clone(), &mut out),
+                "ica_rsa_mod_expo",
+            ),
+        };
+        match r {
+            Err(e) => Attempt::Failed(e.to_string()),
+            Ok(()) => match Bn::from_be(&out) {
+                Ok(m) => Attempt::Done(m, what),
+                Err(e) => Attempt::Failed(e.to_string()),
+            },
+        }
+    }
+
+    pub(super) fn libica_public(&self, ica: &Libica, c: &Bn) -> Attempt<Bn> {
+        let cached = self
+            .libica_public
+            .get_or_init(|| ModExpoKey::new(self.size, &self.n, &self.e));
+        let (Ok(input), Some(key)) = (c.to_be_padded(self.size), cached) else {
+            return Attempt::Skipped("key does not fit libica's key layout");
+        };
+        let mut out = vec![0u8; self.size];
+        match ica.rsa_mod_expo(&input, &mut key.clone(), &mut out) {
+            Err(e) => Attempt::Failed(e.to_string()),
+            Ok(()) => match Bn::from_be(&out) {
+                Ok(m) => Attempt::Done(m, "ica_rsa_mod_expo"),
+                Err(e) => Attempt::Failed(e.to_string()),
+            },
+        }
+    }
+}

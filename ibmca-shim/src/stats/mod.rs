@@ -1,0 +1,495 @@
+//! Shared operation counters (icastats-like).
+//!
+//! Every process of a user adds to one small fixed-layout file, mapped
+//! `MAP_SHARED`, whose counters are 64-bit atomics. Default path
+//! `/dev/shm/rustica-stats-<euid>`, overridden by `RUSTICA_STATS_PATH`;
+//! `RUSTICA_STATS=0` disables counting. In a privileged process (see
+//! [`crate::env`]) neither variable is read: counting goes to the default
+//! path of the effective user.
+//!
+//! File layout (native endianness, version 3, [`FILE_SIZE`] bytes):
+//!
+//! | offset | content |
+//! |--------|---------|
+//! | 0      | magic `u64` ([`MAGIC`]) |
+//! | 8      | `u64`: version (low 32 bits), ops (high 32 bits) |
+//! | 16     | `u64`: backends (low 32 bits), by-bits slots per op (high 32 bits) |
+//! | 24     | shards `u64` |
+//! | 4096 + k * [`SHARD_SIZE`] | shard k: counters `u64[ops][backends]` |
+//! | ... + 256 | shard k: by-bits table `[ops][slots]` of (tag `u64`, count `u64`) |
+//!
+//! A by-bits slot's tag is the key size plus one (0: free). A writer finds
+//! the slot of its key size by linear probing from a hash of the size and
+//! claims a free one with a compare-and-swap; tags are never cleared (a
+//! reset zeroes counts only), so a slot never changes key size. A full
+//! table (more than [`BITS_SLOTS`] key sizes in one shard) still counts the
+//! operation, without its size.
+//!
+//! Counts are spread over [`SHARDS`] shards, each process and thread adding
+//! to its own (by pid and thread), so processes signing side by side
+//! (`openssl speed -multi`, nginx workers) do not bounce one cache line
+//! between cores on every operation; readers add the shards up.
+//!
+//! Safety of the file (docs/security.md). Counting is best effort and is
+//! never the reason an operation fails, blocks or crashes:
+//! - A new file is built under a unique temporary name (`O_CREAT|O_EXCL|
+//!   O_NOFOLLOW`, mode 0600), every page allocated (`posix_fallocate`) and
+//!   the header written, then published under the final name without
+//!   replacing anything (`renameat2(RENAME_NOREPLACE)`, else `link`). No
+//!   process ever sees a half-built file, so no lock is needed.
+//! - An existing file is opened with `O_NOFOLLOW|O_NONBLOCK` and checked
+//!   with `fstat` before anything else: a regular file of the effective
+//!   user, no group or other permission bits, one link, the exact size,
+//!   every page allocated; then its header. Writes through the mapping can
+//!   therefore never fault (no SIGBUS on a full tmpfs).
+//! - Any failure turns counting off for the process (one line in the debug
+//!   trace); the RSA operation goes on.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An RSA primitive operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Keygen,
+    Sign,
+    Verify,
+    Encrypt,
+    Decrypt,
+}
+
+impl Op {
+    pub const ALL: [Op; 5] = [Op::Keygen, Op::Sign, Op::Verify, Op::Encrypt, Op::Decrypt];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Keygen => "keygen",
+            Op::Sign => "sign",
+            Op::Verify => "verify",
+            Op::Encrypt => "encrypt",
+            Op::Decrypt => "decrypt",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where an operation completed (or that it failed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Completed on libica.
+    Libica,
+    /// Completed in software by choice.
+    Software,
+    /// libica was tried and software finished the job.
+    Fallback,
+    /// The operation returned an error.
+    Failed,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 4] = [
+        Backend::Libica,
+        Backend::Software,
+        Backend::Fallback,
+        Backend::Failed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Libica => "libica",
+            Backend::Software => "software",
+            Backend::Fallback => "fallback",
+            Backend::Failed => "failed",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// File magic: "RUSTSTAT" read as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"RUSTSTAT");
+/// File layout version.
+pub const VERSION: u32 = 3;
+/// Largest key size counted by size.
+pub const MAX_TRACKED_BITS: u32 = 16384;
+
+const NOPS: usize = Op::ALL.len();
+const NBACKENDS: usize = Backend::ALL.len();
+/// Independent copies of the counters.
+pub const SHARDS: usize = 16;
+const SHARDS_OFF: usize = 4096;
+/// Bytes per shard: one page (counters, then the by-bits table).
+pub const SHARD_SIZE: usize = 4096;
+/// Offset of the by-bits table within a shard.
+const BITS_OFF: usize = 256;
+/// By-bits slots per operation per shard.
+pub const BITS_SLOTS: usize = (SHARD_SIZE - BITS_OFF) / (NOPS * 16);
+/// Total file size (68 KiB).
+pub const FILE_SIZE: usize = SHARDS_OFF + SHARDS * SHARD_SIZE;
+const HEADER_SIZE: usize = 32;
+
+const _: () = assert!(NOPS * NBACKENDS * 8 <= BITS_OFF);
+const _: () = assert!(BITS_OFF + NOPS * BITS_SLOTS * 16 <= SHARD_SIZE);
+
+/// The shard this thread adds to: the process's base (from its pid, reset
+/// in a child after fork) plus the thread's own index.
+fn my_shard() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static PROCESS_BASE: AtomicUsize = AtomicUsize::new(usize::MAX);
+    static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+    static ATFORK: std::sync::Once = std::sync::Once::new();
+    thread_local! {
+        static THREAD_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    extern "C" fn child_after_fork() {
+        // SAFETY: getpid is async-signal-safe and has no preconditions.
+        let pid = unsafe { libc::getpid() } as usize;
+        PROCESS_BASE.store(pid % SHARDS, Ordering::Relaxed);
+    }
+    let mut base = PROCESS_BASE.load(Ordering::Relaxed);
+    if base == usize::MAX {
+        ATFORK.call_once(|| {
+            // SAFETY: registers a handler that only stores to an atomic;
+            // pthread_atfork has no other preconditions. A failure only
+            // means a child shares its parent's shard (still correct).
+            unsafe { libc::pthread_atfork(None, None, Some(child_after_fork)) };
+        });
+        child_after_fork();
+        base = PROCESS_BASE.load(Ordering::Relaxed);
+    }
+    let index = THREAD_INDEX.with(|t| {
+        if t.get() == usize::MAX {
+            t.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    });
+    (base + index) % SHARDS
+}
+
+fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
+    SHARDS_OFF + shard * SHARD_SIZE + (op.index() * NBACKENDS + b.index()) * 8
+}
+
+/// Byte offset of by-bits slot `slot` of `op` in `shard` (its tag; the
+/// count follows).
+fn slot_off(shard: usize, op: Op, slot: usize) -> usize {
+    SHARDS_OFF + shard * SHARD_SIZE + BITS_OFF + (op.index() * BITS_SLOTS + slot) * 16
+}
+
+/// Where probing for `bits` starts.
+fn slot_hash(bits: u32) -> usize {
+    ((bits as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % BITS_SLOTS
+}
+
+/// An open, validated, fully allocated mapping of a counters file.
+pub struct Stats {
+    base: *mut u8,
+}
+
+// SAFETY: the mapping is only ever accessed through atomic operations
+// (AtomicU64 over 8-byte aligned offsets of a page-aligned mapping), so
+// sharing and sending the pointer between threads is sound.
+unsafe impl Send for Stats {}
+// SAFETY: see `Send`; all accesses are atomic.
+unsafe impl Sync for Stats {}
+
+impl Drop for Stats {
+    fn drop(&mut self) {
+        // SAFETY: base comes from a successful mmap of FILE_SIZE bytes owned
+        // by this value; nothing borrows from it beyond `&self` lifetimes.
+        unsafe {
+            libc::munmap(self.base.cast(), FILE_SIZE);
+        }
+    }
+}
+
+impl Stats {
+    /// Opens the counters file at `path`, creating it if it is missing.
+    pub fn open(path: &Path) -> io::Result<Stats> {
+        match open_checked(path, true) {
+            Ok(fd) => Self::map(path, fd),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match create(path) {
+                Ok(fd) => Self::map(path, fd),
+                // Another process published one first: use it.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    Self::map(path, open_checked(path, true)?)
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens an existing counters file; `NotFound` if there is none.
+    pub fn open_existing(path: &Path) -> io::Result<Stats> {
+        Self::map(path, open_checked(path, true)?)
+    }
+
+    /// Maps a checked file (the descriptor is closed after: daemons may
+    /// close every descriptor they did not open) and checks its header.
+    fn map(path: &Path, fd: Fd) -> io::Result<Stats> {
+        // SAFETY: mapping FILE_SIZE bytes of a file checked to have exactly
+        // that size, every page allocated; the result is checked against
+        // MAP_FAILED.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                FILE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.0,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stats = Stats { base: base.cast() };
+        let mut header = [0u8; HEADER_SIZE];
+        for (i, chunk) in header.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&stats.word(i * 8).load(Ordering::Acquire).to_ne_bytes());
+        }
+        check_header(path, &header)?;
+        Ok(stats)
+    }
+
+    /// The 8-byte word at byte offset `off` (must be 8-aligned, in range).
+    fn word(&self, off: usize) -> &AtomicU64 {
+        assert!(off.is_multiple_of(8) && off + 8 <= FILE_SIZE);
+        // SAFETY: off is 8-aligned and within the mapping (checked above);
+        // the mapping is page aligned, lives as long as `self`, is backed
+        // by allocated pages, and is only ever accessed atomically.
+        unsafe { &*(self.base.add(off) as *const AtomicU64) }
+    }
+
+    /// The count word of `op`'s slot for `bits` in `shard`, claiming a free
+    /// slot if the size has none yet; `None` when the table is full.
+    fn bits_counter(&self, shard: usize, op: Op, bits: u32) -> Option<&AtomicU64> {
+        let tag = bits as u64 + 1;
+        let start = slot_hash(bits);
+        for i in 0..BITS_SLOTS {
+            let off = slot_off(shard, op, (start + i) % BITS_SLOTS);
+            let t = self.word(off);
+            let found = match t.load(Ordering::Acquire) {
+                v if v == tag => true,
+                0 => match t.compare_exchange(0, tag, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => true,
+                    Err(v) => v == tag,
+                },
+                _ => false,
+            };
+            if found {
+                return Some(self.word(off + 8));
+            }
+        }
+        None
+    }
+
+    /// Counts one `op` completed on `backend` with a `bits`-bit key.
+    pub fn record(&self, op: Op, backend: Backend, bits: u32) {
+        let shard = my_shard();
+        self.word(counter_off(shard, op, backend))
+            .fetch_add(1, Ordering::Relaxed);
+        if bits <= MAX_TRACKED_BITS {
+            if let Some(count) = self.bits_counter(shard, op, bits) {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Reads all counters (the sum of the shards).
+    pub fn snapshot(&self) -> Snapshot {
+        let mut bytes = vec![0u8; FILE_SIZE];
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&self.word(i * 8).load(Ordering::Relaxed).to_ne_bytes());
+        }
+        Snapshot::from_bytes(&bytes)
+    }
+
+    /// Zeroes all counts. By-bits tags stay: a writer may be between
+    /// claiming a slot and adding to it.
+    pub fn reset(&self) {
+        for shard in 0..SHARDS {
+            for op in Op::ALL {
+                for b in Backend::ALL {
+                    self.word(counter_off(shard, op, b))
+                        .store(0, Ordering::Relaxed);
+                }
+                for slot in 0..BITS_SLOTS {
+                    self.word(slot_off(shard, op, slot) + 8)
+                        .store(0, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Counters read from a statistics file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    counts: [[u64; NBACKENDS]; NOPS],
+    by_bits: [BTreeMap<u32, u64>; NOPS],
+}
+
+impl Snapshot {
+    /// Sums the shards of a whole file's bytes (header already checked).
+    fn from_bytes(bytes: &[u8]) -> Snapshot {
+        let word =
+            |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().expect("8 bytes"));
+        let mut s = Snapshot::default();
+        for shard in 0..SHARDS {
+            for op in Op::ALL {
+                for b in Backend::ALL {
+                    s.counts[op.index()][b.index()] += word(counter_off(shard, op, b));
+                }
+                for slot in 0..BITS_SLOTS {
+                    let off = slot_off(shard, op, slot);
+                    let (tag, count) = (word(off), word(off + 8));
+                    // A claimed slot not counted yet (or reset) reads 0.
+                    if tag != 0 && tag <= MAX_TRACKED_BITS as u64 + 1 && count != 0 {
+                        *s.by_bits[op.index()].entry((tag - 1) as u32).or_insert(0) += count;
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// Calls of `op` that ended on backend `b`.
+    pub fn get(&self, op: Op, b: Backend) -> u64 {
+        self.counts[op.index()][b.index()]
+    }
+
+    /// Calls of `op` by exact key size, whatever the backend.
+    pub fn by_bits(&self, op: Op) -> BTreeMap<u32, u64> {
+        self.by_bits[op.index()].clone()
+    }
+
+    /// All calls of `op`, whatever the backend (failures included).
+    pub fn total(&self, op: Op) -> u64 {
+        self.counts[op.index()].iter().sum()
+    }
+
+    /// The JSON document of DESIGN.md "Statistics".
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\"ops\": {");
+        for (i, op) in Op::ALL.into_iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "\"{}\": {{", op.name());
+            for b in Backend::ALL {
+                let _ = write!(out, "\"{}\": {}, ", b.name(), self.get(op, b));
+            }
+            out.push_str("\"by_bits\": {");
+            for (j, (bits, n)) in self.by_bits[op.index()].iter().enumerate() {
+                if j > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "\"{bits}\": {n}");
+            }
+            out.push_str("}}");
+        }
+        out.push_str("}}");
+        out
+    }
+}
+/// reader cannot fault either); a missing file reads as all zero.
+/// Reads the counters at `path` (with `pread`: nothing is mapped, so the
+pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
+    let fd = match open_checked(path, false) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Snapshot::default()),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = vec![0u8; FILE_SIZE];
+    let mut done = 0;
+    while done < FILE_SIZE {
+        // SAFETY: the buffer has FILE_SIZE - done writable bytes at `done`.
+        let n = unsafe {
+            libc::pread(
+                fd.0,
+                bytes[done..].as_mut_ptr().cast(),
+                FILE_SIZE - done,
+                done as libc::off_t,
+            )
+        };
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => return Err(invalid(path, "shorter than its size")),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    check_header(path, &bytes[..HEADER_SIZE])?;
+    Ok(Snapshot::from_bytes(&bytes))
+}
+
+/// Zeroes the counters at `path`; a missing file is left missing.
+/// A counters file of ours written by another layout version of rustica
+/// is replaced by a fresh one (processes still mapping the old file keep
+/// counting into it, unseen); any other file is left alone.
+pub fn reset(path: &Path) -> io::Result<()> {
+    match Stats::open_existing(path) {
+        Ok(s) => {
+            s.reset();
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData && is_ours(path) => {
+            std::fs::remove_file(path)?;
+            Stats::open(path).map(|_| ())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A file of ours (passes the ownership checks, starts with rustica's
+/// magic), whatever its layout version.
+fn is_ours(path: &Path) -> bool {
+    let Ok(c) = cpath(path) else {
+        return false;
+    };
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    // SAFETY: c is a valid NUL-terminated string.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return false;
+    }
+    let fd = Fd(fd);
+    let Ok(st) = fstat(&fd) else {
+        return false;
+    };
+    if ownership_problem(&st).is_some() {
+        return false;
+    }
+    let mut magic = [0u8; 8];
+    // SAFETY: magic is a valid 8-byte buffer.
+    let n = unsafe { libc::pread(fd.0, magic.as_mut_ptr().cast(), 8, 0) };
+    n == 8 && u64::from_ne_bytes(magic) == MAGIC
+}
+
+mod file;
+mod recorder;
+
+use file::*;
+pub(crate) use recorder::record_traced;
+#[cfg(test)]
+pub(crate) use recorder::set_thread_stats;
+pub use recorder::{default_path, enabled, record};
+
+#[cfg(test)]
+mod tests;
