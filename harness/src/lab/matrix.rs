@@ -480,7 +480,7 @@ impl Ctx<'_> {
                 rate(p.sign_count, p.sign_secs),
                 rate(p.verify_count, p.verify_secs),
             ],
-            reported: vec![p.sign_count, p.verify_count],
+            reported: vec![p.all_signs, p.all_verifies],
         })
     }
 
