@@ -188,6 +188,7 @@ struct Md(*mut ffi::EVP_MD);
 // SAFETY: a fetched EVP_MD is immutable and reference counted by OpenSSL;
 // using it from several threads is what OpenSSL's fetch API is designed for.
 unsafe impl Send for Md {}
+// SAFETY: see Send.
 unsafe impl Sync for Md {}
 
 /// Digests fetched for one operation context (fetched at first use, freed
@@ -200,6 +201,7 @@ pub struct DigestCache {
 // SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
 // is thread-safe; the slots are OnceLocks.
 unsafe impl Send for DigestCache {}
+// SAFETY: see Send.
 unsafe impl Sync for DigestCache {}
 
 impl DigestCache {
@@ -363,6 +365,7 @@ impl Hasher {
             return Err(digest_error("allocation"));
         }
         let h = Hasher { ctx, id: self.id };
+        // SAFETY: both contexts are valid; ours is initialised.
         if unsafe { ffi::EVP_MD_CTX_copy_ex(h.ctx, self.ctx) } != 1 {
             return Err(digest_error("copy"));
         }

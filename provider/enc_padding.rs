@@ -156,8 +156,8 @@ struct MdCtx(*mut ffi::EVP_MD_CTX);
 
 impl MdCtx {
     fn update(&mut self, data: &[u8]) -> Result<()> {
-        // SAFETY: an initialised context; data valid for its length.
         if !data.is_empty()
+            // SAFETY: an initialised context; data valid for its length.
             && unsafe { ffi::EVP_DigestUpdate(self.0, data.as_ptr().cast(), data.len()) } != 1
         {
             return fail(Reason::Internal, "SHA-256 update failed");
@@ -180,7 +180,11 @@ impl MdCtx {
     fn try_clone(&self) -> Result<MdCtx> {
         // SAFETY: plain allocation, then a copy of our initialised state.
         let copy = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
-        if copy.0.is_null() || unsafe { ffi::EVP_MD_CTX_copy_ex(copy.0, self.0) } != 1 {
+        if copy.0.is_null()
+            // SAFETY: both contexts are valid (checked non-NULL); ours is
+            // initialised.
+            || unsafe { ffi::EVP_MD_CTX_copy_ex(copy.0, self.0) } != 1
+        {
             return fail(Reason::Internal, "SHA-256 copy failed");
         }
         Ok(copy)

@@ -358,13 +358,13 @@ fn errors() -> String {
         let mut buf = [0 as c_char; 256];
         // SAFETY: ERR_error_string_n NUL-terminates within `buf`.
         unsafe { ERR_error_string_n(e, buf.as_mut_ptr(), buf.len()) };
-        all.push_str(&unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy());
+        // SAFETY: NUL-terminated by ERR_error_string_n above.
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        all.push_str(&text.to_string_lossy());
         if !data.is_null() {
             // SAFETY: error data is a NUL-terminated string.
-            all.push_str(&format!(
-                " ({})",
-                unsafe { CStr::from_ptr(data) }.to_string_lossy()
-            ));
+            let data = unsafe { CStr::from_ptr(data) };
+            all.push_str(&format!(" ({})", data.to_string_lossy()));
         }
         all.push('\n');
     }

@@ -260,6 +260,7 @@ pub struct Pkey(pub *mut c_void);
 // SAFETY: EVP_PKEY is reference counted and safe to use from several
 // threads for operations (each thread makes its own EVP_PKEY_CTX).
 unsafe impl Send for Pkey {}
+// SAFETY: see Send.
 unsafe impl Sync for Pkey {}
 
 impl Clone for Pkey {
@@ -282,6 +283,7 @@ pub struct Lib(pub *mut c_void, [*mut c_void; 2]);
 // SAFETY: a library context (and its loaded providers) is designed to be
 // shared by threads.
 unsafe impl Send for Lib {}
+// SAFETY: see Send.
 unsafe impl Sync for Lib {}
 
 impl Drop for Lib {

@@ -7,8 +7,8 @@ use super::*;
 
 /// r = a * b mod m (inputs need not be reduced).
 pub(crate) fn mod_mul(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs; r distinct from inputs; ctx exclusively borrowed.
     check(
+        // SAFETY: valid BIGNUMs; r distinct from inputs; ctx exclusively borrowed.
         unsafe {
             openssl_sys::BN_mod_mul(
                 r.as_mut_ptr(),
@@ -30,9 +30,9 @@ pub(crate) fn mont_mul(
     mont: &MontCtx,
     ctx: &mut BnCtx,
 ) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs reduced mod the context's modulus (callers
-    // guarantee); mont is only read; ctx exclusively borrowed.
     check(
+        // SAFETY: valid BIGNUMs reduced mod the context's modulus (callers
+        // guarantee); mont is only read; ctx exclusively borrowed.
         unsafe {
             BN_mod_mul_montgomery(
                 r.as_mut_ptr(),
@@ -48,8 +48,8 @@ pub(crate) fn mont_mul(
 
 /// r = a * R mod m, a reduced mod m.
 pub(crate) fn to_mont(r: &mut Bn, a: &Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: as for `mont_mul`.
     check(
+        // SAFETY: as for `mont_mul`.
         unsafe { BN_to_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
         "BN_to_montgomery",
     )
@@ -64,8 +64,8 @@ pub(crate) fn mod_exp_public(
     mont: &MontCtx,
     ctx: &mut BnCtx,
 ) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
         unsafe {
             BN_mod_exp_mont(
                 r.as_mut_ptr(),
@@ -89,8 +89,8 @@ pub(crate) fn mod_exp_consttime(
     mont: &MontCtx,
     ctx: &mut BnCtx,
 ) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, mont set up for m and only read, ctx exclusive.
         unsafe {
             BN_mod_exp_mont_consttime(
                 r.as_mut_ptr(),
@@ -122,9 +122,9 @@ pub(crate) fn mod_exp_consttime_x2(
     mont2: &MontCtx,
     ctx: &mut BnCtx,
 ) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, each mont set up for its modulus and only read,
-    // r1/r2 distinct from each other and the inputs, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, each mont set up for its modulus and only read,
+        // r1/r2 distinct from each other and the inputs, ctx exclusive.
         unsafe {
             BN_mod_exp_mont_consttime_x2(
                 r1.as_mut_ptr(),
@@ -147,8 +147,8 @@ pub(crate) fn mod_exp_consttime_x2(
 /// r = a mod m, non-negative. Constant-time when `a` or `m` carries
 /// BN_FLG_CONSTTIME.
 pub(crate) fn nnmod(r: &mut Bn, a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
         unsafe { openssl_sys::BN_nnmod(r.as_mut_ptr(), a.as_ptr(), m.as_ptr(), ctx.as_mut_ptr()) },
         "BN_nnmod",
     )
@@ -156,8 +156,8 @@ pub(crate) fn nnmod(r: &mut Bn, a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), R
 
 /// r = (a - b) mod m, a and b in [0, m).
 pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
         unsafe {
             openssl_sys::BN_mod_sub(
                 r.as_mut_ptr(),
@@ -172,16 +172,16 @@ pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Re
 }
 
 pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
         unsafe { openssl_sys::BN_mul(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
         "BN_mul",
     )
 }
 
 pub(crate) fn add(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct.
     check(
+        // SAFETY: valid BIGNUMs, r distinct.
         unsafe { openssl_sys::BN_add(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
         "BN_add",
     )
@@ -189,8 +189,8 @@ pub(crate) fn add(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
 
 /// r = a - b (may be negative).
 pub(crate) fn sub(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
-    // SAFETY: valid BIGNUMs, r distinct.
     check(
+        // SAFETY: valid BIGNUMs, r distinct.
         unsafe { openssl_sys::BN_sub(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) },
         "BN_sub",
     )
@@ -199,8 +199,8 @@ pub(crate) fn sub(r: &mut Bn, a: &Bn, b: &Bn) -> Result<(), RsaError> {
 /// a - 1 (for a >= 1).
 pub(crate) fn minus_one(a: &Bn) -> Result<Bn, RsaError> {
     let mut r = a.dup()?;
-    // SAFETY: valid BIGNUM owned by r.
     check(
+        // SAFETY: valid BIGNUM owned by r.
         unsafe { openssl_sys::BN_sub_word(r.as_mut_ptr(), 1) },
         "BN_sub_word",
     )?;
@@ -215,8 +215,8 @@ pub(crate) fn set_non_negative(a: &mut Bn) {
 
 pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     let mut r = Bn::new()?;
-    // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
         unsafe { openssl_sys::BN_gcd(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
         "BN_gcd",
     )?;
@@ -247,8 +247,8 @@ pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>,
 pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
     let mut q = Bn::new()?;
     let mut rem = Bn::new()?;
-    // SAFETY: valid BIGNUMs, outputs distinct from inputs, ctx exclusive.
     check(
+        // SAFETY: valid BIGNUMs, outputs distinct from inputs, ctx exclusive.
         unsafe {
             openssl_sys::BN_div(
                 q.as_mut_ptr(),
@@ -266,9 +266,9 @@ pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaEr
 /// Uniform in [0, range), from the private DRBG of `ctx`'s library context.
 pub(crate) fn priv_rand_range(range: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     let mut r = Bn::new()?;
-    // SAFETY: valid BIGNUMs, r distinct; ctx is exclusive and carries the
-    // library context whose DRBG is used.
     check(
+        // SAFETY: valid BIGNUMs, r distinct; ctx is exclusive and carries the
+        // library context whose DRBG is used.
         unsafe { BN_priv_rand_range_ex(r.as_mut_ptr(), range.as_ptr(), 0, ctx.as_mut_ptr()) },
         "BN_priv_rand_range_ex",
     )?;
@@ -281,9 +281,9 @@ pub(crate) fn generate_prime(bits: u32, ctx: &mut BnCtx) -> Result<Bn, RsaError>
     let mut p = Bn::new()?;
     p.set_consttime();
     let b = c_int::try_from(bits).map_err(|_| RsaError::bad_input("prime size too large"))?;
-    // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
-    // is exclusive.
     check(
+        // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
+        // is exclusive.
         unsafe {
             BN_generate_prime_ex2(
                 p.as_mut_ptr(),

@@ -342,9 +342,9 @@ impl MontCtx {
         let mont = NonNull::new(p)
             .map(MontCtx)
             .ok_or_else(|| RsaError::libcrypto("libcrypto BN_MONT_CTX_new failed"))?;
-        // SAFETY: valid context, modulus and BN_CTX; the context is not yet
-        // shared.
         check(
+            // SAFETY: valid context, modulus and BN_CTX; the context is not yet
+            // shared.
             unsafe { BN_MONT_CTX_set(mont.ptr(), m.as_ptr(), ctx.as_mut_ptr()) },
             "BN_MONT_CTX_set",
         )?;

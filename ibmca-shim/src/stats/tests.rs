@@ -288,10 +288,8 @@ fn a_lock_held_by_someone_else_is_ignored() {
     drop(Stats::open(&p).unwrap());
     let holder = std::fs::File::open(&p).unwrap();
     // SAFETY: holder's descriptor is open.
-    assert_eq!(
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&holder), libc::LOCK_EX) },
-        0
-    );
+    let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&holder), libc::LOCK_EX) };
+    assert_eq!(locked, 0);
     // rustica never locks: this returns at once.
     let st = Stats::open(&p).unwrap();
     st.record(Op::Sign, Backend::Software, 2048);
