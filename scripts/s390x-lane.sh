@@ -2,41 +2,84 @@
 # The big-endian lane: rustica cross-built for s390x, loaded into Debian's
 # s390x openssl under qemu-user, with the REAL libica (Debian's libica3,
 # whose software fallback does the arithmetic under qemu) as its backend.
+# Two parts, one per Debian release: bookworm (Debian 12: OpenSSL 3.0,
+# libica 3.9) and stable (Debian 13: OpenSSL 3.5, libica 3.9).
 #
-#   scripts/s390x-lane.sh                  # install, build, run, check
+#   scripts/s390x-lane.sh                  # both parts: install, build, run, check
+#   scripts/s390x-lane.sh --release R      # one part; R is bookworm, stable or all
 #   scripts/s390x-lane.sh --sysroot-only   # steps 1-2 only; prints the sysroot
+#                                          # (bookworm unless --release says)
 #   scripts/s390x-lane.sh --from-deb DEB   # run from rustica's s390x package
-#                                          # (dpkg -x into the sysroot), no build
+#                                          # (dpkg -x into the bookworm sysroot), no build
 #
 # Steps: install the cross tools (gcc-s390x-linux-gnu, qemu-user-static,
 # the rustup target); extract Debian's s390x packages into a sysroot with a
 # private apt configuration (the host's dpkg architectures are not
-# touched); cross-build rustica; then under qemu-s390x-static, with
-# backend = libica and libica = libica.so.3: generate a 2048-bit key, sign
-# and verify at 2048 and 4096 bits, verify each signature on the host with
-# the default provider, compare with the host's signature, and check
-# rustica's s390x counters show libica. Exits non-zero, saying what failed.
+# touched); cross-build rustica against that sysroot's OpenSSL; then under
+# qemu-s390x-static, with backend = libica and libica = libica.so.3:
+# generate a 2048-bit key, sign and verify at 2048 and 4096 bits, verify
+# each signature on the host with the default provider, compare with the
+# host's signature; encrypt and decrypt (OAEP and PKCS#1 v1.5) across
+# s390x and the host in both directions; and check rustica's s390x counters
+# show libica for every operation. Prints each part's OpenSSL and libica
+# versions and counters. Exits non-zero, saying what failed.
 #
 # Work directory: $S390X_LANE_DIR (default target/s390x-lane), reused on the
-# next run (sysroot and cross build are cached there).
+# next run (sysroots and cross builds are cached there). bookworm keeps the
+# lane's original paths (sysroot, apt, run, target: scripts/package.sh
+# builds in the same target directory); stable lives under stable/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
-SYSROOT=$LANE/sysroot
-APTDIR=$LANE/apt
-RUN=$LANE/run
 TARGET=s390x-unknown-linux-gnu
 START=$SECONDS
 MODE=build
-case "${1:-}" in
-  "") ;;
-  --sysroot-only) MODE=sysroot ;;
-  --from-deb) MODE=deb; DEB=$(realpath "${2:?--from-deb needs a .deb}") ;;
-  *) echo "usage: $0 [--sysroot-only | --from-deb rustica_VER_s390x.deb]" >&2; exit 2 ;;
+RELEASE=""
+usage() {
+  echo "usage: $0 [--release bookworm|stable|all] [--sysroot-only | --from-deb rustica_VER_s390x.deb]" >&2
+  exit 2
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --release) RELEASE=${2:-}; [ $# -ge 2 ] || usage; shift 2 ;;
+    --sysroot-only) MODE=sysroot; shift ;;
+    --from-deb) MODE=deb; DEB=$(realpath "${2:?--from-deb needs a .deb}"); shift 2 ;;
+    *) usage ;;
+  esac
+done
+# The package modes serve the Debian 12 package, so they default to bookworm.
+if [ -z "$RELEASE" ]; then
+  if [ "$MODE" = build ]; then RELEASE=all; else RELEASE=bookworm; fi
+fi
+case "$RELEASE" in
+  bookworm)
+    PART=$LANE
+    PKGS=(libc6 libgcc-s1 libssl3 libssl-dev openssl libica3 libica-dev libc6-dev
+          linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1) ;;
+  stable)
+    PART=$LANE/stable
+    # Debian 13 renamed the library package (64-bit time_t transition).
+    PKGS=(libc6 libgcc-s1 libssl3t64 libssl-dev openssl libica3 libica-dev libc6-dev
+          linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1) ;;
+  all)
+    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb take one release" >&2; exit 2; }
+    times=""
+    for part in bookworm stable; do
+      part_start=$SECONDS
+      "$0" --release "$part" || exit 1
+      times="$times $part=$((SECONDS - part_start))s"
+    done
+    echo "s390x-lane: OK, both parts (bookworm, stable); time per part:$times" >&2
+    exit 0 ;;
+  *) usage ;;
 esac
+SYSROOT=$PART/sysroot
+APTDIR=$PART/apt
+RUN=$PART/run
+BUILD_DIR=$PART/target
 
-say() { echo "s390x-lane: $*" >&2; }
+say() { echo "s390x-lane[$RELEASE]: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 step() { say "[$((SECONDS - START))s] $*"; }
 
@@ -62,17 +105,19 @@ if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
 fi
 
 # --- 2. sysroot from Debian's s390x packages ----------------------------------
-PKGS=(libc6 libgcc-s1 libssl3 libssl-dev openssl libica3 libica-dev libc6-dev
-      linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1)
 if [ ! -f "$SYSROOT/.complete" ]; then
-  step "sysroot (private apt configuration, s390x)"
+  step "sysroot (private apt configuration, s390x, Debian $RELEASE)"
   rm -rf "$SYSROOT" "$APTDIR"
   mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" \
            "$APTDIR/sources.list.d" "$APTDIR/debs" "$SYSROOT"
   src=/etc/apt/sources.list.d/debian.sources
   [ -f "$src" ] || die "$src not found: this lane expects Debian 12's deb822 sources"
-  # Every stanza gets "Architectures: s390x".
-  awk 'BEGIN{added=0} /^Types:/{print; print "Architectures: s390x"; next} {print}' \
+  # Every stanza gets "Architectures: s390x". For Debian 13 the suites are
+  # named "stable" (the name "trixie" fails for s390x on this mirror with
+  # "File has unexpected size").
+  suite_rename=""
+  [ "$RELEASE" = stable ] && suite_rename='/^Suites:/{gsub(/bookworm|trixie/, "stable")}'
+  awk "$suite_rename"' /^Types:/{print; print "Architectures: s390x"; next} {print}' \
     "$src" >"$APTDIR/sources.list.d/debian.sources"
   : >"$APTDIR/sources.list"
   : >"$APTDIR/status"
@@ -86,6 +131,12 @@ if [ ! -f "$SYSROOT/.complete" ]; then
   (cd "$APTDIR/debs" && "${APT[@]}" download "${PKGS[@]}" >/dev/null) \
     || die "could not download the s390x packages ${PKGS[*]}"
   for deb in "$APTDIR"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
+  # Debian 13's packages install only under /usr (merged /usr); the /lib
+  # symlink comes from base-files there. The loader (/lib/ld64.so.1) and
+  # libc.so's linker script need it.
+  for dir in bin sbin lib; do
+    [ -e "$SYSROOT/$dir" ] || ln -s "usr/$dir" "$SYSROOT/$dir"
+  done
   # libica seeds from /dev/prandom; without it, from the slow host RNG.
   mkdir -p "$SYSROOT/dev"
   ln -sf /dev/urandom "$SYSROOT/dev/prandom"
@@ -114,9 +165,9 @@ export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
 export OPENSSL_LIB_DIR=$LIBDIR
 export OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include
 export RUSTICA_SYSROOT=$SYSROOT
-cargo build -q --target "$TARGET" --target-dir "$LANE/target" -p rustica --lib \
+cargo build -q --target "$TARGET" --target-dir "$BUILD_DIR" -p rustica --lib \
   || die "cross build failed"
-MODULE=$LANE/target/$TARGET/debug/librustica.so
+MODULE=$BUILD_DIR/$TARGET/debug/librustica.so
 [ -f "$MODULE" ] || die "no $MODULE after the build"
 file "$MODULE" 2>/dev/null | grep -q "IBM S/390" || say "note: could not confirm $MODULE is s390x"
 unset OPENSSL_LIB_DIR OPENSSL_INCLUDE_DIR
@@ -204,21 +255,55 @@ for bits in 2048 4096; do
     || die "the s390x PKCS#1 v1.5 signature differs from the host's at $bits bits"
 done
 
+for padding in pkcs1 oaep; do
+  step "encrypt and decrypt, $padding, 2048 bits, s390x <-> host"
+  pad_opts=(-pkeyopt "rsa_padding_mode:$padding")
+  [ "$padding" = oaep ] && pad_opts+=(-pkeyopt rsa_oaep_md:sha256 -pkeyopt rsa_mgf1_md:sha256)
+  secret=$RUN/secret-$padding.bin
+  head -c 32 /dev/urandom >"$secret"
+  # Encrypted on s390x, decrypted on the host.
+  s390x_openssl pkeyutl -encrypt -pubin -inkey "$RUN/pub-2048.pem" "${pad_opts[@]}" \
+    -in "$secret" -out "$RUN/ct-s390x-$padding.bin" || die "$padding encryption on s390x failed"
+  host_openssl pkeyutl -decrypt -inkey "$RUN/key-2048.pem" "${pad_opts[@]}" \
+    -in "$RUN/ct-s390x-$padding.bin" -out "$RUN/pt-host-$padding.bin" \
+    || die "the host cannot decrypt the s390x $padding ciphertext"
+  cmp -s "$secret" "$RUN/pt-host-$padding.bin" \
+    || die "the host's decryption of the s390x $padding ciphertext is not the plaintext"
+  # Encrypted on the host, decrypted on s390x.
+  host_openssl pkeyutl -encrypt -pubin -inkey "$RUN/pub-2048.pem" "${pad_opts[@]}" \
+    -in "$secret" -out "$RUN/ct-host-$padding.bin"
+  s390x_openssl pkeyutl -decrypt -inkey "$RUN/key-2048.pem" "${pad_opts[@]}" \
+    -in "$RUN/ct-host-$padding.bin" -out "$RUN/pt-s390x-$padding.bin" \
+    || die "s390x cannot decrypt the host's $padding ciphertext"
+  cmp -s "$secret" "$RUN/pt-s390x-$padding.bin" \
+    || die "s390x's decryption of the host's $padding ciphertext is not the plaintext"
+done
+
 step "rustica's counters on the s390x side"
 [ -f "$STATS" ] || die "no rustica counters file: rustica did not run on s390x"
 # The header's first word after the magic holds the layout version in its
 # low 32 bits; read the counters only from the layout this script knows.
 layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
 [ "$layout" = 3 ] || die "rustica's counters file has layout version $layout; this script reads version 3"
-keygen_libica=$(counter 0 0)
-sign_libica=$(counter 1 0); sign_other=$(( $(counter 1 1) + $(counter 1 2) + $(counter 1 3) ))
-verify_libica=$(counter 2 0); verify_other=$(( $(counter 2 1) + $(counter 2 2) + $(counter 2 3) ))
-say "keygen libica=$keygen_libica; sign libica=$sign_libica other=$sign_other;" \
-    "verify libica=$verify_libica other=$verify_other"
-[ "$keygen_libica" = 1 ] || die "the s390x key generation was not counted on libica"
-[ "$sign_libica" = 2 ] && [ "$sign_other" = 0 ] || die "signatures were not all on libica"
-[ "$verify_libica" = 2 ] && [ "$verify_other" = 0 ] || die "verifications were not all on libica"
+ops=(keygen sign verify encrypt decrypt)
+# What this run did on s390x: one key generation, two signatures and two
+# verifications (2048, 4096), and per padding one encryption and one
+# decryption. Every one must be counted on libica, none elsewhere.
+expected=(1 2 2 2 2)
+bad=""
+for op in 0 1 2 3 4; do
+  libica=$(counter "$op" 0); software=$(counter "$op" 1)
+  fallback=$(counter "$op" 2); failed=$(counter "$op" 3)
+  say "counters: ${ops[$op]} libica=$libica software=$software fallback=$fallback failed=$failed"
+  [ "$libica" = "${expected[$op]}" ] && [ $((software + fallback + failed)) = 0 ] \
+    || bad="$bad ${ops[$op]}(expected libica=${expected[$op]}, others 0)"
+done
+[ -z "$bad" ] || die "operations not all counted on libica:$bad"
 grep -q "backend = libica: libica.so.3" "$RUN/rustica-debug.log" \
   || die "rustica's debug log does not show libica.so.3 as the backend"
-say "libica: $(grep -m1 -o 'backend = libica: [^;]*' "$RUN/rustica-debug.log")"
-step "OK: rustica on s390x (big-endian) with the real libica 3 signs and verifies at 2048 and 4096 bits"
+libica_deb=$(ls "$APTDIR"/debs/libica3_*.deb 2>/dev/null | head -n1)
+libica_pkg=unknown
+[ -n "$libica_deb" ] && libica_pkg=$(dpkg-deb -f "$libica_deb" Version)
+say "versions: $(s390x_openssl version); libica3 package $libica_pkg;" \
+    "rustica: $(grep -m1 -o 'backend = libica: [^;]*' "$RUN/rustica-debug.log")"
+step "OK: rustica on s390x (big-endian, Debian $RELEASE) with the real libica 3 signs, verifies, encrypts and decrypts"
