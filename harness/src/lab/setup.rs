@@ -40,9 +40,12 @@ pub fn check_setup(args: &LabArgs) -> Result<Setup, String> {
         .output()
         .map_err(|e| format!("cannot run {}: {e}", openssl.display()))?;
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || !version.starts_with("OpenSSL 3.") {
+    // Providers exist from OpenSSL 3.0; 4.0 keeps the provider interface.
+    if !out.status.success()
+        || !(version.starts_with("OpenSSL 3.") || version.starts_with("OpenSSL 4."))
+    {
         return Err(format!(
-            "{} is not OpenSSL 3 (`openssl version` said: {version:?}); rustica is an OpenSSL 3 provider",
+            "{} is not OpenSSL 3 or 4 (`openssl version` said: {version:?}); rustica is an OpenSSL provider",
             openssl.display()
         ));
     }
