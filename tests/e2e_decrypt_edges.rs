@@ -8,11 +8,15 @@
 
 mod common;
 
+#[path = "conformance/evp.rs"]
+mod evp;
+
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::PathBuf;
 use std::ptr;
 
 use common::*;
+use evp::errors;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/implicit-rejection")
@@ -320,14 +324,6 @@ extern "C" {
         input: *const u8,
         inlen: usize,
     ) -> c_int;
-    fn ERR_get_error_all(
-        file: *mut *const c_char,
-        line: *mut c_int,
-        func: *mut *const c_char,
-        data: *mut *const c_char,
-        flags: *mut c_int,
-    ) -> u64;
-    fn ERR_error_string_n(e: u64, buf: *mut c_char, len: usize);
     fn OSSL_PARAM_construct_uint(key: *const c_char, buf: *mut c_uint) -> OSSL_PARAM;
     fn OSSL_PARAM_construct_end() -> OSSL_PARAM;
 }
@@ -336,39 +332,6 @@ const PKCS1: c_int = 1;
 const NO_PADDING: c_int = 3;
 const OAEP: c_int = 4;
 const TLS: c_int = 7;
-
-fn errors() -> String {
-    let mut all = String::new();
-    loop {
-        let mut data: *const c_char = ptr::null();
-        let mut flags: c_int = 0;
-        // SAFETY: plain error-queue calls; `data` points into the queue.
-        let e = unsafe {
-            ERR_get_error_all(
-                ptr::null_mut(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-                &mut data,
-                &mut flags,
-            )
-        };
-        if e == 0 {
-            return all;
-        }
-        let mut buf = [0 as c_char; 256];
-        // SAFETY: ERR_error_string_n NUL-terminates within `buf`.
-        unsafe { ERR_error_string_n(e, buf.as_mut_ptr(), buf.len()) };
-        // SAFETY: NUL-terminated by ERR_error_string_n above.
-        let text = unsafe { CStr::from_ptr(buf.as_ptr()) };
-        all.push_str(&text.to_string_lossy());
-        if !data.is_null() {
-            // SAFETY: error data is a NUL-terminated string.
-            let data = unsafe { CStr::from_ptr(data) };
-            all.push_str(&format!(" ({})", data.to_string_lossy()));
-        }
-        all.push('\n');
-    }
-}
 
 /// A library context with rustica and default, and one RSA-2048 key made
 /// by the default provider.

@@ -578,22 +578,7 @@ fn libica4_without_an_adapter() {
     let no_adapter = [("LIBICA_EMU_ADAPTER", "none")];
     let keygen_sign_verify = |emu: &Emu| {
         let lab = &emu.lab;
-        lab.ok(
-            Side::RusticaConfig,
-            &[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:2048",
-                "-out",
-                "k.pem",
-            ],
-        );
-        lab.ok(
-            Side::Default,
-            &["pkey", "-in", "k.pem", "-pubout", "-out", "p.pem"],
-        );
+        lab.keypair(Side::RusticaConfig, 2048, "k.pem", "p.pem");
         let doc = lab.write("d.txt", b"libica 4, no adapter");
         lab.ok(
             Side::RusticaConfig,
@@ -672,22 +657,7 @@ fn libica4_without_an_adapter() {
 fn a_wrong_verification_result_from_libica_is_recomputed() {
     let emu = Emu::new(&[], &[("LIBICA_EMU_CORRUPT_EVERY", "1")]);
     let lab = &emu.lab;
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "k.pem",
-        ],
-    );
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", "k.pem", "-pubout", "-out", "p.pem"],
-    );
+    lab.keypair(Side::Default, 2048, "k.pem", "p.pem");
     let doc = lab.write("d.txt", b"verified despite a faulty adapter");
     lab.ok(
         Side::Default,

@@ -255,6 +255,28 @@ impl Lab {
         std::fs::read(self.path(name)).unwrap()
     }
 
+    /// A `bits`-bit RSA key generated on `side` into `key`, and its public
+    /// key (extracted by the default provider) into `public`.
+    pub fn keypair(&self, side: Side, bits: u32, key: &str, public: &str) {
+        let keygen_bits = format!("rsa_keygen_bits:{bits}");
+        self.ok(
+            side,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                &keygen_bits,
+                "-out",
+                key,
+            ],
+        );
+        self.ok(
+            Side::Default,
+            &["pkey", "-in", key, "-pubout", "-out", public],
+        );
+    }
+
     /// Generates an RSA key with rustica and proves rustica generated it.
     pub fn genkey(&self, bits: u32, name: &str) -> String {
         let before = self.done(Op::Keygen);
