@@ -58,10 +58,14 @@ export RUSTICA_STATS_PATH="$work/stats"
 multi_args=()
 [ "$multi" -gt 1 ] && multi_args=(-multi "$multi")
 
-# Prints "sign/s verify/s" from the last `rsa N bits` line of openssl speed.
+# Prints "sign/s verify/s" from the last `rsa N bits` line of openssl speed:
+# the first two rates after the per-operation times (3.0 prints sign and
+# verify; 3.5 and later add encrypt and decrypt columns after them).
 speed() {
   OPENSSL_CONF="$1" openssl speed -seconds "$seconds" "${multi_args[@]}" "rsa$2" 2>/dev/null |
-    awk -v b="$2" '$1 == "rsa" && $2 == b && $3 == "bits" { s = $(NF-1); v = $NF } END { print s, v }'
+    awk -v b="$2" '$1 == "rsa" && $2 == b && $3 == "bits" {
+      i = 4; while (i <= NF && $i ~ /s$/) i++; s = $i; v = $(i + 1)
+    } END { print s, v }'
 }
 
 # Signatures rustica completed (libica, software or fallback), from its counters.
