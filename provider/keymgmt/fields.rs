@@ -163,6 +163,16 @@ pub unsafe fn key_from_params(params: *const OSSL_PARAM, selection: c_int) -> Re
             "nothing to import: no key part selected",
         );
     }
+    let mut parts = RsaParts::default();
+    for field in RSA_FIELDS.iter().filter(|f| f.half == Half::Public) {
+        let value = optional(params, field.name)?.ok_or_else(|| {
+            Error::new(
+                Reason::InvalidKey,
+                format!("RSA key import needs the {}", field.what),
+            )
+        })?;
+        (field.set)(&mut parts, value);
+    }
     let private = selection & SELECT_PRIVATE != 0;
     if private {
         // SAFETY: as in `optional`.
@@ -172,21 +182,10 @@ pub unsafe fn key_from_params(params: *const OSSL_PARAM, selection: c_int) -> Re
                 "multi-prime RSA keys are not supported by rustica",
             );
         }
-    }
-    let mut parts = RsaParts::default();
-    for field in &RSA_FIELDS {
-        let value = match field.half {
-            Half::Public => Some(optional(params, field.name)?.ok_or_else(|| {
-                Error::new(
-                    Reason::InvalidKey,
-                    format!("RSA key import needs the {}", field.what),
-                )
-            })?),
-            Half::Private if private => optional(params, field.name)?,
-            Half::Private => None,
-        };
-        if let Some(value) = value {
-            (field.set)(&mut parts, value);
+        for field in RSA_FIELDS.iter().filter(|f| f.half == Half::Private) {
+            if let Some(value) = optional(params, field.name)? {
+                (field.set)(&mut parts, value);
+            }
         }
     }
     if private && selection & SELECT_PUBLIC == 0 && parts.d.is_none() {
@@ -269,5 +268,20 @@ mod tests {
             );
         }
         assert_eq!(parts.qinv.as_deref().map(|v| &v[..]), Some(&[8u8][..]));
+    }
+
+    #[test]
+    fn import_names_the_first_missing_public_field_before_anything_else() {
+        let mut one = 1u8;
+        let mut factor3 = param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR3, UINT);
+        factor3.data = &mut one as *mut u8 as *mut std::ffi::c_void;
+        factor3.data_size = 1;
+        for list in [[END, END], [factor3, END]] {
+            // SAFETY: a terminated list whose one entry points at a byte.
+            let err =
+                unsafe { key_from_params(list.as_ptr(), SELECT_KEYPAIR) }.expect_err("no modulus");
+            assert_eq!(err.reason, Reason::InvalidKey);
+            assert!(err.message.contains("modulus (n)"), "{}", err.message);
+        }
     }
 }
