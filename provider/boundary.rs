@@ -40,3 +40,25 @@ pub fn guard<T>(prov: Option<&ProvCtx>, failure: T, body: impl FnOnce() -> Resul
 pub fn quiet<T>(failure: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(failure)
 }
+
+/// Hands a provider object (key, operation or generation context) to
+/// OpenSSL as an opaque pointer; [`free_object`] takes it back.
+pub fn into_object<T>(object: T) -> *mut std::ffi::c_void {
+    Box::into_raw(Box::new(object)) as *mut std::ffi::c_void
+}
+
+/// The one free function of every provider object: drops the `T` behind
+/// `object` (NULL is a no-op), never unwinding into C.
+///
+/// # Safety
+/// `object` must be NULL or a pointer from [`into_object`] with the same
+/// `T`, not freed before.
+pub unsafe fn free_object<T>(object: *mut std::ffi::c_void) {
+    quiet((), || {
+        if !object.is_null() {
+            // SAFETY: per the contract, `object` came from Box::into_raw of
+            // a Box<T> and is freed only here, once.
+            drop(unsafe { Box::from_raw(object as *mut T) });
+        }
+    })
+}

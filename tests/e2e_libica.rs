@@ -763,6 +763,9 @@ fn an_unavailable_libica_reads_as_backend_unavailable() {
     assert!(text.contains("RSA backend unavailable"), "{text}");
     assert!(!text.contains("bad length"), "{text}");
     assert!(text.contains("/nonexistent/libica.so.4"), "{text}");
-    assert!(text.contains("signature.rs:"), "no file and line: {text}");
+    assert!(
+        text.contains("signature/ops.rs:"),
+        "no file and line: {text}"
+    );
     assert_only(&lab, Op::Sign, Backend::Failed, 1);
 }

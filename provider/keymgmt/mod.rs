@@ -10,15 +10,29 @@ use std::ptr;
 use std::sync::Arc;
 
 use ibmca_shim::{KeyCheck, RsaKey, RsaParts};
-use zeroize::Zeroizing;
 
-use crate::boundary::{guard, quiet};
-use crate::digest::DigestId;
+use crate::boundary::{free_object, guard, into_object, quiet};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_DISPATCH, OSSL_PARAM};
-use crate::params::{self, param, OwnedParams, ParamTable, END, INT, UINT, UTF8};
+use crate::params::{self, OwnedParams, ParamTable, END};
 use crate::prov::ProvCtx;
+
+mod fields;
+mod gen;
+mod pss;
+
+pub use fields::key_from_params;
+pub use pss::PssRestrictions;
+
+use fields::{
+    key_params, GETTABLE, KEYPAIR_TYPES, PSS_KEYPAIR_TYPES, PSS_PUBLIC_TYPES, PUBLIC_TYPES,
+};
+use gen::{
+    pss_gen_init, pss_gen_settable_params, rsa_gen, rsa_gen_cleanup, rsa_gen_init,
+    rsa_gen_set_params, rsa_gen_settable_params,
+};
+use pss::{pss_from_params, push_pss};
 
 const SELECT_PRIVATE: c_int = ffi::OSSL_KEYMGMT_SELECT_PRIVATE_KEY as c_int;
 const SELECT_PUBLIC: c_int = ffi::OSSL_KEYMGMT_SELECT_PUBLIC_KEY as c_int;
@@ -28,14 +42,6 @@ const SELECT_KEYPAIR: c_int = ffi::OSSL_KEYMGMT_SELECT_KEYPAIR as c_int;
 pub enum KeyKind {
     Rsa,
     RsaPss,
-}
-
-/// The RSASSA-PSS parameters an RSA-PSS key is restricted to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PssRestrictions {
-    pub md: DigestId,
-    pub mgf1: DigestId,
-    pub min_salt: usize,
 }
 
 pub struct KeyObj {
@@ -73,75 +79,15 @@ fn boxed(
     key: Option<Arc<RsaKey>>,
     pss: Option<PssRestrictions>,
 ) -> *mut c_void {
-    Box::into_raw(Box::new(KeyObj {
+    into_object(KeyObj {
         prov,
         kind,
         key,
         pss,
-    })) as *mut c_void
+    })
 }
 
 const SELECT_OTHER: c_int = ffi::OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS as c_int;
-
-/// PSS restriction fields as they arrive, possibly one per set_params call.
-#[derive(Clone, Copy, Debug, Default)]
-struct PssFields {
-    md: Option<DigestId>,
-    mgf1: Option<DigestId>,
-    min_salt: Option<usize>,
-}
-
-impl PssFields {
-    /// Updates the fields present in `params` (digest, mgf1-digest, saltlen).
-    fn update(&mut self, prov: &ProvCtx, params: *const OSSL_PARAM) -> Result<()> {
-        // SAFETY: `params` is the caller's terminated array (or NULL).
-        unsafe {
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_DIGEST) {
-                self.md = Some(prov.digests().resolve(params::get_str(p)?)?);
-            }
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST) {
-                self.mgf1 = Some(prov.digests().resolve(params::get_str(p)?)?);
-            }
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN) {
-                self.min_salt = Some(usize::try_from(params::get_int(p)?).map_err(|_| {
-                    Error::new(
-                        Reason::InvalidParameter,
-                        "the minimum PSS salt length of a key cannot be negative",
-                    )
-                })?);
-            }
-        }
-        Ok(())
-    }
-
-    /// The restrictions, with RFC 8017's defaults (SHA-1, MGF1 with SHA-1,
-    /// salt 20) for missing fields, as OpenSSL fills them; None when
-    /// nothing restricts the key.
-    fn restrictions(&self) -> Option<PssRestrictions> {
-        if self.md.is_none() && self.mgf1.is_none() && self.min_salt.is_none() {
-            return None;
-        }
-        let md = self.md.unwrap_or(DigestId::Sha1);
-        Some(PssRestrictions {
-            md,
-            mgf1: self.mgf1.unwrap_or(DigestId::Sha1),
-            min_salt: self.min_salt.unwrap_or(20),
-        })
-    }
-}
-
-fn pss_from_params(prov: &ProvCtx, params: *const OSSL_PARAM) -> Result<Option<PssRestrictions>> {
-    let mut fields = PssFields::default();
-    fields.update(prov, params)?;
-    Ok(fields.restrictions())
-}
-
-fn push_pss(out: &mut OwnedParams, r: &PssRestrictions) {
-    out.push_str(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, r.md.info().name);
-    out.push_str(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, c"MGF1");
-    out.push_str(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, r.mgf1.info().name);
-    out.push_int(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, r.min_salt as i32);
-}
 
 /// Security strength of an RSA modulus, in bits (NIST SP 800-56B rev 2,
 /// appendix D, with the standard values for common sizes).
@@ -178,12 +124,8 @@ unsafe extern "C" fn pss_new(provctx: *mut c_void) -> *mut c_void {
 }
 
 unsafe extern "C" fn rsa_free(keydata: *mut c_void) {
-    quiet((), || {
-        if !keydata.is_null() {
-            // SAFETY: keydata came from Box::into_raw in this module.
-            drop(unsafe { Box::from_raw(keydata as *mut KeyObj) });
-        }
-    })
+    // SAFETY: keydata is NULL or came from into_object::<KeyObj> in `boxed`.
+    unsafe { free_object::<KeyObj>(keydata) }
 }
 
 unsafe extern "C" fn rsa_has(keydata: *const c_void, selection: c_int) -> c_int {
@@ -259,65 +201,6 @@ unsafe extern "C" fn rsa_validate(
     })
 }
 
-type Secret = Zeroizing<Vec<u8>>;
-
-fn optional(params: *const OSSL_PARAM, key: &[u8]) -> Result<Option<Secret>> {
-    // SAFETY: `params` is the caller's terminated array.
-    unsafe { params::find(params, key) }
-        .map(params::get_uint_be)
-        .transpose()
-}
-
-/// Builds an RsaKey from an OSSL_PARAM array (the import path, also used by
-/// the fuzzer).
-///
-/// # Safety
-/// `params` must be NULL or a terminated OSSL_PARAM array whose entries
-/// point at valid data of their stated sizes.
-pub unsafe fn key_from_params(params: *const OSSL_PARAM, selection: c_int) -> Result<RsaKey> {
-    if selection & SELECT_KEYPAIR == 0 {
-        return fail(
-            Reason::InvalidKey,
-            "nothing to import: no key part selected",
-        );
-    }
-    let required = |key: &[u8], what: &str| -> Result<Secret> {
-        optional(params, key)?.ok_or_else(|| {
-            Error::new(
-                Reason::InvalidKey,
-                format!("RSA key import needs the {what}"),
-            )
-        })
-    };
-    let mut parts = RsaParts {
-        n: required(ffi::OSSL_PKEY_PARAM_RSA_N, "modulus (n)")?.to_vec(),
-        e: required(ffi::OSSL_PKEY_PARAM_RSA_E, "public exponent (e)")?.to_vec(),
-        ..Default::default()
-    };
-    if selection & SELECT_PRIVATE != 0 {
-        // SAFETY: as in `optional`.
-        if unsafe { params::find(params, ffi::OSSL_PKEY_PARAM_RSA_FACTOR3) }.is_some() {
-            return fail(
-                Reason::Unsupported,
-                "multi-prime RSA keys are not supported by rustica",
-            );
-        }
-        parts.d = optional(params, ffi::OSSL_PKEY_PARAM_RSA_D)?;
-        parts.p = optional(params, ffi::OSSL_PKEY_PARAM_RSA_FACTOR1)?;
-        parts.q = optional(params, ffi::OSSL_PKEY_PARAM_RSA_FACTOR2)?;
-        parts.dp = optional(params, ffi::OSSL_PKEY_PARAM_RSA_EXPONENT1)?;
-        parts.dq = optional(params, ffi::OSSL_PKEY_PARAM_RSA_EXPONENT2)?;
-        parts.qinv = optional(params, ffi::OSSL_PKEY_PARAM_RSA_COEFFICIENT1)?;
-        if selection & SELECT_PUBLIC == 0 && parts.d.is_none() {
-            return fail(
-                Reason::InvalidKey,
-                "private key import needs the private exponent (d)",
-            );
-        }
-    }
-    RsaKey::from_parts(parts).map_err(|e| Error::from_rsa("cannot import RSA key", e))
-}
-
 unsafe extern "C" fn rsa_import(
     keydata: *mut c_void,
     selection: c_int,
@@ -342,50 +225,6 @@ unsafe extern "C" fn rsa_import(
     })
 }
 
-static PUBLIC_TYPES: ParamTable<3> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_N, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    END,
-]);
-
-static KEYPAIR_TYPES: ParamTable<9> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_N, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_D, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_COEFFICIENT1, UINT),
-    END,
-]);
-
-static PSS_PUBLIC_TYPES: ParamTable<7> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_N, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
-    END,
-]);
-
-static PSS_KEYPAIR_TYPES: ParamTable<13> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_N, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_D, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_COEFFICIENT1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
-    END,
-]);
-
 static NO_PARAMS: ParamTable<1> = ParamTable([END]);
 
 unsafe extern "C" fn pss_types(selection: c_int) -> *const OSSL_PARAM {
@@ -404,33 +243,6 @@ unsafe extern "C" fn rsa_types(selection: c_int) -> *const OSSL_PARAM {
     } else {
         NO_PARAMS.as_ptr()
     }
-}
-
-/// The key's components as OSSL_PARAMs for `selection`.
-fn key_params(key: &RsaKey, selection: c_int) -> OwnedParams {
-    let mut out = OwnedParams::default();
-    if selection & SELECT_KEYPAIR != 0 {
-        out.push_uint_be(ffi::OSSL_PKEY_PARAM_RSA_N, &key.n());
-        out.push_uint_be(ffi::OSSL_PKEY_PARAM_RSA_E, &key.e());
-    }
-    if selection & SELECT_PRIVATE != 0 {
-        if let Some(p) = key.export_private() {
-            let fields: [(&'static [u8], &Option<Secret>); 6] = [
-                (ffi::OSSL_PKEY_PARAM_RSA_D, &p.d),
-                (ffi::OSSL_PKEY_PARAM_RSA_FACTOR1, &p.p),
-                (ffi::OSSL_PKEY_PARAM_RSA_FACTOR2, &p.q),
-                (ffi::OSSL_PKEY_PARAM_RSA_EXPONENT1, &p.dp),
-                (ffi::OSSL_PKEY_PARAM_RSA_EXPONENT2, &p.dq),
-                (ffi::OSSL_PKEY_PARAM_RSA_COEFFICIENT1, &p.qinv),
-            ];
-            for (name, value) in fields {
-                if let Some(v) = value {
-                    out.push_uint_be(name, v);
-                }
-            }
-        }
-    }
-    out
 }
 
 unsafe extern "C" fn rsa_export(
@@ -458,27 +270,6 @@ unsafe extern "C" fn rsa_export(
         Ok(unsafe { cb(params.finish(), cbarg) })
     })
 }
-
-static GETTABLE: ParamTable<18> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_BITS, INT),
-    param(ffi::OSSL_PKEY_PARAM_SECURITY_BITS, INT),
-    param(ffi::OSSL_PKEY_PARAM_MAX_SIZE, INT),
-    param(ffi::OSSL_PKEY_PARAM_DEFAULT_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_MANDATORY_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_N, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_D, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_FACTOR2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT1, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_EXPONENT2, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_COEFFICIENT1, UINT),
-    END,
-]);
 
 unsafe extern "C" fn rsa_gettable_params(_provctx: *mut c_void) -> *const OSSL_PARAM {
     GETTABLE.as_ptr()
@@ -559,189 +350,6 @@ unsafe extern "C" fn rsa_dup(keydata: *const c_void, selection: c_int) -> *mut c
 
 unsafe extern "C" fn rsa_query_operation_name(_operation_id: c_int) -> *const c_char {
     c"RSA".as_ptr()
-}
-
-// ---- key generation ----
-
-pub struct GenCtx {
-    prov: *const ProvCtx,
-    kind: KeyKind,
-    selection: c_int,
-    bits: u32,
-    e: Vec<u8>,
-    pss: PssFields,
-}
-
-impl GenCtx {
-    fn prov<'p>(&self) -> &'p ProvCtx {
-        // SAFETY: as for KeyObj::prov.
-        unsafe { &*self.prov }
-    }
-
-    fn set(&mut self, params: *const OSSL_PARAM) -> Result<()> {
-        // SAFETY: `params` is the caller's terminated array (or NULL).
-        unsafe {
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_BITS) {
-                let bits = params::get_size(p)?;
-                if bits < ibmca_shim::MIN_BITS as usize {
-                    return fail(
-                        Reason::KeySizeTooSmall,
-                        format!(
-                            "RSA key size {bits} is below the minimum of {} bits",
-                            ibmca_shim::MIN_BITS
-                        ),
-                    );
-                }
-                if bits > ibmca_shim::MAX_BITS as usize {
-                    return fail(
-                        Reason::InvalidParameter,
-                        format!(
-                            "RSA key size {bits} is above the maximum of {} bits",
-                            ibmca_shim::MAX_BITS
-                        ),
-                    );
-                }
-                self.bits = bits as u32;
-            }
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_PRIMES) {
-                let primes = params::get_size(p)?;
-                if primes != 2 {
-                    return fail(
-                        Reason::Unsupported,
-                        format!("RSA keys with {primes} primes are not supported (only 2)"),
-                    );
-                }
-            }
-            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_E) {
-                let e = params::get_uint_be(p)?;
-                let e = params::strip_zeros(&e);
-                let odd = e.last().is_some_and(|b| b & 1 == 1);
-                if !odd || e == [1] {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "the RSA public exponent must be odd and at least 3 (65537 is usual)",
-                    );
-                }
-                self.e = e.to_vec();
-            }
-        }
-        if self.kind == KeyKind::RsaPss {
-            self.pss.update(self.prov(), params)?;
-        }
-        Ok(())
-    }
-}
-
-fn gen_init(
-    provctx: *mut c_void,
-    kind: KeyKind,
-    selection: c_int,
-    params: *const OSSL_PARAM,
-) -> *mut c_void {
-    // SAFETY: provctx is ours.
-    let prov = unsafe { ProvCtx::from_ptr(provctx) };
-    guard(prov, ptr::null_mut(), || {
-        let mut g = Box::new(GenCtx {
-            prov: provctx as *const ProvCtx,
-            kind,
-            selection,
-            bits: 2048,
-            e: vec![0x01, 0x00, 0x01],
-            pss: PssFields::default(),
-        });
-        g.set(params)?;
-        Ok(Box::into_raw(g) as *mut c_void)
-    })
-}
-
-unsafe extern "C" fn rsa_gen_init(
-    provctx: *mut c_void,
-    selection: c_int,
-    params: *const OSSL_PARAM,
-) -> *mut c_void {
-    gen_init(provctx, KeyKind::Rsa, selection, params)
-}
-
-unsafe extern "C" fn pss_gen_init(
-    provctx: *mut c_void,
-    selection: c_int,
-    params: *const OSSL_PARAM,
-) -> *mut c_void {
-    gen_init(provctx, KeyKind::RsaPss, selection, params)
-}
-
-unsafe extern "C" fn rsa_gen_set_params(genctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
-    // SAFETY: genctx is ours or NULL.
-    let Some(g) = (unsafe { (genctx as *mut GenCtx).as_mut() }) else {
-        return 0;
-    };
-    let prov = g.prov;
-    // SAFETY: live provider context.
-    guard(Some(unsafe { &*prov }), 0, || g.set(params).map(|_| 1))
-}
-
-static GEN_SETTABLE: ParamTable<4> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    END,
-]);
-
-unsafe extern "C" fn rsa_gen_settable_params(
-    _genctx: *mut c_void,
-    _provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    GEN_SETTABLE.as_ptr()
-}
-
-static PSS_GEN_SETTABLE: ParamTable<7> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
-    END,
-]);
-
-unsafe extern "C" fn pss_gen_settable_params(
-    _genctx: *mut c_void,
-    _provctx: *mut c_void,
-) -> *const OSSL_PARAM {
-    PSS_GEN_SETTABLE.as_ptr()
-}
-
-unsafe extern "C" fn rsa_gen(
-    genctx: *mut c_void,
-    _cb: OSSL_CALLBACK,
-    _cbarg: *mut c_void,
-) -> *mut c_void {
-    // SAFETY: genctx is ours or NULL.
-    let Some(g) = (unsafe { (genctx as *const GenCtx).as_ref() }) else {
-        return ptr::null_mut();
-    };
-    guard(Some(g.prov()), ptr::null_mut(), || {
-        if g.selection & SELECT_KEYPAIR == 0 {
-            return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
-        }
-        let key = RsaKey::generate_in(&g.prov().op_ctx(), g.bits, &g.e)
-            .map_err(|e| Error::from_rsa("RSA key generation failed", e))?;
-        Ok(boxed(
-            g.prov,
-            g.kind,
-            Some(Arc::new(key)),
-            g.pss.restrictions(),
-        ))
-    })
-}
-
-unsafe extern "C" fn rsa_gen_cleanup(genctx: *mut c_void) {
-    quiet((), || {
-        if !genctx.is_null() {
-            // SAFETY: genctx came from Box::into_raw in rsa_gen_init.
-            drop(unsafe { Box::from_raw(genctx as *mut GenCtx) });
-        }
-    })
 }
 
 macro_rules! keymgmt_table {

@@ -1,0 +1,312 @@
+//! Asymmetric cipher `RSA`: encryption and decryption with PKCS#1 v1.5,
+//! OAEP, no padding, and the TLS 1.2 RSA key exchange mode.
+
+use std::ffi::{c_int, c_uchar, c_void};
+use std::ptr;
+use std::sync::Arc;
+
+use ibmca_shim::stats::{self, Backend};
+use ibmca_shim::Op;
+
+use crate::boundary::{free_object, guard, into_object};
+use crate::digest::DigestId;
+use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
+use crate::enc_padding::TLS_PREMASTER_LEN;
+use crate::error::{fail, Error, Reason, Result};
+use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
+use crate::params::{self, param, ParamTable, END, OCTETS, UINT, UTF8};
+use crate::prov::ProvCtx;
+
+mod ctx;
+
+pub use ctx::CipherCtx;
+use ctx::{Decrypted, EncPad};
+
+/// OSSL_ASYM_CIPHER_PARAM_IMPLICIT_REJECTION of OpenSSL 3.2+ (absent from
+/// 3.0's headers): 1 (default) = PKCS#1 v1.5 decryption returns a synthetic
+/// message for bad padding; 0 = an error.
+pub(super) const IMPLICIT_REJECTION: &[u8] = b"implicit-rejection\0";
+
+fn with_ctx<T>(ctx: *mut c_void, failure: T, body: impl FnOnce(&mut CipherCtx) -> Result<T>) -> T {
+    // SAFETY: ctx is a CipherCtx created by newctx/dupctx (or NULL); OpenSSL
+    // does not use one operation context from two threads at once.
+    let Some(c) = (unsafe { (ctx as *mut CipherCtx).as_mut() }) else {
+        return failure;
+    };
+    let prov = c.prov;
+    // SAFETY: live provider context (see CipherCtx::prov).
+    guard(Some(unsafe { &*prov }), failure, || body(c))
+}
+
+unsafe extern "C" fn newctx(provctx: *mut c_void) -> *mut c_void {
+    // SAFETY: provctx is ours.
+    let prov = unsafe { ProvCtx::from_ptr(provctx) };
+    guard(prov, ptr::null_mut(), || {
+        let Some(p) = prov else {
+            return fail(Reason::Internal, "no provider context");
+        };
+        Ok(into_object(CipherCtx::fresh(p)))
+    })
+}
+
+unsafe extern "C" fn freectx(ctx: *mut c_void) {
+    // SAFETY: ctx is NULL or came from into_object::<CipherCtx> in
+    // newctx/dupctx.
+    unsafe { free_object::<CipherCtx>(ctx) }
+}
+
+unsafe extern "C" fn dupctx(ctx: *mut c_void) -> *mut c_void {
+    with_ctx(ctx, ptr::null_mut(), |c| Ok(into_object(c.clone())))
+}
+
+unsafe extern "C" fn encrypt_init(
+    ctx: *mut c_void,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| c.init(provkey, false, params).map(|_| 1))
+}
+
+unsafe extern "C" fn decrypt_init(
+    ctx: *mut c_void,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| c.init(provkey, true, params).map(|_| 1))
+}
+
+/// # Safety
+/// `outlen` must be writable; `input` valid for `inlen` bytes; `out` NULL or
+/// writable for `outsize` bytes.
+unsafe fn run(
+    c: &mut CipherCtx,
+    decrypting: bool,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    input: *const c_uchar,
+    inlen: usize,
+) -> Result<c_int> {
+    if outlen.is_null() {
+        return fail(Reason::Internal, "NULL output length");
+    }
+    let key = Arc::clone(c.key.as_ref().ok_or_else(|| {
+        Error::new(
+            Reason::MissingKey,
+            "the cipher operation was not initialised with a key",
+        )
+    })?);
+    if out.is_null() {
+        // As OpenSSL: the TLS mode's result is always a premaster secret.
+        let size = if decrypting && c.pad == EncPad::Tls {
+            TLS_PREMASTER_LEN
+        } else {
+            key.size()
+        };
+        // SAFETY: checked non-NULL.
+        unsafe { *outlen = size };
+        return Ok(1);
+    }
+    let input = if inlen == 0 || input.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::slice::from_raw_parts(input, inlen) }
+    };
+    // SAFETY: forwarded from the caller.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, outsize) };
+    let op = if decrypting { Op::Decrypt } else { Op::Encrypt };
+    // A refusal before the RSA primitive is still a failed operation.
+    let refused = |e: Error| {
+        stats::record(op, Backend::Failed, key.bits());
+        e
+    };
+    let n = if decrypting {
+        c.check_decrypt(input, out.len()).map_err(refused)?;
+        match c.decrypt(input, out)? {
+            Decrypted::Len(n) => n,
+            Decrypted::BadPadding => {
+                // Only the reason, whose text is in the reason strings: the
+                // failure formats, allocates and copies nothing.
+                c.prov().sink.raise_reason(Reason::DecryptionFailed);
+                return Ok(0);
+            }
+        }
+    } else {
+        let k = key.size();
+        // Checked before the exponentiation: a ciphertext is always k bytes.
+        if out.len() < k {
+            return Err(refused(Error::new(
+                Reason::BadLength,
+                format!("output buffer holds {} bytes, {k} needed", out.len()),
+            )));
+        }
+        let em = c.encode(input).map_err(refused)?;
+        let ct = key.public_op_in(&c.prov().op_ctx(), Op::Encrypt, &em)?;
+        out[..ct.len()].copy_from_slice(&ct);
+        ct.len()
+    };
+    // SAFETY: checked non-NULL.
+    unsafe { *outlen = n };
+    Ok(1)
+}
+
+unsafe extern "C" fn encrypt(
+    ctx: *mut c_void,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    input: *const c_uchar,
+    inlen: usize,
+) -> c_int {
+    // SAFETY: OpenSSL's contract for encrypt matches `run`'s.
+    with_ctx(ctx, 0, |c| unsafe {
+        run(c, false, out, outlen, outsize, input, inlen)
+    })
+}
+
+unsafe extern "C" fn decrypt(
+    ctx: *mut c_void,
+    out: *mut c_uchar,
+    outlen: *mut usize,
+    outsize: usize,
+    input: *const c_uchar,
+    inlen: usize,
+) -> c_int {
+    // SAFETY: OpenSSL's contract for decrypt matches `run`'s.
+    with_ctx(ctx, 0, |c| unsafe {
+        run(c, true, out, outlen, outsize, input, inlen)
+    })
+}
+
+unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: `out` is the caller's terminated, writable array.
+        unsafe {
+            if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE) {
+                if p.data_type == UTF8 {
+                    params::set_static_str(p, c.pad.name())?;
+                } else {
+                    params::set_int(p, c.pad.to_int())?;
+                }
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST) {
+                params::set_static_str(p, c.oaep_md.unwrap_or(DigestId::Sha1).info().name)?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST) {
+                let md = c.mgf1.or(c.oaep_md).unwrap_or(DigestId::Sha1);
+                params::set_static_str(p, md.info().name)?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL) {
+                params::set_octets(p, c.label.as_deref().unwrap_or(&[]))?;
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION) {
+                params::set_size(p, c.client_version as usize)?;
+            }
+            if let Some(p) =
+                params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION)
+            {
+                params::set_size(p, c.alt_version as usize)?;
+            }
+            if let Some(p) = params::find_mut(out, IMPLICIT_REJECTION) {
+                params::set_size(p, usize::from(c.implicit_rejection))?;
+            }
+        }
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    with_ctx(ctx, 0, |c| c.set_params(params).map(|_| 1))
+}
+
+static CTX_PARAMS: ParamTable<10> = ParamTable([
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTETS),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION, UINT),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION, UINT),
+    // Sized like OpenSSL's own entry, so OpenSSL 3.0's text-to-parameter
+    // fallback (`-pkeyopt implicit-rejection:0`) makes a 4-byte value rather
+    // than a zero-length one for 0.
+    OSSL_PARAM {
+        data_size: std::mem::size_of::<std::ffi::c_uint>(),
+        ..param(IMPLICIT_REJECTION, UINT)
+    },
+    END,
+]);
+
+unsafe extern "C" fn ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
+    CTX_PARAMS.as_ptr()
+}
+
+pub static RSA_ASYM_CIPHER: [OSSL_DISPATCH; 12] = [
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_NEWCTX,
+        ffi::OSSL_FUNC_asym_cipher_newctx_fn,
+        newctx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_FREECTX,
+        ffi::OSSL_FUNC_asym_cipher_freectx_fn,
+        freectx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_DUPCTX,
+        ffi::OSSL_FUNC_asym_cipher_dupctx_fn,
+        dupctx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT,
+        ffi::OSSL_FUNC_asym_cipher_encrypt_init_fn,
+        encrypt_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_ENCRYPT,
+        ffi::OSSL_FUNC_asym_cipher_encrypt_fn,
+        encrypt
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT,
+        ffi::OSSL_FUNC_asym_cipher_decrypt_init_fn,
+        decrypt_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_DECRYPT,
+        ffi::OSSL_FUNC_asym_cipher_decrypt_fn,
+        decrypt
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS,
+        ffi::OSSL_FUNC_asym_cipher_get_ctx_params_fn,
+        get_ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS,
+        ffi::OSSL_FUNC_asym_cipher_gettable_ctx_params_fn,
+        ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS,
+        ffi::OSSL_FUNC_asym_cipher_set_ctx_params_fn,
+        set_ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS,
+        ffi::OSSL_FUNC_asym_cipher_settable_ctx_params_fn,
+        ctx_params
+    ),
+    DISPATCH_END,
+];
+
+pub static ALGORITHMS: AlgorithmTable<2> = AlgorithmTable([
+    algorithm(
+        b"RSA:rsaEncryption:1.2.840.113549.1.1.1\0",
+        &RSA_ASYM_CIPHER,
+        b"rustica RSA encryption (PKCS#1 v1.5, OAEP, TLS)\0",
+    ),
+    ALGORITHM_END,
+]);

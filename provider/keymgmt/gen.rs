@@ -1,0 +1,196 @@
+//! RSA and RSA-PSS key generation: the generation context, its
+//! parameters, and the generation itself.
+
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::sync::Arc;
+
+use ibmca_shim::RsaKey;
+
+use super::pss::PssFields;
+use super::{boxed, KeyKind, SELECT_KEYPAIR};
+use crate::boundary::{free_object, guard, into_object};
+use crate::error::{fail, Error, Reason, Result};
+use crate::ffi::{self, OSSL_CALLBACK, OSSL_PARAM};
+use crate::params::{self, param, ParamTable, END, INT, UINT, UTF8};
+use crate::prov::ProvCtx;
+
+pub struct GenCtx {
+    prov: *const ProvCtx,
+    kind: KeyKind,
+    selection: c_int,
+    bits: u32,
+    e: Vec<u8>,
+    pss: PssFields,
+}
+
+impl GenCtx {
+    fn prov<'p>(&self) -> &'p ProvCtx {
+        // SAFETY: as for KeyObj::prov.
+        unsafe { &*self.prov }
+    }
+
+    fn set(&mut self, params: *const OSSL_PARAM) -> Result<()> {
+        // SAFETY: `params` is the caller's terminated array (or NULL).
+        unsafe {
+            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_BITS) {
+                let bits = params::get_size(p)?;
+                if bits < ibmca_shim::MIN_BITS as usize {
+                    return fail(
+                        Reason::KeySizeTooSmall,
+                        format!(
+                            "RSA key size {bits} is below the minimum of {} bits",
+                            ibmca_shim::MIN_BITS
+                        ),
+                    );
+                }
+                if bits > ibmca_shim::MAX_BITS as usize {
+                    return fail(
+                        Reason::InvalidParameter,
+                        format!(
+                            "RSA key size {bits} is above the maximum of {} bits",
+                            ibmca_shim::MAX_BITS
+                        ),
+                    );
+                }
+                self.bits = bits as u32;
+            }
+            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_PRIMES) {
+                let primes = params::get_size(p)?;
+                if primes != 2 {
+                    return fail(
+                        Reason::Unsupported,
+                        format!("RSA keys with {primes} primes are not supported (only 2)"),
+                    );
+                }
+            }
+            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_E) {
+                let e = params::get_uint_be(p)?;
+                let e = params::strip_zeros(&e);
+                let odd = e.last().is_some_and(|b| b & 1 == 1);
+                if !odd || e == [1] {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "the RSA public exponent must be odd and at least 3 (65537 is usual)",
+                    );
+                }
+                self.e = e.to_vec();
+            }
+        }
+        if self.kind == KeyKind::RsaPss {
+            self.pss.update(self.prov(), params)?;
+        }
+        Ok(())
+    }
+}
+
+fn gen_init(
+    provctx: *mut c_void,
+    kind: KeyKind,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> *mut c_void {
+    // SAFETY: provctx is ours.
+    let prov = unsafe { ProvCtx::from_ptr(provctx) };
+    guard(prov, ptr::null_mut(), || {
+        let mut g = GenCtx {
+            prov: provctx as *const ProvCtx,
+            kind,
+            selection,
+            bits: 2048,
+            e: vec![0x01, 0x00, 0x01],
+            pss: PssFields::default(),
+        };
+        g.set(params)?;
+        Ok(into_object(g))
+    })
+}
+
+pub(super) unsafe extern "C" fn rsa_gen_init(
+    provctx: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> *mut c_void {
+    gen_init(provctx, KeyKind::Rsa, selection, params)
+}
+
+pub(super) unsafe extern "C" fn pss_gen_init(
+    provctx: *mut c_void,
+    selection: c_int,
+    params: *const OSSL_PARAM,
+) -> *mut c_void {
+    gen_init(provctx, KeyKind::RsaPss, selection, params)
+}
+
+pub(super) unsafe extern "C" fn rsa_gen_set_params(
+    genctx: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    // SAFETY: genctx is ours or NULL.
+    let Some(g) = (unsafe { (genctx as *mut GenCtx).as_mut() }) else {
+        return 0;
+    };
+    let prov = g.prov;
+    // SAFETY: live provider context.
+    guard(Some(unsafe { &*prov }), 0, || g.set(params).map(|_| 1))
+}
+
+static GEN_SETTABLE: ParamTable<4> = ParamTable([
+    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
+    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
+    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
+    END,
+]);
+
+pub(super) unsafe extern "C" fn rsa_gen_settable_params(
+    _genctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    GEN_SETTABLE.as_ptr()
+}
+
+static PSS_GEN_SETTABLE: ParamTable<7> = ParamTable([
+    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
+    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
+    param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
+    param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
+    param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
+    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
+    END,
+]);
+
+pub(super) unsafe extern "C" fn pss_gen_settable_params(
+    _genctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    PSS_GEN_SETTABLE.as_ptr()
+}
+
+pub(super) unsafe extern "C" fn rsa_gen(
+    genctx: *mut c_void,
+    _cb: OSSL_CALLBACK,
+    _cbarg: *mut c_void,
+) -> *mut c_void {
+    // SAFETY: genctx is ours or NULL.
+    let Some(g) = (unsafe { (genctx as *const GenCtx).as_ref() }) else {
+        return ptr::null_mut();
+    };
+    guard(Some(g.prov()), ptr::null_mut(), || {
+        if g.selection & SELECT_KEYPAIR == 0 {
+            return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
+        }
+        let key = RsaKey::generate_in(&g.prov().op_ctx(), g.bits, &g.e)
+            .map_err(|e| Error::from_rsa("RSA key generation failed", e))?;
+        Ok(boxed(
+            g.prov,
+            g.kind,
+            Some(Arc::new(key)),
+            g.pss.restrictions(),
+        ))
+    })
+}
+
+pub(super) unsafe extern "C" fn rsa_gen_cleanup(genctx: *mut c_void) {
+    // SAFETY: genctx is NULL or came from into_object::<GenCtx> in gen_init.
+    unsafe { free_object::<GenCtx>(genctx) }
+}

@@ -1,0 +1,596 @@
+//! The signature operation context: its settings (padding, digests, PSS
+//! salt, an RSA-PSS key's restrictions) and how they are checked as they
+//! are set. No OpenSSL core is needed here beyond the digests.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use ibmca_shim::RsaKey;
+
+use crate::der;
+use crate::digest::{DigestCache, DigestId, Hasher};
+use crate::error::{fail, Error, Reason, Result};
+use crate::ffi::{self, OSSL_PARAM};
+use crate::keymgmt::{KeyKind, KeyObj, PssRestrictions};
+use crate::pad_mode::{self, PadMode};
+use crate::padding::{Pss, SALT_AUTO, SALT_DIGEST, SALT_MAX};
+use crate::params::{self, UTF8};
+use crate::prov::ProvCtx;
+
+/// A PSS salt length given by name: "digest", "max", "auto" or a
+/// non-negative number of bytes.
+pub(super) fn parse_salt_len(s: &str) -> Result<i32> {
+    match s {
+        "digest" => Ok(SALT_DIGEST),
+        "max" => Ok(SALT_MAX),
+        "auto" => Ok(SALT_AUTO),
+        s => s.parse::<i32>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+            Error::new(
+                Reason::InvalidParameter,
+                format!("PSS salt length '{s}' is not digest, max, auto or a number"),
+            )
+        }),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pad {
+    Pkcs1,
+    Pss,
+    None,
+    X931,
+}
+
+impl Pad {
+    fn from_mode(number: u32) -> Option<Pad> {
+        [Pad::Pkcs1, Pad::Pss, Pad::None, Pad::X931]
+            .into_iter()
+            .find(|p| p.mode().number == number)
+    }
+    pub(super) fn from_int(v: i32) -> Result<Pad> {
+        Pad::from_mode(v as u32).ok_or_else(|| {
+            Error::new(
+                Reason::InvalidParameter,
+                format!("padding mode {v} is not valid for RSA signatures (pkcs1, pss or none)"),
+            )
+        })
+    }
+    pub(super) fn from_name(s: &str) -> Result<Pad> {
+        pad_mode::by_name(s)
+            .and_then(|m| Pad::from_mode(m.number))
+            .ok_or_else(|| {
+                Error::new(
+                    Reason::InvalidParameter,
+                    format!(
+                        "padding mode '{s}' is not valid for RSA signatures (pkcs1, pss or none)"
+                    ),
+                )
+            })
+    }
+    fn mode(self) -> PadMode {
+        match self {
+            Pad::Pkcs1 => pad_mode::PKCS1,
+            Pad::Pss => pad_mode::PSS,
+            Pad::None => pad_mode::NONE,
+            Pad::X931 => pad_mode::X931,
+        }
+    }
+    pub(super) fn to_int(self) -> i32 {
+        self.mode().number as i32
+    }
+    pub(super) fn name(self) -> &'static CStr {
+        self.mode().name
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Purpose {
+    Sign,
+    Verify,
+    VerifyRecover,
+}
+
+pub struct SigCtx {
+    pub(super) prov: *const ProvCtx,
+    pub(super) key: Option<Arc<RsaKey>>,
+    pub(super) purpose: Purpose,
+    pub(super) pad: Pad,
+    pub(super) md: Option<DigestId>,
+    pub(super) mgf1: Option<DigestId>,
+    pub(super) saltlen: i32,
+    /// Running hash of a digest-sign/verify; `hashing` is set once data has
+    /// gone in, after which the digest can no longer change.
+    pub(super) hasher: Option<Hasher>,
+    pub(super) hashing: bool,
+    /// Set for RSA-PSS keys: PSS padding only, within `restrict` if given.
+    pub(super) pss_only: bool,
+    pub(super) restrict: Option<PssRestrictions>,
+    /// Digests fetched for this operation, released with it (never at
+    /// provider teardown, when the library context may be half gone).
+    pub(super) digests: DigestCache,
+}
+
+impl SigCtx {
+    /// A context with no key yet, under the provider context `prov`.
+    pub(super) fn new(prov: *const ProvCtx, digests: DigestCache) -> SigCtx {
+        SigCtx {
+            prov,
+            key: None,
+            purpose: Purpose::Sign,
+            pad: Pad::Pkcs1,
+            md: None,
+            mgf1: None,
+            saltlen: SALT_AUTO,
+            hasher: None,
+            hashing: false,
+            pss_only: false,
+            restrict: None,
+            digests,
+        }
+    }
+
+    /// A copy for dupctx, a running hash included.
+    pub(super) fn try_clone(&self) -> Result<SigCtx> {
+        Ok(SigCtx {
+            hasher: self.hasher.as_ref().map(Hasher::try_clone).transpose()?,
+            key: self.key.clone(),
+            digests: self.digests.clone(),
+            ..*self
+        })
+    }
+    pub(super) fn prov<'p>(&self) -> &'p ProvCtx {
+        // SAFETY: contexts are created under a live provider context, which
+        // OpenSSL frees only after every operation context.
+        unsafe { &*self.prov }
+    }
+
+    pub(super) fn key(&self) -> Result<&RsaKey> {
+        self.key.as_deref().ok_or_else(|| {
+            Error::new(
+                Reason::MissingKey,
+                "the signature operation was not initialised with a key",
+            )
+        })
+    }
+
+    pub(super) fn init(
+        &mut self,
+        provkey: *mut c_void,
+        purpose: Purpose,
+        params: *const OSSL_PARAM,
+    ) -> Result<()> {
+        // SAFETY: provkey is a key object of rustica's key manager (OpenSSL
+        // only pairs our signature with our keymgmt) or NULL.
+        let (key, pss_only, restrict) = match unsafe { KeyObj::from_ptr(provkey) } {
+            Some(obj) => (Arc::clone(obj.rsa()?), obj.kind == KeyKind::RsaPss, obj.pss),
+            // A NULL key re-initialises with the key already set, as the
+            // default provider does (`openssl dgst` resets its digest BIO
+            // that way after every verification).
+            None => match &self.key {
+                Some(k) => (Arc::clone(k), self.pss_only, self.restrict),
+                None => {
+                    return fail(
+                        Reason::MissingKey,
+                        "no key given to the signature operation",
+                    )
+                }
+            },
+        };
+        let key_bits = key.bits();
+        if purpose == Purpose::Sign && !key.has_private() {
+            return fail(
+                Reason::MissingKey,
+                "signing needs a private key; this RSA key is public only",
+            );
+        }
+        self.key = Some(key);
+        self.purpose = purpose;
+        self.pad = Pad::Pkcs1;
+        self.md = None;
+        self.mgf1 = None;
+        self.saltlen = SALT_AUTO;
+        self.hasher = None;
+        self.hashing = false;
+        self.pss_only = pss_only;
+        self.restrict = restrict;
+        if self.pss_only {
+            if purpose == Purpose::VerifyRecover {
+                return fail(
+                    Reason::Unsupported,
+                    "RSA-PSS keys cannot recover signed data",
+                );
+            }
+            self.pad = Pad::Pss;
+            if let Some(r) = self.restrict {
+                // A key whose own minimum salt cannot fit its modulus can
+                // never sign or verify: refused at init, as OpenSSL does.
+                let em_len = (key_bits as usize - 1).div_ceil(8);
+                let room = em_len.saturating_sub(r.md.size() + 2);
+                if r.min_salt > room {
+                    return fail(
+                        Reason::InvalidSaltLength,
+                        format!(
+                            "this RSA-PSS key requires a salt of at least {} bytes; \
+                             a {}-bit key with {} has room for {room}",
+                            r.min_salt,
+                            key_bits,
+                            r.md.info().name.to_string_lossy()
+                        ),
+                    );
+                }
+                self.md = Some(r.md);
+                self.mgf1 = Some(r.mgf1);
+                self.saltlen = r.min_salt as i32;
+            }
+        }
+        self.set_params(params)
+    }
+
+    pub(super) fn check_restricted(
+        &self,
+        what: &str,
+        allowed: Option<DigestId>,
+        id: DigestId,
+    ) -> Result<()> {
+        match allowed {
+            Some(a) if a != id => fail(
+                Reason::InvalidParameter,
+                format!(
+                    "this RSA-PSS key is restricted to {what} {}; {} is not allowed",
+                    a.info().name.to_string_lossy(),
+                    id.info().name.to_string_lossy()
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn set_md(&mut self, id: DigestId) -> Result<()> {
+        self.check_restricted("digest", self.restrict.map(|r| r.md), id)?;
+        // Rejected when set (as OpenSSL does), not later at sign/verify.
+        if self.pad == Pad::None {
+            return fail(
+                Reason::InvalidParameter,
+                "padding mode none cannot be used with a digest",
+            );
+        }
+        if self.pad == Pad::Pss && !id.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
+        if self.hashing && self.md != Some(id) {
+            return fail(
+                Reason::InvalidParameter,
+                "the digest cannot change after data has been hashed",
+            );
+        }
+        if self.md != Some(id) {
+            self.hasher = None;
+        }
+        self.md = Some(id);
+        Ok(())
+    }
+
+    pub(super) fn set_params(&mut self, params: *const OSSL_PARAM) -> Result<()> {
+        // SAFETY: `params` is the caller's terminated array (or NULL).
+        unsafe {
+            if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {
+                let id = self.prov().digests().resolve(params::get_str(p)?)?;
+                self.set_md(id)?;
+            }
+            if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PAD_MODE) {
+                let pad = if p.data_type == UTF8 {
+                    Pad::from_name(params::get_str(p)?)?
+                } else {
+                    Pad::from_int(params::get_int(p)?)?
+                };
+                if pad == Pad::Pss && self.purpose == Purpose::VerifyRecover {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "PSS padding cannot be used to recover data",
+                    );
+                }
+                if pad == Pad::X931 {
+                    return fail(
+                        Reason::Unsupported,
+                        "X9.31 padding is not supported by rustica",
+                    );
+                }
+                if self.pss_only && pad != Pad::Pss {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "RSA-PSS keys can only be used with PSS padding",
+                    );
+                }
+                if pad == Pad::None && self.md.is_some() {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "padding mode none cannot be used with a digest",
+                    );
+                }
+                if pad == Pad::Pss && self.md.is_some_and(|md| !md.has_oid()) {
+                    return fail(
+                        Reason::UnsupportedDigest,
+                        "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+                    );
+                }
+                self.pad = pad;
+                // OpenSSL's default for PSS without a digest (a raw
+                // EVP_PKEY_sign/verify of a precomputed hash): SHA-1, and
+                // MGF1 with the same digest. A digest set later replaces it.
+                if pad == Pad::Pss && self.md.is_none() {
+                    self.md = Some(DigestId::Sha1);
+                }
+            }
+            if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN) {
+                if self.pad != Pad::Pss {
+                    return fail(
+                        Reason::InvalidParameter,
+                        "a PSS salt length needs PSS padding",
+                    );
+                }
+                let v = if p.data_type == UTF8 {
+                    parse_salt_len(params::get_str(p)?)?
+                } else {
+                    params::get_int(p)?
+                };
+                if v < SALT_MAX {
+                    return fail(
+                        Reason::InvalidParameter,
+                        format!("PSS salt length {v} is not valid"),
+                    );
+                }
+                // A restricted RSA-PSS key's minimum is enforced when set.
+                let fixed = match v {
+                    SALT_DIGEST => self.md.map(|md| md.size() as i32),
+                    v if v >= 0 => Some(v),
+                    _ => None,
+                };
+                if let (Some(r), Some(len)) = (self.restrict, fixed) {
+                    if (len as usize) < r.min_salt {
+                        return fail(
+                            Reason::InvalidSaltLength,
+                            format!(
+                                "PSS salt length {len} is below this key's minimum of {}",
+                                r.min_salt
+                            ),
+                        );
+                    }
+                }
+                self.saltlen = v;
+            }
+            if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST) {
+                if self.pad != Pad::Pss {
+                    return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
+                }
+                let id = self.prov().digests().resolve(params::get_str(p)?)?;
+                self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
+                self.mgf1 = Some(id);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn pss(&self, key: &RsaKey) -> Result<Pss<'_>> {
+        let md = self
+            .md
+            .ok_or_else(|| Error::new(Reason::InvalidParameter, "PSS padding needs a digest"))?;
+        if !md.has_oid() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
+        Pss::new(
+            &self.digests,
+            md,
+            self.mgf1.unwrap_or(md),
+            key.bits() as usize,
+        )
+    }
+
+    pub(super) fn check_digest_len(&self, tbs: &[u8]) -> Result<()> {
+        match self.md {
+            Some(md) if tbs.len() != md.size() => fail(
+                Reason::BadLength,
+                format!(
+                    "{} bytes given where a {} digest of {} bytes was expected",
+                    tbs.len(),
+                    md.info().name.to_string_lossy(),
+                    md.size()
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn hasher(&mut self) -> Result<&mut Hasher> {
+        if self.hasher.is_none() {
+            let md = self.md.unwrap_or(DigestId::Sha256);
+            self.md = Some(md);
+            self.hasher = Some(Hasher::new(&self.digests, md)?);
+        }
+        Ok(self.hasher.as_mut().expect("set above"))
+    }
+
+    pub(super) fn finish_hash(&mut self) -> Result<Vec<u8>> {
+        let digest = self.hasher()?.finish()?;
+        self.hasher = None;
+        self.hashing = false;
+        Ok(digest)
+    }
+
+    pub(super) fn algorithm_id(&self) -> Result<Option<Vec<u8>>> {
+        let Some(md) = self.md.filter(|md| md.has_oid()) else {
+            return Ok(None);
+        };
+        Ok(match self.pad {
+            Pad::Pkcs1 => Some(der::pkcs1_algorithm_id(md)),
+            Pad::Pss => {
+                let key = self.key()?;
+                let pss = self.pss(key)?;
+                let salt = pss.signing_salt_len(self.saltlen)?;
+                Some(der::pss_algorithm_id(md, pss.mgf1(), salt))
+            }
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{param, END, INT};
+
+    /// A context that never reaches the provider: none of these tests
+    /// names a digest by string, the only use of the provider context here.
+    fn ctx() -> SigCtx {
+        SigCtx::new(std::ptr::null(), DigestCache::new(std::ptr::null_mut()))
+    }
+
+    fn reason<T: std::fmt::Debug>(r: Result<T>) -> Reason {
+        r.expect_err("should have been refused").reason
+    }
+
+    /// Runs set_params with one UTF-8 string parameter.
+    fn set_str(c: &mut SigCtx, key: &'static [u8], value: &str) -> Result<()> {
+        let mut p = param(key, UTF8);
+        p.data = value.as_ptr() as *mut c_void;
+        p.data_size = value.len();
+        let list = [p, END];
+        c.set_params(list.as_ptr())
+    }
+
+    /// Runs set_params with one integer parameter.
+    fn set_int(c: &mut SigCtx, key: &'static [u8], mut value: i32) -> Result<()> {
+        let mut p = param(key, INT);
+        p.data = &mut value as *mut i32 as *mut c_void;
+        p.data_size = std::mem::size_of::<i32>();
+        let list = [p, END];
+        c.set_params(list.as_ptr())
+    }
+
+    #[test]
+    fn salt_lengths_parse_by_name_and_number() {
+        assert_eq!(parse_salt_len("digest").unwrap(), SALT_DIGEST);
+        assert_eq!(parse_salt_len("max").unwrap(), SALT_MAX);
+        assert_eq!(parse_salt_len("auto").unwrap(), SALT_AUTO);
+        assert_eq!(parse_salt_len("0").unwrap(), 0);
+        assert_eq!(parse_salt_len("32").unwrap(), 32);
+        assert_eq!(reason(parse_salt_len("-1")), Reason::InvalidParameter);
+        assert_eq!(reason(parse_salt_len("Max")), Reason::InvalidParameter);
+        assert_eq!(reason(parse_salt_len("")), Reason::InvalidParameter);
+    }
+
+    #[test]
+    fn padding_modes_parse_by_name_and_number_and_round_trip() {
+        for pad in [Pad::Pkcs1, Pad::Pss, Pad::None, Pad::X931] {
+            assert_eq!(Pad::from_int(pad.to_int()).unwrap(), pad);
+            assert_eq!(Pad::from_name(pad.name().to_str().unwrap()).unwrap(), pad);
+        }
+        assert_eq!(
+            Pad::from_int(ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap(),
+            Pad::Pss
+        );
+        // Encryption-only modes are not signature paddings.
+        assert_eq!(reason(Pad::from_name("oaep")), Reason::InvalidParameter);
+        let oaep = ffi::RSA_PKCS1_OAEP_PADDING as i32;
+        assert_eq!(reason(Pad::from_int(oaep)), Reason::InvalidParameter);
+        assert_eq!(reason(Pad::from_int(-1)), Reason::InvalidParameter);
+    }
+
+    #[test]
+    fn digests_are_checked_against_the_padding_when_set() {
+        let mut c = ctx();
+        c.pad = Pad::None;
+        assert_eq!(reason(c.set_md(DigestId::Sha256)), Reason::InvalidParameter);
+        c.pad = Pad::Pss;
+        assert_eq!(
+            reason(c.set_md(DigestId::Md5Sha1)),
+            Reason::UnsupportedDigest
+        );
+        c.pad = Pad::Pkcs1;
+        c.set_md(DigestId::Md5Sha1).unwrap();
+        assert_eq!(c.md, Some(DigestId::Md5Sha1));
+    }
+
+    #[test]
+    fn the_digest_cannot_change_once_data_is_hashed() {
+        let mut c = ctx();
+        c.set_md(DigestId::Sha256).unwrap();
+        c.hashing = true;
+        assert_eq!(reason(c.set_md(DigestId::Sha384)), Reason::InvalidParameter);
+        c.set_md(DigestId::Sha256).unwrap();
+    }
+
+    #[test]
+    fn a_restricted_pss_key_refuses_other_digests_and_short_salts() {
+        let mut c = ctx();
+        c.pad = Pad::Pss;
+        c.pss_only = true;
+        c.restrict = Some(PssRestrictions {
+            md: DigestId::Sha256,
+            mgf1: DigestId::Sha256,
+            min_salt: 32,
+        });
+        assert_eq!(reason(c.set_md(DigestId::Sha384)), Reason::InvalidParameter);
+        c.set_md(DigestId::Sha256).unwrap();
+        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
+        assert_eq!(
+            reason(set_str(&mut c, salt, "20")),
+            Reason::InvalidSaltLength
+        );
+        assert_eq!(reason(set_int(&mut c, salt, 31)), Reason::InvalidSaltLength);
+        set_str(&mut c, salt, "digest").unwrap();
+        assert_eq!(c.saltlen, SALT_DIGEST);
+        set_int(&mut c, salt, 40).unwrap();
+        assert_eq!(c.saltlen, 40);
+        // PSS-only keys take no other padding.
+        let pad = ffi::OSSL_SIGNATURE_PARAM_PAD_MODE;
+        assert_eq!(
+            reason(set_str(&mut c, pad, "pkcs1")),
+            Reason::InvalidParameter
+        );
+    }
+
+    #[test]
+    fn padding_settings_are_checked_against_each_other() {
+        let pad = ffi::OSSL_SIGNATURE_PARAM_PAD_MODE;
+        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
+        let mut c = ctx();
+        // A salt length needs PSS; X9.31 is refused; none refuses a digest.
+        assert_eq!(
+            reason(set_str(&mut c, salt, "max")),
+            Reason::InvalidParameter
+        );
+        assert_eq!(reason(set_str(&mut c, pad, "x931")), Reason::Unsupported);
+        c.set_md(DigestId::Sha256).unwrap();
+        assert_eq!(
+            reason(set_str(&mut c, pad, "none")),
+            Reason::InvalidParameter
+        );
+        // PSS without a digest defaults to SHA-1, as OpenSSL does.
+        let mut c = ctx();
+        set_int(&mut c, pad, ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap();
+        assert_eq!((c.pad, c.md), (Pad::Pss, Some(DigestId::Sha1)));
+        assert_eq!(reason(set_int(&mut c, salt, -4)), Reason::InvalidParameter);
+        // Recovery cannot use PSS.
+        let mut c = ctx();
+        c.purpose = Purpose::VerifyRecover;
+        assert_eq!(
+            reason(set_str(&mut c, pad, "pss")),
+            Reason::InvalidParameter
+        );
+    }
+
+    #[test]
+    fn a_digest_input_must_have_the_digest_length() {
+        let mut c = ctx();
+        c.check_digest_len(&[0; 7]).unwrap();
+        c.set_md(DigestId::Sha256).unwrap();
+        assert_eq!(reason(c.check_digest_len(&[0; 20])), Reason::BadLength);
+        c.check_digest_len(&[0; 32]).unwrap();
+    }
+}

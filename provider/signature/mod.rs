@@ -1,0 +1,521 @@
+//! Signature `RSA`: PKCS#1 v1.5, PSS and raw RSA over precomputed digests,
+//! digest-sign/verify with streaming and one-shot forms, verify-recover.
+
+use std::ffi::{c_int, c_uchar, c_void, CStr};
+use std::ptr;
+
+use crate::boundary::{free_object, guard, into_object};
+use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
+use crate::error::{fail, Reason, Result};
+use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
+use crate::padding::{SALT_AUTO, SALT_DIGEST, SALT_MAX};
+use crate::params::{self, param, ParamTable, END, OCTETS, UTF8};
+use crate::prov::ProvCtx;
+
+mod ctx;
+mod ops;
+
+use ctx::Purpose;
+pub use ctx::{Pad, SigCtx};
+
+/// Runs `body` on the context behind `ctx`, with the boundary.
+fn with_ctx<T>(ctx: *mut c_void, failure: T, body: impl FnOnce(&mut SigCtx) -> Result<T>) -> T {
+    // SAFETY: ctx is a SigCtx created by newctx/dupctx (or NULL); OpenSSL
+    // does not use one operation context from two threads at once.
+    let Some(c) = (unsafe { (ctx as *mut SigCtx).as_mut() }) else {
+        return failure;
+    };
+    let prov = c.prov;
+    // SAFETY: live provider context (see SigCtx::prov).
+    guard(Some(unsafe { &*prov }), failure, || body(c))
+}
+
+/// # Safety
+/// `p` must be valid for `len` bytes (or `len` is 0).
+unsafe fn bytes<'a>(p: *const c_uchar, len: usize) -> &'a [u8] {
+    if len == 0 || p.is_null() {
+        &[]
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+}
+
+/// Writes a result into the caller's buffer (or reports the size for NULL).
+///
+/// # Safety
+/// `out` must be NULL or writable for `size` bytes; `outlen` writable.
+unsafe fn emit(out: *mut c_uchar, outlen: *mut usize, size: usize, data: &[u8]) -> Result<c_int> {
+    if outlen.is_null() {
+        return fail(Reason::Internal, "NULL output length");
+    }
+    if !out.is_null() {
+        if size < data.len() {
+            return fail(
+                Reason::BadLength,
+                format!("output buffer holds {size} bytes, {} needed", data.len()),
+            );
+        }
+        // SAFETY: checked above; data does not overlap the caller's buffer.
+        unsafe { ptr::copy_nonoverlapping(data.as_ptr(), out, data.len()) };
+    }
+    // SAFETY: outlen is writable (checked non-NULL).
+    unsafe { *outlen = data.len() };
+    Ok(1)
+}
+
+/// The size query of sign/digest_sign_final: NULL output asks for the length.
+///
+/// # Safety
+/// `outlen` must be writable.
+unsafe fn report_size(outlen: *mut usize, k: usize) -> Result<c_int> {
+    if outlen.is_null() {
+        return fail(Reason::Internal, "NULL output length");
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { *outlen = k };
+    Ok(1)
+}
+
+unsafe extern "C" fn newctx(provctx: *mut c_void, _propq: *const std::ffi::c_char) -> *mut c_void {
+    // SAFETY: provctx is ours.
+    let prov = unsafe { ProvCtx::from_ptr(provctx) };
+    guard(prov, ptr::null_mut(), || {
+        let Some(p) = prov else {
+            return fail(Reason::Internal, "no provider context");
+        };
+        Ok(into_object(SigCtx::new(
+            provctx as *const ProvCtx,
+            p.digests(),
+        )))
+    })
+}
+
+unsafe extern "C" fn freectx(ctx: *mut c_void) {
+    // SAFETY: ctx is NULL or came from into_object::<SigCtx> in newctx/dupctx.
+    unsafe { free_object::<SigCtx>(ctx) }
+}
+
+unsafe extern "C" fn dupctx(ctx: *mut c_void) -> *mut c_void {
+    with_ctx(ctx, ptr::null_mut(), |c| Ok(into_object(c.try_clone()?)))
+}
+
+unsafe extern "C" fn sign_init(
+    ctx: *mut c_void,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        c.init(provkey, Purpose::Sign, params).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn verify_init(
+    ctx: *mut c_void,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        c.init(provkey, Purpose::Verify, params).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn verify_recover_init(
+    ctx: *mut c_void,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        c.init(provkey, Purpose::VerifyRecover, params).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn sign(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        let k = c.key()?.size();
+        if sig.is_null() {
+            // SAFETY: OpenSSL passes a writable length.
+            return unsafe { report_size(siglen, k) };
+        }
+        // SAFETY: OpenSSL passes tbs valid for tbslen bytes.
+        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) }, sigsize)?;
+        // SAFETY: sig is writable for sigsize bytes.
+        unsafe { emit(sig, siglen, sigsize, &s) }
+    })
+}
+
+unsafe extern "C" fn verify(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: OpenSSL passes buffers valid for their lengths.
+        let (sig, tbs) = unsafe { (bytes(sig, siglen), bytes(tbs, tbslen)) };
+        c.verify_digest(sig, tbs).map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn verify_recover(
+    ctx: *mut c_void,
+    rout: *mut c_uchar,
+    routlen: *mut usize,
+    routsize: usize,
+    sig: *const c_uchar,
+    siglen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        let k = c.key()?.size();
+        if rout.is_null() {
+            // SAFETY: OpenSSL passes a writable length.
+            return unsafe { report_size(routlen, k) };
+        }
+        // SAFETY: sig is valid for siglen bytes.
+        let data = c.recover(unsafe { bytes(sig, siglen) })?;
+        // SAFETY: rout is writable for routsize bytes.
+        unsafe { emit(rout, routlen, routsize, &data) }
+    })
+}
+
+fn digest_init(
+    c: &mut SigCtx,
+    mdname: *const std::ffi::c_char,
+    provkey: *mut c_void,
+    purpose: Purpose,
+    params: *const OSSL_PARAM,
+) -> Result<c_int> {
+    // A re-initialisation (NULL key) with no digest name keeps the digest,
+    // as the default provider does.
+    let previous_md = c.md.filter(|_| provkey.is_null() && c.key.is_some());
+    c.init(provkey, purpose, ptr::null())?;
+    let name = if mdname.is_null() {
+        previous_md
+            .map_or("SHA2-256", |md| md.info().aliases[0])
+            .to_string()
+    } else {
+        // SAFETY: OpenSSL passes a NUL-terminated digest name.
+        unsafe { CStr::from_ptr(mdname) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let id = c.prov().digests().resolve(&name)?;
+    c.set_md(id)?;
+    c.set_params(params)?;
+    Ok(1)
+}
+
+unsafe extern "C" fn digest_sign_init(
+    ctx: *mut c_void,
+    mdname: *const std::ffi::c_char,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        digest_init(c, mdname, provkey, Purpose::Sign, params)
+    })
+}
+
+unsafe extern "C" fn digest_verify_init(
+    ctx: *mut c_void,
+    mdname: *const std::ffi::c_char,
+    provkey: *mut c_void,
+    params: *const OSSL_PARAM,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        digest_init(c, mdname, provkey, Purpose::Verify, params)
+    })
+}
+
+unsafe extern "C" fn digest_update(
+    ctx: *mut c_void,
+    data: *const c_uchar,
+    datalen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: data is valid for datalen bytes.
+        let data = unsafe { bytes(data, datalen) };
+        c.hasher()?.update(data)?;
+        c.hashing = true;
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn digest_sign_final(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        let k = c.key()?.size();
+        if sig.is_null() {
+            // SAFETY: OpenSSL passes a writable length.
+            return unsafe { report_size(siglen, k) };
+        }
+        let digest = c.finish_hash()?;
+        let s = c.sign_digest(&digest, sigsize)?;
+        // SAFETY: sig is writable for sigsize bytes.
+        unsafe { emit(sig, siglen, sigsize, &s) }
+    })
+}
+
+unsafe extern "C" fn digest_sign(
+    ctx: *mut c_void,
+    sig: *mut c_uchar,
+    siglen: *mut usize,
+    sigsize: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        let k = c.key()?.size();
+        if sig.is_null() {
+            // SAFETY: OpenSSL passes a writable length.
+            return unsafe { report_size(siglen, k) };
+        }
+        // SAFETY: tbs is valid for tbslen bytes.
+        c.hasher()?.update(unsafe { bytes(tbs, tbslen) })?;
+        let digest = c.finish_hash()?;
+        let s = c.sign_digest(&digest, sigsize)?;
+        // SAFETY: sig is writable for sigsize bytes.
+        unsafe { emit(sig, siglen, sigsize, &s) }
+    })
+}
+
+unsafe extern "C" fn digest_verify_final(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        let digest = c.finish_hash()?;
+        // SAFETY: sig is valid for siglen bytes.
+        c.verify_digest(unsafe { bytes(sig, siglen) }, &digest)
+            .map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn digest_verify(
+    ctx: *mut c_void,
+    sig: *const c_uchar,
+    siglen: usize,
+    tbs: *const c_uchar,
+    tbslen: usize,
+) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: tbs is valid for tbslen bytes.
+        c.hasher()?.update(unsafe { bytes(tbs, tbslen) })?;
+        let digest = c.finish_hash()?;
+        // SAFETY: sig is valid for siglen bytes.
+        c.verify_digest(unsafe { bytes(sig, siglen) }, &digest)
+            .map(|_| 1)
+    })
+}
+
+unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c_int {
+    with_ctx(ctx, 0, |c| {
+        // SAFETY: `out` is the caller's terminated, writable array.
+        unsafe {
+            if let Some(p) = params::find_mut(out, ffi::OSSL_SIGNATURE_PARAM_ALGORITHM_ID) {
+                if let Some(aid) = c.algorithm_id()? {
+                    params::set_octets(p, &aid)?;
+                }
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_SIGNATURE_PARAM_PAD_MODE) {
+                if p.data_type == UTF8 {
+                    params::set_static_str(p, c.pad.name())?;
+                } else {
+                    params::set_int(p, c.pad.to_int())?;
+                }
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {
+                if let Some(md) = c.md {
+                    params::set_static_str(p, md.info().name)?;
+                }
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST) {
+                if let Some(md) = c.mgf1.or(c.md) {
+                    params::set_static_str(p, md.info().name)?;
+                }
+            }
+            if let Some(p) = params::find_mut(out, ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN) {
+                if p.data_type == UTF8 {
+                    let text = match c.saltlen {
+                        SALT_DIGEST => "digest".to_string(),
+                        SALT_MAX => "max".to_string(),
+                        SALT_AUTO => "auto".to_string(),
+                        n => n.to_string(),
+                    };
+                    params::set_str(p, &std::ffi::CString::new(text).unwrap_or_default())?;
+                } else {
+                    params::set_int(p, c.saltlen)?;
+                }
+            }
+        }
+        Ok(1)
+    })
+}
+
+static GETTABLE: ParamTable<6> = ParamTable([
+    param(ffi::OSSL_SIGNATURE_PARAM_ALGORITHM_ID, OCTETS),
+    param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_DIGEST, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN, UTF8),
+    END,
+]);
+
+static SETTABLE: ParamTable<7> = ParamTable([
+    param(ffi::OSSL_SIGNATURE_PARAM_DIGEST, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_PROPERTIES, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST, UTF8),
+    param(ffi::OSSL_SIGNATURE_PARAM_MGF1_PROPERTIES, UTF8),
+    END,
+]);
+
+unsafe extern "C" fn gettable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    GETTABLE.as_ptr()
+}
+
+unsafe extern "C" fn settable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    SETTABLE.as_ptr()
+}
+
+unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM) -> c_int {
+    with_ctx(ctx, 0, |c| c.set_params(params).map(|_| 1))
+}
+
+pub static RSA_SIGNATURE: [OSSL_DISPATCH; 22] = [
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_NEWCTX,
+        ffi::OSSL_FUNC_signature_newctx_fn,
+        newctx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_FREECTX,
+        ffi::OSSL_FUNC_signature_freectx_fn,
+        freectx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DUPCTX,
+        ffi::OSSL_FUNC_signature_dupctx_fn,
+        dupctx
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_SIGN_INIT,
+        ffi::OSSL_FUNC_signature_sign_init_fn,
+        sign_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_SIGN,
+        ffi::OSSL_FUNC_signature_sign_fn,
+        sign
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_VERIFY_INIT,
+        ffi::OSSL_FUNC_signature_verify_init_fn,
+        verify_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_VERIFY,
+        ffi::OSSL_FUNC_signature_verify_fn,
+        verify
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
+        ffi::OSSL_FUNC_signature_verify_recover_init_fn,
+        verify_recover_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
+        ffi::OSSL_FUNC_signature_verify_recover_fn,
+        verify_recover
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,
+        ffi::OSSL_FUNC_signature_digest_sign_init_fn,
+        digest_sign_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,
+        ffi::OSSL_FUNC_signature_digest_sign_update_fn,
+        digest_update
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,
+        ffi::OSSL_FUNC_signature_digest_sign_final_fn,
+        digest_sign_final
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN,
+        ffi::OSSL_FUNC_signature_digest_sign_fn,
+        digest_sign
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,
+        ffi::OSSL_FUNC_signature_digest_verify_init_fn,
+        digest_verify_init
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,
+        ffi::OSSL_FUNC_signature_digest_verify_update_fn,
+        digest_update
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,
+        ffi::OSSL_FUNC_signature_digest_verify_final_fn,
+        digest_verify_final
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY,
+        ffi::OSSL_FUNC_signature_digest_verify_fn,
+        digest_verify
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS,
+        ffi::OSSL_FUNC_signature_get_ctx_params_fn,
+        get_ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
+        ffi::OSSL_FUNC_signature_gettable_ctx_params_fn,
+        gettable_ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS,
+        ffi::OSSL_FUNC_signature_set_ctx_params_fn,
+        set_ctx_params
+    ),
+    dispatch!(
+        ffi::OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
+        ffi::OSSL_FUNC_signature_settable_ctx_params_fn,
+        settable_ctx_params
+    ),
+    DISPATCH_END,
+];
+
+pub static ALGORITHMS: AlgorithmTable<2> = AlgorithmTable([
+    algorithm(
+        b"RSA:rsaEncryption:1.2.840.113549.1.1.1\0",
+        &RSA_SIGNATURE,
+        b"rustica RSA signatures (PKCS#1 v1.5, PSS)\0",
+    ),
+    ALGORITHM_END,
+]);
