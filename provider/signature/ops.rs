@@ -111,17 +111,9 @@ impl SigCtx {
                 ),
             );
         }
-        let padded;
-        let input = if sig.len() < k {
-            let mut v = vec![0u8; k - sig.len()];
-            v.extend_from_slice(sig);
-            padded = v;
-            &padded[..]
-        } else {
-            sig
-        };
+        let input = full_length(sig, k);
         let (em, backend) = key
-            .public_op_uncounted(&self.prov().op_ctx(), Op::Verify, input)
+            .public_op_uncounted(&self.prov().op_ctx(), Op::Verify, &input)
             .map_err(|e| Error::invalid_signature(e))?;
         *used = Some(backend);
         Ok(em)
@@ -140,8 +132,7 @@ impl SigCtx {
             return Ok(None);
         }
         let key = self.key()?;
-        let mut input = vec![0u8; key.size().saturating_sub(sig.len())];
-        input.extend_from_slice(sig);
+        let input = full_length(sig, key.size());
         let fixed = key
             .public_op_recheck(&self.prov().op_ctx(), Op::Verify, &input, em)
             .map_err(|e| Error::invalid_signature(e))?;
@@ -255,4 +246,15 @@ impl SigCtx {
             ),
         }
     }
+}
+
+/// `sig` as a `k`-byte integer: a shorter signature is the same number,
+/// left-padded with zeros (see `SigCtx::open` for when that is accepted).
+fn full_length(sig: &[u8], k: usize) -> std::borrow::Cow<'_, [u8]> {
+    if sig.len() >= k {
+        return std::borrow::Cow::Borrowed(sig);
+    }
+    let mut v = vec![0u8; k - sig.len()];
+    v.extend_from_slice(sig);
+    std::borrow::Cow::Owned(v)
 }
