@@ -18,7 +18,7 @@
 # to fuzz/runs.log. Exits non-zero if any seed or run crashed.
 #
 # Needs the nightly toolchain and cargo-fuzz; both are installed if missing,
-# cargo-fuzz into /var/tmp/rustica-cache/cargo-fuzz (reused by later runs).
+# cargo-fuzz into $RUSTICA_CACHE (default /var/tmp/rustica-cache)/cargo-fuzz (reused by later runs).
 # With --ci the fuzz build directory is /var/tmp/rustica-cache/fuzz-target,
 # so a warm CI run recompiles only rustica itself.
 set -euo pipefail
@@ -45,7 +45,7 @@ else
 fi
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
-cache=/var/tmp/rustica-cache
+cache=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
 export PATH="$cache/cargo-fuzz/bin:$PATH"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
