@@ -50,6 +50,14 @@ fn main() {
         .blocklist_var("OSSL_ASYM_CIPHER_PARAM_PAD_MODE")
         .blocklist_var("OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST")
         .blocklist_var("OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS")
+        // OpenSSL 3.4's message-signing ids and types, which 3.0 headers
+        // lack: provider/ffi.rs defines them for every version, so one
+        // module build offers them when the running core has them.
+        .blocklist_var("OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES")
+        .blocklist_var("OSSL_FUNC_SIGNATURE_(SIGN|VERIFY)_MESSAGE_.*")
+        .blocklist_var("OSSL_SIGNATURE_PARAM_SIGNATURE")
+        .blocklist_type("OSSL_FUNC_signature_query_key_types_fn")
+        .blocklist_type("OSSL_FUNC_signature_(sign|verify)_message_.*_fn")
         .layout_tests(true)
         .generate()
         .expect("bindgen could not process the OpenSSL headers (is libssl-dev installed?)");

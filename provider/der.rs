@@ -54,7 +54,14 @@ pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
     if !md.has_oid() {
         return hash.to_vec();
     }
-    let alg = seq(&[&oid(md.info().oid), NULL]);
+    // OpenSSL writes SM3's DigestInfo with the OID of sm3WithRSAEncryption
+    // (1.2.156.10197.1.504), not SM3's own (…401); rustica writes and
+    // accepts what OpenSSL does, so signatures interoperate both ways.
+    let digest_oid = match md {
+        DigestId::Sm3 => md.info().pkcs1_sig_oid,
+        _ => md.info().oid,
+    };
+    let alg = seq(&[&oid(digest_oid), NULL]);
     seq(&[&alg, &tlv(0x04, hash)])
 }
 

@@ -29,6 +29,10 @@ pub enum DigestId {
     /// MD5 and SHA-1 concatenated (36 bytes): what TLS 1.0 and 1.1 sign
     /// with RSA, as PKCS#1 v1.5 without a DigestInfo.
     Md5Sha1,
+    Ripemd160,
+    /// Signs with RSA on OpenSSL 3.4 and later only, as the default
+    /// provider does (see `SigCtx::set_md`).
+    Sm3,
 }
 
 pub struct DigestInfo {
@@ -63,7 +67,7 @@ macro_rules! nist_sig_oid {
     };
 }
 
-pub static DIGESTS: [DigestInfo; 12] = [
+pub static DIGESTS: [DigestInfo; DIGEST_COUNT] = [
     DigestInfo {
         id: DigestId::Sha1,
         name: c"SHA1",
@@ -160,7 +164,26 @@ pub static DIGESTS: [DigestInfo; 12] = [
         oid: &[],
         pkcs1_sig_oid: &[],
     },
+    DigestInfo {
+        id: DigestId::Ripemd160,
+        name: c"RIPEMD160",
+        aliases: &["RIPEMD160", "RIPEMD-160", "RIPEMD", "RMD160"],
+        size: 20,
+        oid: &[0x2b, 0x24, 0x03, 0x02, 0x01],
+        pkcs1_sig_oid: &[0x2b, 0x24, 0x03, 0x03, 0x01, 0x02],
+    },
+    DigestInfo {
+        id: DigestId::Sm3,
+        name: c"SM3",
+        aliases: &["SM3"],
+        size: 32,
+        oid: &[0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x11],
+        pkcs1_sig_oid: &[0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x78],
+    },
 ];
+
+/// How many digests rustica knows (the length of [`DIGESTS`]).
+pub const DIGEST_COUNT: usize = 14;
 
 impl DigestId {
     pub fn info(self) -> &'static DigestInfo {
@@ -196,7 +219,7 @@ unsafe impl Sync for Md {}
 /// fetched outlives the operations: provider teardown holds no EVP_MD.
 pub struct DigestCache {
     libctx: *mut ffi::OSSL_LIB_CTX,
-    slots: [OnceLock<Md>; 12],
+    slots: [OnceLock<Md>; DIGEST_COUNT],
 }
 // SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
 // is thread-safe; the slots are OnceLocks.
@@ -247,7 +270,7 @@ impl DigestCache {
         let unknown = || {
             Error::new(
                 Reason::UnsupportedDigest,
-                format!("digest '{name}' is not supported for RSA (use SHA-1, SHA-2 or SHA-3)"),
+                format!("digest '{name}' is not supported for RSA (use SHA-1, SHA-2, SHA-3 or RIPEMD-160)"),
             )
         };
         if let Some(d) = DIGESTS

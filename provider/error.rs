@@ -31,10 +31,11 @@ pub enum Reason {
     DecryptionFailed = 16,
     BackendUnavailable = 17,
     HardwareFault = 18,
+    OutOfOrder = 19,
 }
 
 impl Reason {
-    const ALL: [Reason; 18] = [
+    const ALL: [Reason; 19] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -53,6 +54,7 @@ impl Reason {
         Reason::DecryptionFailed,
         Reason::BackendUnavailable,
         Reason::HardwareFault,
+        Reason::OutOfOrder,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -75,6 +77,7 @@ impl Reason {
             Reason::DecryptionFailed => b"RSA decryption failed: the padding check failed\0",
             Reason::BackendUnavailable => b"RSA backend unavailable\0",
             Reason::HardwareFault => b"RSA hardware fault\0",
+            Reason::OutOfOrder => b"call out of order\0",
         }
     }
 }

@@ -13,3 +13,44 @@ include!(concat!(env!("OUT_DIR"), "/ossl.rs"));
 pub const OSSL_ASYM_CIPHER_PARAM_PAD_MODE: &[u8; 9] = b"pad-mode\0";
 pub const OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST: &[u8; 12] = b"mgf1-digest\0";
 pub const OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS: &[u8; 16] = b"mgf1-properties\0";
+
+// OpenSSL 3.4's message-signing API (core_dispatch.h and core_names.h of
+// 3.4 and later); 3.0 headers do not have it. Values and signatures are
+// the ABI, unchanged in 4.0. build.rs keeps bindgen from defining them.
+pub const OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES: u32 = 26;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT: u32 = 27;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE: u32 = 28;
+pub const OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL: u32 = 29;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT: u32 = 30;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE: u32 = 31;
+pub const OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL: u32 = 32;
+pub const OSSL_SIGNATURE_PARAM_SIGNATURE: &[u8; 10] = b"signature\0";
+
+pub type OSSL_FUNC_signature_query_key_types_fn =
+    Option<unsafe extern "C" fn() -> *const *const std::ffi::c_char>;
+pub type OSSL_FUNC_signature_sign_message_init_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut std::ffi::c_void,
+        provkey: *mut std::ffi::c_void,
+        params: *const OSSL_PARAM,
+    ) -> std::ffi::c_int,
+>;
+pub type OSSL_FUNC_signature_verify_message_init_fn = OSSL_FUNC_signature_sign_message_init_fn;
+pub type OSSL_FUNC_signature_sign_message_update_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut std::ffi::c_void,
+        data: *const std::ffi::c_uchar,
+        datalen: usize,
+    ) -> std::ffi::c_int,
+>;
+pub type OSSL_FUNC_signature_verify_message_update_fn = OSSL_FUNC_signature_sign_message_update_fn;
+pub type OSSL_FUNC_signature_sign_message_final_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut std::ffi::c_void,
+        sig: *mut std::ffi::c_uchar,
+        siglen: *mut usize,
+        sigsize: usize,
+    ) -> std::ffi::c_int,
+>;
+pub type OSSL_FUNC_signature_verify_message_final_fn =
+    Option<unsafe extern "C" fn(ctx: *mut std::ffi::c_void) -> std::ffi::c_int>;

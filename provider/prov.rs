@@ -25,6 +25,10 @@ pub struct ProvCtx {
     /// libica probe costs nothing until RSA is used). A forked child
     /// inherits it: a dlopen'ed handle stays valid there.
     pub router: std::sync::OnceLock<ibmca_shim::backend::Router>,
+    /// The running core's OpenSSL version (major, minor), from its
+    /// `openssl-version` parameter: what rustica offers can depend on it,
+    /// while one module build serves every 3.x.
+    pub core_version: (u32, u32),
 }
 // SAFETY: after initialisation the context is read-only; the core handle and
 // upcalls are valid from any thread, and library contexts are thread-safe.
@@ -91,6 +95,14 @@ impl ProvCtx {
             "unavailable" => c"unavailable (backend = libica, but libica cannot be loaded)",
             _ => c"software",
         }
+    }
+
+    /// Whether the core has the message-signing API of OpenSSL 3.4
+    /// (EVP_PKEY_sign_message_init and friends), and with it the composite
+    /// signature algorithms such as RSA-SHA2-256. A 3.0 core does not know
+    /// their function ids and would refuse those algorithms.
+    pub fn has_message_signing(&self) -> bool {
+        self.core_version >= (3, 4)
     }
 
     /// # Safety
@@ -209,6 +221,23 @@ fn config_lookup(core: &CoreFns, key: &str) -> Option<String> {
     )
 }
 
+/// (major, minor) of a version string such as "3.5.7" or "4.0.2-dev";
+/// (3, 0) when it cannot be read: the oldest core rustica supports, so an
+/// unreadable version only hides the newer algorithms.
+fn parse_core_version(text: Option<&str>) -> (u32, u32) {
+    let parse = |t: &str| -> Option<(u32, u32)> {
+        let mut parts = t.split('.');
+        let major = parts.next()?.trim().parse().ok()?;
+        let minor: String = parts
+            .next()?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        Some((major, minor.parse().ok()?))
+    };
+    text.and_then(parse).unwrap_or((3, 0))
+}
+
 extern "C" {
     // libcrypto's allocator, compared with the core's (see loaded_libctx).
     fn CRYPTO_malloc(num: usize, file: *const c_char, line: c_int) -> *mut c_void;
@@ -280,6 +309,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
         // every RSA operation fails with the reason (OpenSSL 3.0 would drop
         // an init error from openssl.cnf silently; see Router::new).
         let config = Config::load(|k| config_lookup(&core, k))?;
+        let core_version = parse_core_version(config_lookup(&core, "openssl-version").as_deref());
         // SAFETY: handle and input are the core's, as loaded_libctx requires.
         let (libctx, owns_libctx) = unsafe { loaded_libctx(&core, handle, input) }?;
         let ctx = Box::new(ProvCtx {
@@ -288,6 +318,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             owns_libctx,
             config,
             router: std::sync::OnceLock::new(),
+            core_version,
         });
         INSTANCES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // SAFETY: both out pointers were checked non-NULL above.
@@ -474,7 +505,7 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
 }
 
 unsafe extern "C" fn query_operation(
-    _provctx: *mut c_void,
+    provctx: *mut c_void,
     operation_id: c_int,
     no_cache: *mut c_int,
 ) -> *const OSSL_ALGORITHM {
@@ -485,7 +516,15 @@ unsafe extern "C" fn query_operation(
         }
         match operation_id as u32 {
             ffi::OSSL_OP_KEYMGMT => keymgmt::ALGORITHMS.as_ptr(),
-            ffi::OSSL_OP_SIGNATURE => signature::ALGORITHMS.as_ptr(),
+            ffi::OSSL_OP_SIGNATURE => {
+                // SAFETY: provctx is the pointer OSSL_provider_init returned.
+                let prov = unsafe { ProvCtx::from_ptr(provctx) };
+                if prov.is_some_and(ProvCtx::has_message_signing) {
+                    signature::ALGORITHMS_WITH_COMPOSITES.as_ptr()
+                } else {
+                    signature::ALGORITHMS.as_ptr()
+                }
+            }
             ffi::OSSL_OP_ASYM_CIPHER => asym_cipher::ALGORITHMS.as_ptr(),
             _ => ptr::null(),
         }
@@ -524,3 +563,22 @@ static PROVIDER_DISPATCH: [OSSL_DISPATCH; 6] = [
     ),
     DISPATCH_END,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::parse_core_version;
+
+    #[test]
+    fn core_versions_parse_to_major_and_minor() {
+        assert_eq!(parse_core_version(Some("3.0.19")), (3, 0));
+        assert_eq!(parse_core_version(Some("3.5.7")), (3, 5));
+        assert_eq!(parse_core_version(Some("4.0.2")), (4, 0));
+        assert_eq!(parse_core_version(Some("3.4.0-alpha1")), (3, 4));
+        assert_eq!(parse_core_version(Some("3.12")), (3, 12));
+        // Unreadable: treated as the oldest supported core.
+        assert_eq!(parse_core_version(None), (3, 0));
+        assert_eq!(parse_core_version(Some("")), (3, 0));
+        assert_eq!(parse_core_version(Some("three")), (3, 0));
+        assert_eq!(parse_core_version(Some("3")), (3, 0));
+    }
+}

@@ -81,7 +81,9 @@ print(sum(v[k] for v in d.values() for k in ("libica", "software", "fallback", "
 # --- 4. run ------------------------------------------------------------------------
 DATA=$OSSL/test/recipes/30-test_evp_data
 FILES=()
-for f in evppkey_rsa_common.txt evppkey_rsa.txt; do
+# evppkey_rsa_sigalg.txt (3.4+): the composite algorithms (RSA-SHA2-256,
+# ...) and the message-signing API.
+for f in evppkey_rsa_common.txt evppkey_rsa.txt evppkey_rsa_sigalg.txt; do
   [ -f "$DATA/$f" ] && FILES+=("$DATA/$f")
 done
 [ ${#FILES[@]} -gt 0 ] || die "no RSA evp_test data under $DATA"
@@ -91,6 +93,7 @@ before=$(ops_total)
 for f in "${FILES[@]}"; do
   name=$(basename "$f")
   step "evp_test $name"
+  file_before=$(ops_total)
   set +e
   LD_LIBRARY_PATH=$OSSL OPENSSL_MODULES=$WORK/modules \
     "$OSSL/test/evp_test" -config "$WORK/openssl.cnf" "$f" >"$WORK/$name.log" 2>&1
@@ -109,7 +112,18 @@ for f in "${FILES[@]}"; do
   summary=$(grep -Eo 'Completed [0-9]+ tests with [0-9]+ errors and [0-9]+ skipped' \
     "$WORK/$name.log" | tail -1 || true)
   [ -n "$summary" ] || { tail -20 "$WORK/$name.log" >&2; die "evp_test on $name did not complete"; }
-  say "$name: $total failing test lines; $summary"
+  file_ops=$(($(ops_total) - file_before))
+  say "$name: $total failing test lines; $summary; rustica operations: $file_ops"
+  # Every file has RSA work that rustica must have done itself. In the
+  # composite file every test reaches the operation (none fails at init),
+  # so each must be counted: a composite algorithm that fell through to
+  # the default provider would leave a test uncounted.
+  need=1
+  if [ "$name" = evppkey_rsa_sigalg.txt ]; then
+    need=$(grep -cE '^(Sign|Verify|VerifyRecover|Sign-Message|Verify-Message|Verify-Message-Public) *=' "$f")
+  fi
+  [ "$file_ops" -ge "$need" ] ||
+    die "rustica counted $file_ops operations during $name, fewer than the $need it must have done: the rest ran elsewhere"
   while read -r key; do
     [ -n "$key" ] || continue
     if ! { [ -f "$ALLOW" ] && grep -q "^$key\b" "$ALLOW"; }; then

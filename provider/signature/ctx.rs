@@ -83,6 +83,16 @@ impl Pad {
     }
 }
 
+/// Where a message-signing operation (OpenSSL 3.4's sign_message_* and
+/// verify_message_*) is: the one-shot call is allowed only before any
+/// update, and nothing after the final call, as the default provider has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum MessageStage {
+    Open,
+    Streaming,
+    Finished,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Purpose {
     Sign,
@@ -108,6 +118,16 @@ pub struct SigCtx {
     /// Digests fetched for this operation, released with it (never at
     /// provider teardown, when the library context may be half gone).
     pub(super) digests: DigestCache,
+    /// The digest of a composite algorithm (RSA-SHA2-256, ...): PKCS#1 v1.5
+    /// with that digest, which parameters cannot change.
+    pub(super) composite: Option<DigestId>,
+    /// Set by sign_message_init/verify_message_init: sign and verify take
+    /// the message itself, not its digest.
+    pub(super) message: bool,
+    pub(super) stage: MessageStage,
+    /// The signature verify_message_final checks, given beforehand as the
+    /// `signature` parameter.
+    pub(super) expected: Option<Vec<u8>>,
 }
 
 impl SigCtx {
@@ -126,6 +146,10 @@ impl SigCtx {
             pss_only: false,
             restrict: None,
             digests,
+            composite: None,
+            message: false,
+            stage: MessageStage::Open,
+            expected: None,
         }
     }
 
@@ -135,6 +159,7 @@ impl SigCtx {
             hasher: self.hasher.as_ref().map(Hasher::try_clone).transpose()?,
             key: self.key.clone(),
             digests: self.digests.clone(),
+            expected: self.expected.clone(),
             ..*self
         })
     }
@@ -193,6 +218,10 @@ impl SigCtx {
         self.hashing = false;
         self.pss_only = pss_only;
         self.restrict = restrict;
+        self.composite = None;
+        self.message = false;
+        self.stage = MessageStage::Open;
+        self.expected = None;
         if self.pss_only {
             if purpose == Purpose::VerifyRecover {
                 return fail(
@@ -226,6 +255,85 @@ impl SigCtx {
         self.set_params(params)
     }
 
+    /// Initialisation of a composite algorithm (RSA-SHA2-256, ...): the
+    /// key, then its fixed digest; `message` for the message-signing API.
+    pub(super) fn init_composite(
+        &mut self,
+        provkey: *mut c_void,
+        purpose: Purpose,
+        md: DigestId,
+        message: bool,
+        params: *const OSSL_PARAM,
+    ) -> Result<()> {
+        self.init(provkey, purpose, std::ptr::null())?;
+        if self.pss_only {
+            return fail(
+                Reason::NotSupportedForKeyType,
+                "RSA-PSS keys have no composite algorithm (PSS is not offered as one)",
+            );
+        }
+        self.set_md(md)?;
+        self.composite = Some(md);
+        self.message = message;
+        self.set_params(params)
+    }
+
+    /// The one-shot sign or verify of a message: only before any update.
+    pub(super) fn check_one_shot(&self) -> Result<()> {
+        if self.stage != MessageStage::Open {
+            return fail(
+                Reason::OutOfOrder,
+                "a one-shot call cannot follow an update or a final call",
+            );
+        }
+        Ok(())
+    }
+
+    /// A message-signing operation that can still take a final call.
+    pub(super) fn check_message_open(&self) -> Result<()> {
+        if !self.message || self.stage == MessageStage::Finished {
+            return fail(
+                Reason::OutOfOrder,
+                "a final call needs a message-signing operation that has not finished",
+            );
+        }
+        Ok(())
+    }
+
+    /// Hashes more of the message (sign_message_update and
+    /// verify_message_update).
+    pub(super) fn update_message(&mut self, data: &[u8]) -> Result<()> {
+        if !self.message || self.stage == MessageStage::Finished {
+            return fail(
+                Reason::OutOfOrder,
+                "an update needs a message-signing operation that has not finished",
+            );
+        }
+        self.stage = MessageStage::Streaming;
+        self.hasher()?.update(data)
+    }
+
+    /// The digest of the whole message, ending the operation.
+    pub(super) fn finish_message(&mut self) -> Result<Vec<u8>> {
+        self.check_message_open()?;
+        self.stage = MessageStage::Finished;
+        self.finish_hash()
+    }
+
+    /// The parameters of a composite algorithm: only the signature to
+    /// verify, and only for verify_message; anything else is ignored, as
+    /// the default provider does (its digest and padding are fixed).
+    fn set_composite_params(&mut self, params: *const OSSL_PARAM) -> Result<()> {
+        if !(self.message && self.purpose == Purpose::Verify) {
+            return Ok(());
+        }
+        // SAFETY: `params` is the caller's terminated array (or NULL).
+        if let Some(p) = unsafe { params::find(params, ffi::OSSL_SIGNATURE_PARAM_SIGNATURE) } {
+            self.expected = Some(params::get_octets(p)?.to_vec());
+        }
+        Ok(())
+    }
+
     pub(super) fn check_restricted(
         &self,
         what: &str,
@@ -247,6 +355,14 @@ impl SigCtx {
 
     pub(super) fn set_md(&mut self, id: DigestId) -> Result<()> {
         self.check_restricted("digest", self.restrict.map(|r| r.md), id)?;
+        // The default provider signs with SM3 from OpenSSL 3.4 on (3.0
+        // refuses it), so rustica does as the running core's would.
+        if id == DigestId::Sm3 && !self.prov().has_message_signing() {
+            return fail(
+                Reason::UnsupportedDigest,
+                "SM3 RSA signatures need OpenSSL 3.4 or later",
+            );
+        }
         // Rejected when set (as OpenSSL does), not later at sign/verify.
         if self.pad == Pad::None {
             return fail(
@@ -274,6 +390,9 @@ impl SigCtx {
     }
 
     pub(super) fn set_params(&mut self, params: *const OSSL_PARAM) -> Result<()> {
+        if self.composite.is_some() {
+            return self.set_composite_params(params);
+        }
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {

@@ -7,11 +7,12 @@ use std::ptr;
 use crate::boundary::{free_object, guard, into_object};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
-use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
+use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::padding::{SALT_AUTO, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, param, ParamTable, END, OCTETS, UTF8};
 use crate::prov::ProvCtx;
 
+mod composite;
 mod ctx;
 mod ops;
 
@@ -140,12 +141,25 @@ unsafe extern "C" fn sign(
 ) -> c_int {
     with_ctx(ctx, 0, |c| {
         let k = c.key()?.size();
+        if c.message {
+            c.check_one_shot()?;
+        }
         if sig.is_null() {
             // SAFETY: OpenSSL passes a writable length.
             return unsafe { report_size(siglen, k) };
         }
         // SAFETY: OpenSSL passes tbs valid for tbslen bytes.
-        let s = c.sign_digest(unsafe { bytes(tbs, tbslen) }, sigsize)?;
+        let tbs = unsafe { bytes(tbs, tbslen) };
+        // After sign_message_init, tbs is the message itself.
+        let digest;
+        let tbs = if c.message {
+            c.update_message(tbs)?;
+            digest = c.finish_message()?;
+            &digest[..]
+        } else {
+            tbs
+        };
+        let s = c.sign_digest(tbs, sigsize)?;
         // SAFETY: sig is writable for sigsize bytes.
         unsafe { emit(sig, siglen, sigsize, &s) }
     })
@@ -161,6 +175,13 @@ unsafe extern "C" fn verify(
     with_ctx(ctx, 0, |c| {
         // SAFETY: OpenSSL passes buffers valid for their lengths.
         let (sig, tbs) = unsafe { (bytes(sig, siglen), bytes(tbs, tbslen)) };
+        if c.message {
+            // After verify_message_init, tbs is the message itself.
+            c.check_one_shot()?;
+            c.update_message(tbs)?;
+            let digest = c.finish_message()?;
+            return c.verify_digest(sig, &digest).map(|_| 1);
+        }
         c.verify_digest(sig, tbs).map(|_| 1)
     })
 }
@@ -511,11 +532,27 @@ pub static RSA_SIGNATURE: [OSSL_DISPATCH; 22] = [
     DISPATCH_END,
 ];
 
-pub static ALGORITHMS: AlgorithmTable<2> = AlgorithmTable([
-    algorithm(
-        b"RSA:rsaEncryption:1.2.840.113549.1.1.1\0",
-        &RSA_SIGNATURE,
-        b"rustica RSA signatures (PKCS#1 v1.5, PSS)\0",
-    ),
-    ALGORITHM_END,
-]);
+const RSA_ALGORITHM: OSSL_ALGORITHM = algorithm(
+    b"RSA:rsaEncryption:1.2.840.113549.1.1.1\0",
+    &RSA_SIGNATURE,
+    b"rustica RSA signatures (PKCS#1 v1.5, PSS)\0",
+);
+
+/// What rustica offers a core without the message-signing API (3.0-3.3).
+pub static ALGORITHMS: AlgorithmTable<2> = AlgorithmTable([RSA_ALGORITHM, ALGORITHM_END]);
+
+/// What rustica offers a core of OpenSSL 3.4 or later: `RSA` and the
+/// composite algorithms.
+pub static ALGORITHMS_WITH_COMPOSITES: AlgorithmTable<{ composite::ALGORITHMS.len() + 2 }> =
+    AlgorithmTable(with_composites());
+
+const fn with_composites() -> [OSSL_ALGORITHM; composite::ALGORITHMS.len() + 2] {
+    let mut table = [ALGORITHM_END; composite::ALGORITHMS.len() + 2];
+    table[0] = RSA_ALGORITHM;
+    let mut i = 0;
+    while i < composite::ALGORITHMS.len() {
+        table[i + 1] = composite::ALGORITHMS[i];
+        i += 1;
+    }
+    table
+}
