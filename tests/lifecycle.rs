@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -113,28 +112,6 @@ fn req_x509_with_rsa_key_never_hangs_at_exit() {
     req_200("RSA");
 }
 
-/// Compiles tests/c/`name`.c against the system OpenSSL into the lab.
-fn compile(lab: &Lab, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(format!("{name}.c"));
-    let exe = lab.path(name);
-    let out = Command::new("cc")
-        .args(["-Wall", "-Werror", "-g", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-lcrypto")
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 /// The config the program loads into its own library context. With
 /// `rustica_by_config`, rustica is activated by it; otherwise only default
 /// is, and the program loads rustica by name (OPENSSL_MODULES).
@@ -160,7 +137,7 @@ fn app_config(lab: &Lab, rustica_by_config: bool) -> String {
 }
 
 fn run_cycle(lab: &Lab, wrapper: &[&str], rounds: u32, mode: &str, default_ctx: &str) -> Output {
-    let exe = compile(lab, "libctx_cycle");
+    let exe = compile_c(lab, "libctx_cycle");
     let conf = app_config(lab, mode == "free");
     let mut cmd = Command::new(wrapper.first().copied().unwrap_or(exe.to_str().unwrap()));
     if !wrapper.is_empty() {

@@ -424,3 +424,46 @@ pub fn emulator_path() -> PathBuf {
 pub fn fixture(bits: u32) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/private-{bits}.pem"))
 }
+
+/// Compiles tests/c/`name`.c into the lab against the OpenSSL under test:
+/// the one in $OPENSSL_DIR when set (scripts/test-openssl.sh sets it, so a
+/// program runs with that version's libcrypto, as the module was built
+/// for it), else the system's.
+pub fn compile_c(lab: &Lab, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let exe = lab.path(name);
+    let mut cc = Command::new("cc");
+    cc.args(["-Wall", "-Werror", "-g", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&src);
+    if let Ok(prefix) = std::env::var("OPENSSL_DIR") {
+        let prefix = Path::new(&prefix);
+        let lib = prefix.join("lib");
+        cc.arg(format!("-I{}", prefix.join("include").display()))
+            .arg(format!("-L{}", lib.display()))
+            .arg(format!("-Wl,-rpath,{}", lib.display()));
+    }
+    let out = cc.arg("-lcrypto").output().expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// The (major, minor) version of the `openssl` command the tests run.
+pub fn openssl_version() -> (u32, u32) {
+    let out = Command::new("openssl")
+        .arg("version")
+        .output()
+        .expect("run openssl version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "OpenSSL 3.5.7 30 Sep 2025 (Library: ...)"
+    let number = text.split_whitespace().nth(1).unwrap_or("");
+    let mut parts = number.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
