@@ -344,7 +344,7 @@ fn every_supported_digest_signs_and_verifies_across_providers() {
         &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
     );
     let doc = lab.write("doc.txt", b"rustica digests");
-    for md in [
+    let mut digests = vec![
         "sha1",
         "sha224",
         "sha256",
@@ -356,9 +356,27 @@ fn every_supported_digest_signs_and_verifies_across_providers() {
         "sha3-256",
         "sha3-384",
         "sha3-512",
-    ] {
+        "ripemd160",
+    ];
+    // The default provider signs with SM3 from OpenSSL 3.4 on; 3.0
+    // refuses it, and so does rustica there.
+    if openssl_version() >= (3, 4) {
+        digests.push("sm3");
+    } else {
+        let out = lab.fails(
+            Side::RusticaConfig,
+            &["dgst", "-sm3", "-sign", &key, "-out", "sm3.sig", &doc],
+        );
+        assert!(out.contains("SM3"), "{out}");
+        lab.fails(
+            Side::Default,
+            &["dgst", "-sm3", "-sign", &key, "-out", "sm3.sig", &doc],
+        );
+    }
+    for md in digests {
         let flag = format!("-{md}");
         let sig = format!("{md}.sig");
+        let stock_sig = format!("{md}-default.sig");
         let before = lab.done(Op::Sign);
         lab.ok(
             Side::RusticaConfig,
@@ -370,6 +388,12 @@ fn every_supported_digest_signs_and_verifies_across_providers() {
             &["dgst", &flag, "-verify", &pubkey, "-signature", &sig, &doc],
         );
         assert!(out.contains("Verified OK"), "{md}: {out}");
+        // PKCS#1 v1.5 is deterministic: the same bytes as the default provider.
+        lab.ok(
+            Side::Default,
+            &["dgst", &flag, "-sign", &key, "-out", &stock_sig, &doc],
+        );
+        assert_eq!(lab.read(&sig), lab.read(&stock_sig), "{md}");
     }
 }
 
