@@ -35,6 +35,36 @@ pub fn guard<T>(prov: Option<&ProvCtx>, failure: T, body: impl FnOnce() -> Resul
     }
 }
 
+/// A provider object (key, operation or generation context) created under
+/// a provider context, which it can always reach.
+pub trait ProviderObject {
+    /// The provider context the object was created under.
+    fn provider(&self) -> *const ProvCtx;
+
+    fn prov<'p>(&self) -> &'p ProvCtx {
+        // SAFETY: objects are created under a live provider context, which
+        // OpenSSL frees only after every object made under it.
+        unsafe { &*self.provider() }
+    }
+}
+
+/// Runs `body` on the `O` behind `object`, inside [`guard`] with that
+/// object's provider context; a NULL `object` returns `failure`.
+pub fn with_object<O: ProviderObject, T>(
+    object: *mut std::ffi::c_void,
+    failure: T,
+    body: impl FnOnce(&mut O) -> Result<T>,
+) -> T {
+    // SAFETY: every entry point passes the object OpenSSL got from the
+    // same operation's constructor (an `O` from into_object) or NULL;
+    // OpenSSL does not use one object from two threads at once.
+    let Some(o) = (unsafe { (object as *mut O).as_mut() }) else {
+        return failure;
+    };
+    let prov = o.prov();
+    guard(Some(prov), failure, || body(o))
+}
+
 /// `guard` for entry points that cannot report errors (free functions,
 /// NULL-context queries): a panic is swallowed and `failure` returned.
 pub fn quiet<T>(failure: T, body: impl FnOnce() -> T) -> T {

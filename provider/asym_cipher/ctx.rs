@@ -9,6 +9,7 @@ use ibmca_shim::{Op, RsaKey};
 use zeroize::Zeroizing;
 
 use super::IMPLICIT_REJECTION;
+use crate::boundary::ProviderObject;
 use crate::ct;
 use crate::digest::{DigestCache, DigestId};
 use crate::enc_padding::{self, Decoded, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
@@ -96,6 +97,12 @@ pub(super) enum Decrypted {
     BadPadding,
 }
 
+impl ProviderObject for CipherCtx {
+    fn provider(&self) -> *const ProvCtx {
+        self.prov
+    }
+}
+
 impl CipherCtx {
     pub(super) fn fresh(prov: &ProvCtx) -> CipherCtx {
         CipherCtx {
@@ -111,12 +118,6 @@ impl CipherCtx {
             rejection_key: None,
             digests: prov.digests(),
         }
-    }
-
-    pub(super) fn prov<'p>(&self) -> &'p ProvCtx {
-        // SAFETY: contexts are created under a live provider context, which
-        // OpenSSL frees only after every operation context.
-        unsafe { &*self.prov }
     }
 
     pub(super) fn key(&self) -> Result<&RsaKey> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ibmca_shim::stats::{self, Backend};
 use ibmca_shim::Op;
 
-use crate::boundary::{free_object, guard, into_object};
+use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
 use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::enc_padding::TLS_PREMASTER_LEN;
@@ -28,14 +28,7 @@ use ctx::{Decrypted, EncPad};
 pub(super) const IMPLICIT_REJECTION: &[u8] = b"implicit-rejection\0";
 
 fn with_ctx<T>(ctx: *mut c_void, failure: T, body: impl FnOnce(&mut CipherCtx) -> Result<T>) -> T {
-    // SAFETY: ctx is a CipherCtx created by newctx/dupctx (or NULL); OpenSSL
-    // does not use one operation context from two threads at once.
-    let Some(c) = (unsafe { (ctx as *mut CipherCtx).as_mut() }) else {
-        return failure;
-    };
-    let prov = c.prov;
-    // SAFETY: live provider context (see CipherCtx::prov).
-    guard(Some(unsafe { &*prov }), failure, || body(c))
+    with_object(ctx, failure, body)
 }
 
 unsafe extern "C" fn newctx(provctx: *mut c_void) -> *mut c_void {

@@ -9,7 +9,7 @@ use ibmca_shim::RsaKey;
 
 use super::pss::PssFields;
 use super::{boxed, KeyKind, SELECT_KEYPAIR};
-use crate::boundary::{free_object, guard, into_object};
+use crate::boundary::{free_object, guard, into_object, ProviderObject};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_PARAM};
 use crate::params::{self, param, ParamTable, END, INT, UINT, UTF8};
@@ -24,12 +24,13 @@ pub struct GenCtx {
     pss: PssFields,
 }
 
-impl GenCtx {
-    fn prov<'p>(&self) -> &'p ProvCtx {
-        // SAFETY: as for KeyObj::prov.
-        unsafe { &*self.prov }
+impl ProviderObject for GenCtx {
+    fn provider(&self) -> *const ProvCtx {
+        self.prov
     }
+}
 
+impl GenCtx {
     fn set(&mut self, params: *const OSSL_PARAM) -> Result<()> {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ibmca_shim::{KeyCheck, RsaKey, RsaParts};
 
-use crate::boundary::{free_object, guard, into_object, quiet};
+use crate::boundary::{free_object, guard, into_object, quiet, ProviderObject};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_DISPATCH, OSSL_PARAM};
@@ -52,13 +52,13 @@ pub struct KeyObj {
     pub pss: Option<PssRestrictions>,
 }
 
-impl KeyObj {
-    pub fn prov<'p>(&self) -> &'p ProvCtx {
-        // SAFETY: key objects are created under a live provider context,
-        // which OpenSSL frees only after every key.
-        unsafe { &*self.prov }
+impl ProviderObject for KeyObj {
+    fn provider(&self) -> *const ProvCtx {
+        self.prov
     }
+}
 
+impl KeyObj {
     /// # Safety
     /// `keydata` must be NULL or a pointer returned by this key manager.
     pub unsafe fn from_ptr<'a>(keydata: *const c_void) -> Option<&'a KeyObj> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ibmca_shim::RsaKey;
 
+use crate::boundary::ProviderObject;
 use crate::der;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
@@ -130,6 +131,12 @@ pub struct SigCtx {
     pub(super) expected: Option<Vec<u8>>,
 }
 
+impl ProviderObject for SigCtx {
+    fn provider(&self) -> *const ProvCtx {
+        self.prov
+    }
+}
+
 impl SigCtx {
     /// A context with no key yet, under the provider context `prov`.
     pub(super) fn new(prov: *const ProvCtx, digests: DigestCache) -> SigCtx {
@@ -163,12 +170,6 @@ impl SigCtx {
             ..*self
         })
     }
-    pub(super) fn prov<'p>(&self) -> &'p ProvCtx {
-        // SAFETY: contexts are created under a live provider context, which
-        // OpenSSL frees only after every operation context.
-        unsafe { &*self.prov }
-    }
-
     pub(super) fn key(&self) -> Result<&RsaKey> {
         self.key.as_deref().ok_or_else(|| {
             Error::new(

@@ -4,7 +4,7 @@
 use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
-use crate::boundary::{free_object, guard, into_object};
+use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
@@ -21,14 +21,7 @@ pub use ctx::{Pad, SigCtx};
 
 /// Runs `body` on the context behind `ctx`, with the boundary.
 fn with_ctx<T>(ctx: *mut c_void, failure: T, body: impl FnOnce(&mut SigCtx) -> Result<T>) -> T {
-    // SAFETY: ctx is a SigCtx created by newctx/dupctx (or NULL); OpenSSL
-    // does not use one operation context from two threads at once.
-    let Some(c) = (unsafe { (ctx as *mut SigCtx).as_mut() }) else {
-        return failure;
-    };
-    let prov = c.prov;
-    // SAFETY: live provider context (see SigCtx::prov).
-    guard(Some(unsafe { &*prov }), failure, || body(c))
+    with_object(ctx, failure, body)
 }
 
 /// # Safety

@@ -4,6 +4,7 @@
 use ibmca_shim::{stats, Backend, Op, RsaKey};
 
 use super::ctx::{Pad, SigCtx};
+use crate::boundary::ProviderObject;
 use crate::der;
 use crate::error::{fail, Error, Reason, Result};
 use crate::padding;
