@@ -99,6 +99,9 @@ pub fn mgf1(digests: &DigestCache, md: DigestId, seed: &[u8], len: usize) -> Res
 pub const SALT_DIGEST: i32 = -1;
 pub const SALT_AUTO: i32 = -2;
 pub const SALT_MAX: i32 = -3;
+/// OpenSSL 3.1+: the largest salt up to the digest length when signing
+/// (FIPS 186-4), any salt when verifying; the default from 3.1 on.
+pub const SALT_AUTO_DIGEST_MAX: i32 = -4;
 
 /// EMSA-PSS for one key size and digest pair. `Pss::new` refuses every
 /// size for which no encoding exists, so the length arithmetic below
@@ -180,6 +183,7 @@ impl<'a> Pss<'a> {
         let wanted = match saltlen {
             SALT_DIGEST => self.md.size(),
             SALT_AUTO | SALT_MAX => max,
+            SALT_AUTO_DIGEST_MAX => max.min(self.md.size()),
             n => match usize::try_from(n) {
                 Ok(n) => n,
                 Err(_) => {
@@ -280,7 +284,7 @@ impl<'a> Pss<'a> {
         }
         let salt = &db[one + 1..];
         let expected = match saltlen {
-            SALT_AUTO => None,
+            SALT_AUTO | SALT_AUTO_DIGEST_MAX => None,
             SALT_DIGEST => Some(h_len),
             SALT_MAX => Some(self.max_salt()),
             n => match usize::try_from(n) {
@@ -374,6 +378,9 @@ mod tests {
             assert!(pss.verify(&mhash, &em, 0).unwrap());
             assert!(pss.verify(&mhash, &em, SALT_AUTO).unwrap());
             assert_eq!(pss.signing_salt_len(SALT_MAX).unwrap(), 0);
+            // auto-digestmax caps at the room there is, here none.
+            assert_eq!(pss.signing_salt_len(SALT_AUTO_DIGEST_MAX).unwrap(), 0);
+            assert!(pss.verify(&mhash, &em, SALT_AUTO_DIGEST_MAX).unwrap());
             // SALT_DIGEST wants hLen bytes of salt: refused, not truncated.
             let e = pss.signing_salt_len(SALT_DIGEST).unwrap_err();
             assert_eq!(e.reason, Reason::InvalidParameter);
@@ -394,7 +401,9 @@ mod tests {
             let e = pss.signing_salt_len(saltlen).unwrap_err();
             assert_eq!(e.reason, Reason::InvalidParameter);
         }
-        for saltlen in [-4, i32::MIN] {
+        // auto-digestmax: the digest length when it fits.
+        assert_eq!(pss.signing_salt_len(SALT_AUTO_DIGEST_MAX).unwrap(), 32);
+        for saltlen in [-5, i32::MIN] {
             let e = pss.signing_salt_len(saltlen).unwrap_err();
             assert_eq!(e.reason, Reason::InvalidParameter);
         }

@@ -4,6 +4,8 @@
 //!   zero byte) verifies on both, a PKCS#1 v1.5 one is refused by both;
 //! - PSS with no digest on a raw EVP_PKEY_sign uses SHA-1 (OpenSSL's default);
 //! - MD5-SHA1, the TLS 1.0/1.1 digest, signs as PKCS#1 v1.5 without DigestInfo;
+//! - the default PSS salt length is that of the running version (3.1 changed
+//!   it to "auto-digestmax");
 //! - every refused signature or verification is counted as failed, with
 //!   one error line (no misleading second one).
 //!
@@ -216,4 +218,73 @@ fn md5_sha1_signs_as_tls_1_0_does() {
     assert_eq!(lab.done(Op::Sign), before + 1, "rustica did not sign");
     sign(Side::Default, "stock");
     assert_eq!(lab.read("ours"), lab.read("stock"));
+}
+
+/// The salt of a PSS signature when none is set follows the running
+/// OpenSSL's default provider: the largest possible on 3.0 ("auto"), the
+/// digest length when it fits from 3.1 on ("auto-digestmax", FIPS 186-4),
+/// which 3.1+ also accepts by name. A verifier that pins the salt length
+/// sees the same signatures with and without rustica.
+#[test]
+fn pss_default_salt_length_follows_the_running_openssl() {
+    let lab = Lab::new();
+    let (key, pubkey) = keypair(&lab);
+    lab.write("msg", b"salt lengths");
+    let pss = ["-sigopt", "rsa_padding_mode:pss"];
+    let sign = |side: Side, extra: &[&str], out: &str| {
+        let mut args = vec!["dgst", "-sha256", "-sign", &key, "-out", out];
+        args.extend_from_slice(&pss);
+        args.extend_from_slice(extra);
+        args.push("msg");
+        lab.run(side, &args)
+    };
+    // Verified with the salt length pinned, on the default provider.
+    let salt_is = |sig: &str, saltlen: &str| {
+        let opt = format!("rsa_pss_saltlen:{saltlen}");
+        let args = [
+            "dgst",
+            "-sha256",
+            "-verify",
+            &pubkey,
+            "-signature",
+            sig,
+            "-sigopt",
+            "rsa_padding_mode:pss",
+            "-sigopt",
+            &opt,
+            "msg",
+        ];
+        lab.run(Side::Default, &args).status.success()
+    };
+    // 2048-bit key, SHA-256: the largest salt is 256 - 32 - 2 = 222 bytes.
+    let expected = if openssl_version() >= (3, 1) {
+        "32"
+    } else {
+        "222"
+    };
+    let before = lab.done(Op::Sign);
+    assert!(sign(Side::RusticaConfig, &[], "rustica.sig")
+        .status
+        .success());
+    assert!(sign(Side::Default, &[], "default.sig").status.success());
+    assert_eq!(lab.done(Op::Sign), before + 1);
+    assert!(
+        salt_is("default.sig", expected),
+        "the default provider's salt"
+    );
+    assert!(salt_is("rustica.sig", expected), "rustica's salt");
+
+    let by_name = ["-sigopt", "rsa_pss_saltlen:auto-digestmax"];
+    let rustica = sign(Side::RusticaConfig, &by_name, "named.sig");
+    if openssl_version() >= (3, 1) {
+        assert!(rustica.status.success());
+        assert_eq!(lab.done(Op::Sign), before + 2);
+        assert!(salt_is("named.sig", "32"));
+    } else {
+        // 3.0's default provider reads an unknown name with atoi(), as a
+        // salt of 0 bytes; rustica refuses it with a clear error instead.
+        let err = String::from_utf8_lossy(&rustica.stderr);
+        assert!(!rustica.status.success());
+        assert!(err.contains("auto-digestmax"), "{err}");
+    }
 }

@@ -110,8 +110,8 @@ unsafe extern "C" fn verify_message_final(ctx: *mut c_void) -> c_int {
     })
 }
 
-/// The names OpenSSL's default provider gives each composite algorithm
-/// (the same list, so both providers share one name number).
+/// The key types the composites take: `RSA` only, not `RSA-PSS`, as with
+/// the default provider (the core checks this before init).
 unsafe extern "C" fn query_key_types() -> *const *const c_char {
     KEY_TYPES.0.as_ptr()
 }

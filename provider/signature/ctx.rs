@@ -14,23 +14,37 @@ use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
 use crate::keymgmt::{KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
-use crate::padding::{Pss, SALT_AUTO, SALT_DIGEST, SALT_MAX};
+use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
 use crate::prov::ProvCtx;
 
-/// A PSS salt length given by name: "digest", "max", "auto" or a
-/// non-negative number of bytes.
+/// A PSS salt length given by name: "digest", "max", "auto",
+/// "auto-digestmax" or a non-negative number of bytes.
 pub(super) fn parse_salt_len(s: &str) -> Result<i32> {
     match s {
         "digest" => Ok(SALT_DIGEST),
         "max" => Ok(SALT_MAX),
         "auto" => Ok(SALT_AUTO),
+        "auto-digestmax" => Ok(SALT_AUTO_DIGEST_MAX),
         s => s.parse::<i32>().ok().filter(|v| *v >= 0).ok_or_else(|| {
             Error::new(
                 Reason::InvalidParameter,
-                format!("PSS salt length '{s}' is not digest, max, auto or a number"),
+                format!(
+                    "PSS salt length '{s}' is not digest, max, auto, auto-digestmax or a number"
+                ),
             )
         }),
+    }
+}
+
+/// The salt a PSS signature gets when none is set, as the running core's
+/// default provider does it: OpenSSL 3.1 changed it from the largest salt
+/// ("auto") to the largest up to the digest length ("auto-digestmax").
+pub(super) fn default_salt_len(core_version: (u32, u32)) -> i32 {
+    if core_version >= (3, 1) {
+        SALT_AUTO_DIGEST_MAX
+    } else {
+        SALT_AUTO
     }
 }
 
@@ -129,6 +143,9 @@ pub struct SigCtx {
     /// The signature verify_message_final checks, given beforehand as the
     /// `signature` parameter.
     pub(super) expected: Option<Vec<u8>>,
+    /// The running core's version (`ProvCtx::core_version`): some defaults
+    /// and accepted values follow the default provider of that version.
+    pub(super) core_version: (u32, u32),
 }
 
 impl ProviderObject for SigCtx {
@@ -139,7 +156,11 @@ impl ProviderObject for SigCtx {
 
 impl SigCtx {
     /// A context with no key yet, under the provider context `prov`.
-    pub(super) fn new(prov: *const ProvCtx, digests: DigestCache) -> SigCtx {
+    pub(super) fn new(
+        prov: *const ProvCtx,
+        digests: DigestCache,
+        core_version: (u32, u32),
+    ) -> SigCtx {
         SigCtx {
             prov,
             key: None,
@@ -157,6 +178,7 @@ impl SigCtx {
             message: false,
             stage: MessageStage::Open,
             expected: None,
+            core_version,
         }
     }
 
@@ -214,7 +236,7 @@ impl SigCtx {
         self.pad = Pad::Pkcs1;
         self.md = None;
         self.mgf1 = None;
-        self.saltlen = SALT_AUTO;
+        self.saltlen = default_salt_len(self.core_version);
         self.hasher = None;
         self.hashing = false;
         self.pss_only = pss_only;
@@ -358,7 +380,7 @@ impl SigCtx {
         self.check_restricted("digest", self.restrict.map(|r| r.md), id)?;
         // The default provider signs with SM3 from OpenSSL 3.4 on (3.0
         // refuses it), so rustica does as the running core's would.
-        if id == DigestId::Sm3 && !self.prov().has_message_signing() {
+        if id == DigestId::Sm3 && self.core_version < (3, 4) {
             return fail(
                 Reason::UnsupportedDigest,
                 "SM3 RSA signatures need OpenSSL 3.4 or later",
@@ -456,7 +478,9 @@ impl SigCtx {
                 } else {
                     params::get_int(p)?
                 };
-                if v < SALT_MAX {
+                // "auto-digestmax" (-4) exists from OpenSSL 3.1 on.
+                let lowest = default_salt_len(self.core_version).min(SALT_MAX);
+                if v < lowest {
                     return fail(
                         Reason::InvalidParameter,
                         format!("PSS salt length {v} is not valid"),
@@ -567,7 +591,16 @@ mod tests {
     /// A context that never reaches the provider: none of these tests
     /// names a digest by string, the only use of the provider context here.
     fn ctx() -> SigCtx {
-        SigCtx::new(std::ptr::null(), DigestCache::new(std::ptr::null_mut()))
+        ctx_on((3, 0))
+    }
+
+    /// A context as under a core of OpenSSL `version`.
+    fn ctx_on(version: (u32, u32)) -> SigCtx {
+        SigCtx::new(
+            std::ptr::null(),
+            DigestCache::new(std::ptr::null_mut()),
+            version,
+        )
     }
 
     fn reason<T: std::fmt::Debug>(r: Result<T>) -> Reason {
@@ -597,6 +630,10 @@ mod tests {
         assert_eq!(parse_salt_len("digest").unwrap(), SALT_DIGEST);
         assert_eq!(parse_salt_len("max").unwrap(), SALT_MAX);
         assert_eq!(parse_salt_len("auto").unwrap(), SALT_AUTO);
+        assert_eq!(
+            parse_salt_len("auto-digestmax").unwrap(),
+            SALT_AUTO_DIGEST_MAX
+        );
         assert_eq!(parse_salt_len("0").unwrap(), 0);
         assert_eq!(parse_salt_len("32").unwrap(), 32);
         assert_eq!(reason(parse_salt_len("-1")), Reason::InvalidParameter);
@@ -695,7 +732,17 @@ mod tests {
         let mut c = ctx();
         set_int(&mut c, pad, ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap();
         assert_eq!((c.pad, c.md), (Pad::Pss, Some(DigestId::Sha1)));
+        // auto-digestmax (-4) exists from OpenSSL 3.1 on, as in the default
+        // provider; nothing below it anywhere.
         assert_eq!(reason(set_int(&mut c, salt, -4)), Reason::InvalidParameter);
+        let mut c = ctx_on((3, 5));
+        set_int(&mut c, pad, ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap();
+        set_str(&mut c, salt, "auto-digestmax").unwrap();
+        assert_eq!(c.saltlen, SALT_AUTO_DIGEST_MAX);
+        assert_eq!(reason(set_int(&mut c, salt, -5)), Reason::InvalidParameter);
+        assert_eq!(default_salt_len((3, 0)), SALT_AUTO);
+        assert_eq!(default_salt_len((3, 5)), SALT_AUTO_DIGEST_MAX);
+        assert_eq!(default_salt_len((4, 0)), SALT_AUTO_DIGEST_MAX);
         // Recovery cannot use PSS.
         let mut c = ctx();
         c.purpose = Purpose::VerifyRecover;

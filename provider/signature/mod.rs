@@ -8,7 +8,7 @@ use crate::boundary::{free_object, guard, into_object, with_object, ProviderObje
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
-use crate::padding::{SALT_AUTO, SALT_DIGEST, SALT_MAX};
+use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, param, ParamTable, END, OCTETS, UTF8};
 use crate::prov::ProvCtx;
 
@@ -81,6 +81,7 @@ unsafe extern "C" fn newctx(provctx: *mut c_void, _propq: *const std::ffi::c_cha
         Ok(into_object(SigCtx::new(
             provctx as *const ProvCtx,
             p.digests(),
+            p.core_version,
         )))
     })
 }
@@ -367,6 +368,7 @@ unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c
                         SALT_DIGEST => "digest".to_string(),
                         SALT_MAX => "max".to_string(),
                         SALT_AUTO => "auto".to_string(),
+                        SALT_AUTO_DIGEST_MAX => "auto-digestmax".to_string(),
                         n => n.to_string(),
                     };
                     params::set_str(p, &std::ffi::CString::new(text).unwrap_or_default())?;
