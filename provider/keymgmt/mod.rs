@@ -103,12 +103,34 @@ pub fn security_bits(bits: u32) -> i32 {
         b if b < 8 => 0,
         b => {
             let nl = f64::from(b) * std::f64::consts::LN_2;
-            let e = (1.923 * (nl * nl.ln().powi(2)).cbrt() - 4.69) / std::f64::consts::LN_2;
+            let e = (1.923 * (nl * ln(nl).powi(2)).cbrt() - 4.69) / std::f64::consts::LN_2;
             let y = e.round() as i32;
             // Round to a multiple of 8 as the standard's table does.
             ((y + 4) & !7).min(256)
         }
     }
+}
+
+/// The natural logarithm of `x` >= 1, computed here rather than by libm's
+/// `log`, the one libm function rustica used: without it rustica.so does
+/// not pull libm.so.6 into every process that loads it (most OpenSSL
+/// programs never load libm), which is load cost for nothing.
+fn ln(x: f64) -> f64 {
+    // x = m * 2^k with 1 <= m < 2; ln m = 2 atanh(t), t = (m-1)/(m+1),
+    // and |t| < 1/3 makes the series converge to f64 precision in 40 terms.
+    let (mut m, mut k) = (x, 0u32);
+    while m >= 2.0 {
+        m /= 2.0;
+        k += 1;
+    }
+    let t = (m - 1.0) / (m + 1.0);
+    let t2 = t * t;
+    let (mut term, mut sum) = (t, 0.0);
+    for n in 0..40 {
+        sum += term / f64::from(2 * n + 1);
+        term *= t2;
+    }
+    f64::from(k) * std::f64::consts::LN_2 + 2.0 * sum
 }
 
 unsafe extern "C" fn rsa_new(provctx: *mut c_void) -> *mut c_void {
@@ -481,7 +503,22 @@ pub static ALGORITHMS: AlgorithmTable<3> = AlgorithmTable([
 
 #[cfg(test)]
 mod tests {
-    use super::security_bits;
+    use super::{ln, security_bits};
+
+    #[test]
+    fn own_logarithm_matches_libm() {
+        for x in [1.0, 1.5, 2.0, 3.0, 709.78, 1e4, 1e6, 12345.678] {
+            let (ours, libm) = (ln(x), x.ln());
+            assert!((ours - libm).abs() <= 1e-12 * libm.abs().max(1.0), "{x}");
+        }
+        // The same security bits as with libm, for every key size.
+        for bits in 8..=65536u32 {
+            let nl = f64::from(bits) * std::f64::consts::LN_2;
+            let reference = (1.923 * (nl * nl.ln().powi(2)).cbrt() - 4.69) / std::f64::consts::LN_2;
+            let ours = (1.923 * (nl * ln(nl).powi(2)).cbrt() - 4.69) / std::f64::consts::LN_2;
+            assert_eq!(ours.round(), reference.round(), "{bits} bits");
+        }
+    }
 
     #[test]
     fn security_bits_match_the_standard() {
