@@ -255,6 +255,28 @@ for bits in 2048 4096; do
     || die "the s390x PKCS#1 v1.5 signature differs from the host's at $bits bits"
 done
 
+# What rustica offers and defaults to follows the running OpenSSL (read
+# from the core at load): composite signature algorithms from 3.4, and the
+# "auto-digestmax" default PSS salt from 3.1 (32 bytes for SHA-256, else
+# the largest, 222 bytes, for a 2048-bit key).
+core=$(s390x_openssl version | awk '{print $2}')
+core_mm=$(echo "$core" | awk -F. '{printf "%d%03d", $1, $2}')
+step "what rustica offers OpenSSL $core on s390x"
+offered=$(s390x_openssl list -signature-algorithms | grep -c '@ rustica' || true)
+want_offered=1
+[ "$core_mm" -ge 3004 ] && want_offered=14
+[ "$offered" = "$want_offered" ] \
+  || die "rustica offers $offered signature algorithms to OpenSSL $core; expected $want_offered"
+want_salt=222
+[ "$core_mm" -ge 3001 ] && want_salt=32
+s390x_openssl dgst -sha256 -sign "$RUN/key-2048.pem" -sigopt rsa_padding_mode:pss \
+  -out "$RUN/pss-2048.bin" "$RUN/doc.bin" || die "PSS signing on s390x failed"
+host_openssl dgst -sha256 -verify "$RUN/pub-2048.pem" -signature "$RUN/pss-2048.bin" \
+  -sigopt rsa_padding_mode:pss -sigopt "rsa_pss_saltlen:$want_salt" "$RUN/doc.bin" \
+  | grep -q "Verified OK" \
+  || die "the s390x PSS signature does not have the $want_salt-byte salt OpenSSL $core's default provider uses"
+say "OpenSSL $core: $offered signature algorithms from rustica, default PSS salt $want_salt bytes"
+
 for padding in pkcs1 oaep; do
   step "encrypt and decrypt, $padding, 2048 bits, s390x <-> host"
   pad_opts=(-pkeyopt "rsa_padding_mode:$padding")
@@ -286,10 +308,11 @@ step "rustica's counters on the s390x side"
 layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
 [ "$layout" = 3 ] || die "rustica's counters file has layout version $layout; this script reads version 3"
 ops=(keygen sign verify encrypt decrypt)
-# What this run did on s390x: one key generation, two signatures and two
-# verifications (2048, 4096), and per padding one encryption and one
-# decryption. Every one must be counted on libica, none elsewhere.
-expected=(1 2 2 2 2)
+# What this run did on s390x: one key generation, three signatures (2048
+# and 4096 PKCS#1 v1.5, 2048 PSS) and two verifications (2048, 4096), and
+# per padding one encryption and one decryption. Every one must be counted
+# on libica, none elsewhere.
+expected=(1 3 2 2 2)
 bad=""
 for op in 0 1 2 3 4; do
   libica=$(counter "$op" 0); software=$(counter "$op" 1)
