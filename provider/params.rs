@@ -34,6 +34,33 @@ pub const INT: u32 = ffi::OSSL_PARAM_INTEGER;
 pub const UINT: u32 = ffi::OSSL_PARAM_UNSIGNED_INTEGER;
 pub const UTF8: u32 = ffi::OSSL_PARAM_UTF8_STRING;
 pub const OCTETS: u32 = ffi::OSSL_PARAM_OCTET_STRING;
+pub const OCTET_PTR: u32 = ffi::OSSL_PARAM_OCTET_PTR;
+
+/// A table entry for a C `unsigned int`, sized as OpenSSL's `OSSL_PARAM_uint`
+/// makes it (tables are shown by `openssl list -verbose` and read by the
+/// text-to-parameter conversion, which uses the size).
+pub const fn uint_param(key: &'static [u8]) -> OSSL_PARAM {
+    OSSL_PARAM {
+        data_size: std::mem::size_of::<std::ffi::c_uint>(),
+        ..param(key, UINT)
+    }
+}
+
+/// A table entry for a C `int`, as `OSSL_PARAM_int` makes it.
+pub const fn int_param(key: &'static [u8]) -> OSSL_PARAM {
+    OSSL_PARAM {
+        data_size: std::mem::size_of::<std::ffi::c_int>(),
+        ..param(key, INT)
+    }
+}
+
+/// A table entry for a `size_t`, as `OSSL_PARAM_size_t` makes it.
+pub const fn size_param(key: &'static [u8]) -> OSSL_PARAM {
+    OSSL_PARAM {
+        data_size: std::mem::size_of::<usize>(),
+        ..param(key, UINT)
+    }
+}
 
 /// A static, NUL-terminated parameter table handed to OpenSSL.
 #[repr(transparent)]
@@ -307,6 +334,28 @@ pub fn set_static_str(p: &mut OSSL_PARAM, v: &'static CStr) -> Result<()> {
 pub fn set_octets(p: &mut OSSL_PARAM, v: &[u8]) -> Result<()> {
     // SAFETY: as for set_int; `v` is valid for v.len() bytes.
     if unsafe { ffi::OSSL_PARAM_set_octet_string(p, v.as_ptr() as *const c_void, v.len()) } == 1 {
+        Ok(())
+    } else {
+        fail(
+            Reason::InvalidParameter,
+            format!("cannot return octet parameter '{}'", what(p)),
+        )
+    }
+}
+
+/// Returns bytes that live as long as the context they come from, in the
+/// form the caller asked for: a pointer to them for an octet-pointer
+/// parameter (what `EVP_PKEY_CTX_get0_rsa_oaep_label` builds; NULL when
+/// there are none, as the default provider answers), a copy otherwise.
+pub fn set_octets_ref(p: &mut OSSL_PARAM, v: Option<&[u8]>) -> Result<()> {
+    if p.data_type != OCTET_PTR {
+        return set_octets(p, v.unwrap_or(&[]));
+    }
+    let (ptr, len) = v.map_or((ptr::null(), 0), |v| (v.as_ptr() as *const c_void, v.len()));
+    // SAFETY: `p` is a parameter of the caller's array (find_mut); the
+    // pointer stored in it is valid for `len` bytes for as long as the
+    // context owning `v` is unchanged, which is the octet-pointer contract.
+    if unsafe { ffi::OSSL_PARAM_set_octet_ptr(p, ptr, len) } == 1 {
         Ok(())
     } else {
         fail(

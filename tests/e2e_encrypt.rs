@@ -284,3 +284,77 @@ fn tls12_rsa_key_exchange_decrypts_on_rustica() {
         "the key exchange was not decrypted by rustica"
     );
 }
+
+/// libcrypto's OAEP getters read back what was set, as they do with the
+/// default provider. `EVP_PKEY_CTX_get0_rsa_oaep_label` asks for the label
+/// as an octet pointer (no copy): answering with an octet string made it
+/// fail with rustica.
+#[test]
+fn oaep_getters_answer_as_the_default_provider_does() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "key.pem");
+    let before = lab.done(Op::Encrypt);
+    let exe = compile_c(&lab, "oaep_getters");
+    let out = std::process::Command::new(&exe)
+        .args([lab.p("rustica.cnf").as_str(), key.as_str()])
+        .current_dir(lab.path(""))
+        .env("RUSTICA_STATS_PATH", lab.path("stats"))
+        .env("OPENSSL_CONF", "/dev/null")
+        .output()
+        .expect("run oaep_getters");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "oaep_getters failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("rustica: padding 4"), "{stdout}");
+    assert_eq!(lab.done(Op::Encrypt), before + 1, "rustica's encryptions");
+}
+
+/// The parameters `openssl list -verbose` shows for rustica's RSA cipher,
+/// with their types and sizes, are the default provider's: the label is
+/// read back as a pointer, the TLS versions are C unsigned ints. rustica
+/// adds implicit-rejection where the default provider (before 3.2) lacks it.
+#[test]
+fn the_cipher_parameter_tables_are_the_default_providers() {
+    let lab = Lab::new();
+    let text = lab.ok(
+        Side::RusticaFlags,
+        &["list", "-asymcipher-algorithms", "-verbose"],
+    );
+    let block = |provider: &str| -> (Vec<String>, Vec<String>) {
+        let start = text
+            .lines()
+            .position(|l| l.contains("RSA") && l.trim_end().ends_with(&format!("@ {provider}")))
+            .unwrap_or_else(|| panic!("no RSA cipher from {provider}:\n{text}"));
+        let (mut settable, mut gettable) = (Vec::new(), Vec::new());
+        let mut into = None;
+        for line in text.lines().skip(start + 1) {
+            if line.trim_start().starts_with('{') {
+                break;
+            }
+            if line.contains("settable operation parameters") {
+                into = Some(&mut settable);
+            } else if line.contains("retrievable operation parameters") {
+                into = Some(&mut gettable);
+            } else if let Some(list) = into.as_mut() {
+                list.push(line.trim().to_string());
+            }
+        }
+        settable.sort();
+        gettable.sort();
+        (settable, gettable)
+    };
+    let (default_set, default_get) = block("default");
+    let (mut ours_set, mut ours_get) = block("rustica");
+    if !default_set
+        .iter()
+        .any(|l| l.starts_with("implicit-rejection"))
+    {
+        ours_set.retain(|l| !l.starts_with("implicit-rejection"));
+        ours_get.retain(|l| !l.starts_with("implicit-rejection"));
+    }
+    assert_eq!(ours_set, default_set, "settable:\n{text}");
+    assert_eq!(ours_get, default_get, "retrievable:\n{text}");
+}

@@ -14,7 +14,7 @@ use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPAT
 use crate::enc_padding::TLS_PREMASTER_LEN;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
-use crate::params::{self, param, ParamTable, END, OCTETS, UINT, UTF8};
+use crate::params::{self, param, uint_param, ParamTable, END, OCTETS, OCTET_PTR, UTF8};
 use crate::prov::ProvCtx;
 
 mod ctx;
@@ -191,7 +191,7 @@ unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c
                 params::set_static_str(p, md.info().name)?;
             }
             if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL) {
-                params::set_octets(p, c.label.as_deref().unwrap_or(&[]))?;
+                params::set_octets_ref(p, c.label.as_deref())?;
             }
             if let Some(p) = params::find_mut(out, ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION) {
                 params::set_size(p, c.client_version as usize)?;
@@ -213,27 +213,48 @@ unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM)
     with_ctx(ctx, 0, |c| c.set_params(params).map(|_| 1))
 }
 
-static CTX_PARAMS: ParamTable<10> = ParamTable([
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
+/// What the context reports, as the default provider lists it: the label
+/// as a pointer into the context (a copy is given too, if asked for one),
+/// no digest properties.
+static GETTABLE_CTX_PARAMS: ParamTable<8> = ParamTable([
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS, UTF8),
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTETS),
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION, UINT),
-    param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION, UINT),
-    // Sized like OpenSSL's own entry, so OpenSSL 3.0's text-to-parameter
-    // fallback (`-pkeyopt implicit-rejection:0`) makes a 4-byte value rather
-    // than a zero-length one for 0.
-    OSSL_PARAM {
-        data_size: std::mem::size_of::<std::ffi::c_uint>(),
-        ..param(IMPLICIT_REJECTION, UINT)
-    },
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTET_PTR),
+    uint_param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION),
+    uint_param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION),
+    uint_param(IMPLICIT_REJECTION),
     END,
 ]);
 
-unsafe extern "C" fn ctx_params(_ctx: *mut c_void, _provctx: *mut c_void) -> *const OSSL_PARAM {
-    CTX_PARAMS.as_ptr()
+static SETTABLE_CTX_PARAMS: ParamTable<10> = ParamTable([
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS, UTF8),
+    param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTETS),
+    uint_param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION),
+    uint_param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION),
+    // Sized (as OpenSSL's own entry is) so that OpenSSL 3.0's text-to-
+    // parameter fallback (`-pkeyopt implicit-rejection:0`) makes a 4-byte
+    // value rather than a zero-length one for 0.
+    uint_param(IMPLICIT_REJECTION),
+    END,
+]);
+
+unsafe extern "C" fn gettable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    GETTABLE_CTX_PARAMS.as_ptr()
+}
+
+unsafe extern "C" fn settable_ctx_params(
+    _ctx: *mut c_void,
+    _provctx: *mut c_void,
+) -> *const OSSL_PARAM {
+    SETTABLE_CTX_PARAMS.as_ptr()
 }
 
 pub static RSA_ASYM_CIPHER: [OSSL_DISPATCH; 12] = [
@@ -280,7 +301,7 @@ pub static RSA_ASYM_CIPHER: [OSSL_DISPATCH; 12] = [
     dispatch!(
         ffi::OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS,
         ffi::OSSL_FUNC_asym_cipher_gettable_ctx_params_fn,
-        ctx_params
+        gettable_ctx_params
     ),
     dispatch!(
         ffi::OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS,
@@ -290,7 +311,7 @@ pub static RSA_ASYM_CIPHER: [OSSL_DISPATCH; 12] = [
     dispatch!(
         ffi::OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS,
         ffi::OSSL_FUNC_asym_cipher_settable_ctx_params_fn,
-        ctx_params
+        settable_ctx_params
     ),
     DISPATCH_END,
 ];

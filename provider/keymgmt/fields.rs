@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 use super::{SELECT_KEYPAIR, SELECT_PRIVATE, SELECT_PUBLIC};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::params::{self, param, OwnedParams, ParamTable, END, INT, UINT, UTF8};
+use crate::params::{self, int_param, param, OwnedParams, ParamTable, END, UINT, UTF8};
 
 type Secret = Zeroizing<Vec<u8>>;
 
@@ -76,14 +76,14 @@ const PSS_TYPES: [OSSL_PARAM; 4] = [
     param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
     param(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, UTF8),
     param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
+    int_param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN),
 ];
 
 /// Key-wide values get_params answers besides the fields.
 const KEY_INFO_TYPES: [OSSL_PARAM; 5] = [
-    param(ffi::OSSL_PKEY_PARAM_BITS, INT),
-    param(ffi::OSSL_PKEY_PARAM_SECURITY_BITS, INT),
-    param(ffi::OSSL_PKEY_PARAM_MAX_SIZE, INT),
+    int_param(ffi::OSSL_PKEY_PARAM_BITS),
+    int_param(ffi::OSSL_PKEY_PARAM_SECURITY_BITS),
+    int_param(ffi::OSSL_PKEY_PARAM_MAX_SIZE),
     param(ffi::OSSL_PKEY_PARAM_DEFAULT_DIGEST, UTF8),
     param(ffi::OSSL_PKEY_PARAM_MANDATORY_DIGEST, UTF8),
 ];

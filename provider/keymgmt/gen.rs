@@ -12,7 +12,7 @@ use super::{boxed, KeyKind, SELECT_KEYPAIR};
 use crate::boundary::{free_object, guard, into_object, ProviderObject};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_PARAM};
-use crate::params::{self, param, ParamTable, END, INT, UINT, UTF8};
+use crate::params::{self, int_param, param, size_param, ParamTable, END, UINT, UTF8};
 use crate::prov::ProvCtx;
 
 pub struct GenCtx {
@@ -137,8 +137,8 @@ pub(super) unsafe extern "C" fn rsa_gen_set_params(
 }
 
 static GEN_SETTABLE: ParamTable<4> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
+    size_param(ffi::OSSL_PKEY_PARAM_RSA_BITS),
+    size_param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES),
     param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
     END,
 ]);
@@ -151,12 +151,12 @@ pub(super) unsafe extern "C" fn rsa_gen_settable_params(
 }
 
 static PSS_GEN_SETTABLE: ParamTable<7> = ParamTable([
-    param(ffi::OSSL_PKEY_PARAM_RSA_BITS, params::UINT),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES, params::UINT),
+    size_param(ffi::OSSL_PKEY_PARAM_RSA_BITS),
+    size_param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES),
     param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
     param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
     param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
-    param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, INT),
+    int_param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN),
     END,
 ]);
 
