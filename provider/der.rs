@@ -70,10 +70,19 @@ pub fn pkcs1_algorithm_id(md: DigestId) -> Vec<u8> {
     seq(&[&oid(md.info().pkcs1_sig_oid), NULL])
 }
 
-/// A digest's AlgorithmIdentifier as RSASSA-PSS parameters carry it (no
-/// parameters, as OpenSSL writes SHA-2 and SHA-3).
+/// A digest's AlgorithmIdentifier as RSASSA-PSS parameters carry it.
+/// RFC 4055 (section 2.1) requires NULL parameters for SHA-1 and SHA-2
+/// there, and the default provider writes them; it cannot encode the other
+/// digests at all, and rustica leaves their parameters absent, as their
+/// own specifications (NIST's SHA-3 object identifiers) ask.
 fn hash_algorithm(md: DigestId) -> Vec<u8> {
-    seq(&[&oid(md.info().oid)])
+    use DigestId::*;
+    match md {
+        Sha1 | Sha224 | Sha256 | Sha384 | Sha512 | Sha512_224 | Sha512_256 => {
+            seq(&[&oid(md.info().oid), NULL])
+        }
+        _ => seq(&[&oid(md.info().oid)]),
+    }
 }
 
 /// AlgorithmIdentifier of RSASSA-PSS with explicit parameters; fields equal
@@ -132,6 +141,19 @@ mod tests {
     fn pss_defaults_encode_empty_parameters() {
         let id = pss_algorithm_id(DigestId::Sha1, DigestId::Sha1, 20);
         assert_eq!(&id[id.len() - 2..], &[0x30, 0x00]);
+    }
+
+    /// The default provider's `algorithm-id` for PSS with SHA-256, MGF1
+    /// with SHA-384 and a 20-byte salt (OpenSSL 3.0.19).
+    #[test]
+    fn pss_sha2_parameters_carry_null_as_rfc_4055_requires() {
+        let id = pss_algorithm_id(DigestId::Sha256, DigestId::Sha384, 20);
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "303c06092a864886f70d01010a302fa00f300d06096086480165030402010500\
+             a11c301a06092a864886f70d010108300d06096086480165030402020500"
+        );
     }
 
     #[test]

@@ -285,31 +285,33 @@ fn tls12_rsa_key_exchange_decrypts_on_rustica() {
     );
 }
 
-/// libcrypto's OAEP getters read back what was set, as they do with the
-/// default provider. `EVP_PKEY_CTX_get0_rsa_oaep_label` asks for the label
-/// as an octet pointer (no copy): answering with an octet string made it
-/// fail with rustica.
+/// libcrypto's OAEP and PSS getters read back what was set, as they do with
+/// the default provider. `EVP_PKEY_CTX_get0_rsa_oaep_label` asks for the
+/// label as an octet pointer (no copy): answering with an octet string
+/// made it fail with rustica.
 #[test]
-fn oaep_getters_answer_as_the_default_provider_does() {
+fn context_getters_answer_as_the_default_provider_does() {
     let lab = Lab::new();
     let key = lab.genkey(2048, "key.pem");
-    let before = lab.done(Op::Encrypt);
-    let exe = compile_c(&lab, "oaep_getters");
+    let before = (lab.done(Op::Encrypt), lab.done(Op::Sign));
+    let exe = compile_c(&lab, "ctx_getters");
     let out = std::process::Command::new(&exe)
         .args([lab.p("rustica.cnf").as_str(), key.as_str()])
         .current_dir(lab.path(""))
         .env("RUSTICA_STATS_PATH", lab.path("stats"))
         .env("OPENSSL_CONF", "/dev/null")
         .output()
-        .expect("run oaep_getters");
+        .expect("run ctx_getters");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "oaep_getters failed:\n{stdout}\n{}",
+        "ctx_getters failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("rustica: padding 4"), "{stdout}");
-    assert_eq!(lab.done(Op::Encrypt), before + 1, "rustica's encryptions");
+    assert!(stdout.contains("rustica: padding 6, salt 20"), "{stdout}");
+    let after = (lab.done(Op::Encrypt), lab.done(Op::Sign));
+    assert_eq!(after, (before.0 + 1, before.1 + 1), "rustica's operations");
 }
 
 /// The parameters `openssl list -verbose` shows for rustica's RSA cipher,
