@@ -136,3 +136,31 @@ fn message_signing_with_composites_runs_on_rustica_and_matches_the_default_provi
         "rustica's verifications"
     );
 }
+
+/// Each composite shows the default provider's parameter tables in
+/// `openssl list -verbose`: with no context, nothing settable (no table,
+/// not an empty one, which the module before this test listed).
+#[test]
+fn composite_parameter_tables_are_the_default_providers() {
+    if openssl_version() < (3, 4) {
+        eprintln!("skipped: composites are offered from OpenSSL 3.4; this is 3.0");
+        return;
+    }
+    let lab = Lab::new();
+    let text = lab.ok(
+        Side::RusticaFlags,
+        &["list", "-signature-algorithms", "-verbose"],
+    );
+    for name in COMPOSITES {
+        // The numeric pad-mode and saltlen, as for RSA (e2e_sign), are
+        // listed by the default provider from 4.0 on.
+        assert_tables_match_default(
+            &text,
+            name,
+            &[
+                "pad-mode: integer (max 4 bytes large)",
+                "saltlen: integer (max 4 bytes large)",
+            ],
+        );
+    }
+}

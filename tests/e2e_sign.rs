@@ -443,3 +443,24 @@ fn openssl_speed_runs_on_rustica_under_config() {
         "speed's verifications were not counted"
     );
 }
+
+/// rustica's RSA signature shows the default provider's parameter tables
+/// in `openssl list -verbose`. Extra only where the running default
+/// provider is older than 4.0: the numeric forms of pad-mode and saltlen,
+/// which rustica takes on every version.
+#[test]
+fn signature_parameter_tables_are_the_default_providers() {
+    let lab = Lab::new();
+    let text = lab.ok(
+        Side::RusticaFlags,
+        &["list", "-signature-algorithms", "-verbose"],
+    );
+    assert_tables_match_default(
+        &text,
+        "rsaEncryption",
+        &[
+            "pad-mode: integer (max 4 bytes large)",
+            "saltlen: integer (max 4 bytes large)",
+        ],
+    );
+}

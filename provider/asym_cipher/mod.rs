@@ -14,7 +14,7 @@ use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPAT
 use crate::enc_padding::TLS_PREMASTER_LEN;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
-use crate::params::{self, param, uint_param, ParamTable, END, OCTETS, OCTET_PTR, UTF8};
+use crate::params::{self, int_param, param, uint_param, ParamTable, END, OCTETS, OCTET_PTR, UTF8};
 use crate::prov::ProvCtx;
 
 mod ctx;
@@ -213,12 +213,14 @@ unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM)
     with_ctx(ctx, 0, |c| c.set_params(params).map(|_| 1))
 }
 
-/// What the context reports, as the default provider lists it: the label
-/// as a pointer into the context (a copy is given too, if asked for one),
-/// no digest properties.
-static GETTABLE_CTX_PARAMS: ParamTable<8> = ParamTable([
+/// What the context reports, as the default provider (3.5) lists it: the
+/// padding as a name or a number, the label as a pointer into the context
+/// (a copy is given too, if asked for one), no digest properties. The
+/// first entry of a name is the one text conversion (`-pkeyopt`) uses.
+static GETTABLE_CTX_PARAMS: ParamTable<9> = ParamTable([
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
+    int_param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTET_PTR),
     uint_param(ffi::OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION),
@@ -227,10 +229,11 @@ static GETTABLE_CTX_PARAMS: ParamTable<8> = ParamTable([
     END,
 ]);
 
-static SETTABLE_CTX_PARAMS: ParamTable<10> = ParamTable([
+static SETTABLE_CTX_PARAMS: ParamTable<11> = ParamTable([
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE, UTF8),
+    int_param(ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS, UTF8),
     param(ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OCTETS),

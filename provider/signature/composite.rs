@@ -123,7 +123,6 @@ static KEY_TYPES: KeyTypes = KeyTypes([c"RSA".as_ptr(), std::ptr::null()]);
 
 static SETTABLE_VERIFY_MESSAGE: ParamTable<2> =
     ParamTable([param(ffi::OSSL_SIGNATURE_PARAM_SIGNATURE, OCTETS), END]);
-static SETTABLE_NONE: ParamTable<1> = ParamTable([END]);
 
 unsafe extern "C" fn settable_ctx_params(
     ctx: *mut c_void,
@@ -132,10 +131,12 @@ unsafe extern "C" fn settable_ctx_params(
     // SAFETY: ctx is NULL or a SigCtx of ours, only read here.
     let verify_message = unsafe { (ctx as *const SigCtx).as_ref() }
         .is_some_and(|c| c.message && c.purpose == Purpose::Verify);
+    // Nothing else is settable: no table at all, as the default provider
+    // answers (an empty one reads as "Empty list" in `openssl list`).
     if verify_message {
         SETTABLE_VERIFY_MESSAGE.as_ptr()
     } else {
-        SETTABLE_NONE.as_ptr()
+        std::ptr::null()
     }
 }
 

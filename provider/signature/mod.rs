@@ -9,7 +9,7 @@ use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPAT
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
-use crate::params::{self, param, ParamTable, END, OCTETS, UTF8};
+use crate::params::{self, int_param, param, ParamTable, END, OCTETS, UTF8};
 use crate::prov::ProvCtx;
 
 mod composite;
@@ -381,20 +381,27 @@ unsafe extern "C" fn get_ctx_params(ctx: *mut c_void, out: *mut OSSL_PARAM) -> c
     })
 }
 
-static GETTABLE: ParamTable<6> = ParamTable([
+// The padding and the salt length go as a name or a number, both ways, on
+// every version (OpenSSL 4.0's default provider lists both forms too); the
+// first entry of a name is the one text conversion (`-sigopt`) uses.
+static GETTABLE: ParamTable<8> = ParamTable([
     param(ffi::OSSL_SIGNATURE_PARAM_ALGORITHM_ID, OCTETS),
     param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE, UTF8),
+    int_param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE),
     param(ffi::OSSL_SIGNATURE_PARAM_DIGEST, UTF8),
     param(ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST, UTF8),
     param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN, UTF8),
+    int_param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN),
     END,
 ]);
 
-static SETTABLE: ParamTable<7> = ParamTable([
+static SETTABLE: ParamTable<9> = ParamTable([
     param(ffi::OSSL_SIGNATURE_PARAM_DIGEST, UTF8),
     param(ffi::OSSL_SIGNATURE_PARAM_PROPERTIES, UTF8),
     param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE, UTF8),
+    int_param(ffi::OSSL_SIGNATURE_PARAM_PAD_MODE),
     param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN, UTF8),
+    int_param(ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN),
     param(ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST, UTF8),
     param(ffi::OSSL_SIGNATURE_PARAM_MGF1_PROPERTIES, UTF8),
     END,

@@ -467,3 +467,72 @@ pub fn openssl_version() -> (u32, u32) {
     let mut parts = number.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
+
+/// The parameters `openssl list -verbose` shows for one algorithm of one
+/// provider: (settable, gettable), each sorted, as "name: type (size)"
+/// lines. `name` is one of the algorithm's names ("rsaEncryption",
+/// "RSA-SHA2-256"). An empty table, as opposed to none, shows as its
+/// "Empty list ..." line.
+pub fn listed_parameters(listing: &str, name: &str, provider: &str) -> (Vec<String>, Vec<String>) {
+    // "  { 1.2.840.113549.1.1.11, RSA-SHA2-256, ... } @ default" or "  X @ p"
+    let header = |l: &str| {
+        l.trim_end()
+            .strip_suffix(&format!(" @ {provider}"))
+            .is_some_and(|names| {
+                names
+                    .trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .split(',')
+                    .any(|n| n.trim() == name)
+            })
+    };
+    let start = listing
+        .lines()
+        .position(header)
+        .unwrap_or_else(|| panic!("{name} @ {provider} is not listed:\n{listing}"));
+    // [settable, gettable]; `into` is the list the lines belong to.
+    let mut lists: [Vec<String>; 2] = Default::default();
+    let mut into = None;
+    for line in listing.lines().skip(start + 1) {
+        let line = line.trim();
+        let next_algorithm = line
+            .rsplit_once(" @ ")
+            .is_some_and(|(_, p)| !p.contains(char::is_whitespace));
+        if next_algorithm || line.starts_with("Name:") {
+            break;
+        }
+        if line.starts_with("Empty list of settable") {
+            lists[0].push(line.to_string());
+        } else if line.starts_with("Empty list of retrievable") {
+            lists[1].push(line.to_string());
+        } else if line.starts_with("settable operation parameters") {
+            into = Some(0);
+        } else if line.starts_with("retrievable operation parameters") {
+            into = Some(1);
+        } else if let Some(i) = into {
+            lists[i].push(line.to_string());
+        }
+    }
+    let [mut settable, mut gettable] = lists;
+    settable.sort();
+    gettable.sort();
+    (settable, gettable)
+}
+
+/// Compares rustica's parameter tables for the algorithm `name` with the
+/// default provider's in `listing`. rustica lists what it accepts on every
+/// OpenSSL version; an entry of `newer` may be extra where the running
+/// default provider is older and does not list it yet.
+pub fn assert_tables_match_default(listing: &str, name: &str, newer: &[&str]) {
+    let (default_set, default_get) = listed_parameters(listing, name, "default");
+    let (mut ours_set, mut ours_get) = listed_parameters(listing, name, "rustica");
+    for entry in newer {
+        if !default_set.iter().chain(&default_get).any(|l| l == entry) {
+            ours_set.retain(|l| l != entry);
+            ours_get.retain(|l| l != entry);
+        }
+    }
+    assert_eq!(ours_set, default_set, "settable of {name}:\n{listing}");
+    assert_eq!(ours_get, default_get, "retrievable of {name}:\n{listing}");
+}
