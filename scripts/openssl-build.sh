@@ -2,7 +2,9 @@
 # Builds an OpenSSL release series from its upstream source into a cache
 # outside the clone, and prints the install prefix on its last line.
 #
-#   scripts/openssl-build.sh 3.0|3.5|4.0
+#   scripts/openssl-build.sh 3.0|3.5|4.0           # for this machine
+#   scripts/openssl-build.sh 3.0|3.5|4.0 s390x     # cross-built for s390x
+#                                                  # (s390x-linux-gnu-gcc)
 #
 # The source is Debian's copy of the upstream release tarball (the
 # `.orig.tar.gz` of the openssl source package: 3.0 from bookworm, 3.5 from
@@ -12,11 +14,18 @@
 # data are part of what the callers need.
 #
 # Cache: $RUSTICA_CACHE (default /var/tmp/rustica-cache)/openssl-<series>/
-#   src/      the unpacked, built source tree (test/evp_test is built too)
+# (openssl-<series>-s390x/ for the cross build)
+#   src/      the unpacked, built source tree (test/evp_test is built too,
+#             not for s390x)
 #   install/  bin/openssl, lib/libcrypto.so.* and ossl-modules/, include/
 # A completed build is reused; delete the directory to rebuild.
 set -euo pipefail
-series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0}
+series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0 [s390x]}
+arch=${2:-host}
+case $arch in
+  host|s390x) ;;
+  *) echo "openssl-build: unknown architecture '$arch' (s390x, or none for this machine)" >&2; exit 2 ;;
+esac
 case $series in
   3.0) suite=bookworm ;;
   3.5) suite=stable ;;
@@ -25,14 +34,19 @@ case $series in
 esac
 cache=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
 top=$cache/openssl-$series
+[ "$arch" = host ] || top=$top-$arch
 prefix=$top/install
-say() { echo "openssl-build[$series]: $*" >&2; }
+label=$series
+[ "$arch" = host ] || label="$series $arch"
+say() { echo "openssl-build[$label]: $*" >&2; }
 if [ -f "$top/.complete" ]; then
   say "cached in $top ($(cat "$top/.complete"))"
   echo "$prefix"
   exit 0
 fi
-for tool in curl xz make perl gcc; do
+compiler=gcc
+[ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc
+for tool in curl xz make perl $compiler; do
   command -v $tool >/dev/null || { say "needs $tool (scripts/setup.sh installs it)"; exit 1; }
 done
 mkdir -p "$top"
@@ -77,16 +91,21 @@ start=$SECONDS
 say "configuring"
 # (no-docs exists from 3.2; the targets below never build the manuals anyway.)
 docs=(); [ "$series" = 3.0 ] || docs=(no-docs)
-./Configure --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared "${docs[@]}" \
-  -Wl,-rpath,"$prefix/lib" >/dev/null
+# The cross build uses the cross compiler's own C library (libc6-dev-s390x-cross);
+# the binaries run under qemu-user against any newer s390x glibc.
+target=(); [ "$arch" = s390x ] && target=(linux64-s390x --cross-compile-prefix=s390x-linux-gnu-)
+./Configure "${target[@]}" --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared \
+  "${docs[@]}" -Wl,-rpath,"$prefix/lib" >/dev/null
 say "building (make -j$(nproc))"
 # Only what rustica and its tests use: the libraries, the providers, the
 # openssl command and evp_test (a plain `make` builds every test program).
-make -s -j"$(nproc)" build_libs build_modules apps/openssl test/evp_test \
+targets=(build_libs build_modules apps/openssl)
+[ "$arch" = host ] && targets+=(test/evp_test)
+make -s -j"$(nproc)" "${targets[@]}" \
   >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; exit 1; }
 make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
 install -D -m 0755 apps/openssl "$prefix/bin/openssl"
-"$prefix/bin/openssl" version >&2
-echo "OpenSSL $version, built in $((SECONDS - start)) s" >"$top/.complete"
+[ "$arch" = host ] && "$prefix/bin/openssl" version >&2
+echo "OpenSSL $version ($arch), built in $((SECONDS - start)) s" >"$top/.complete"
 say "done in $((SECONDS - start)) s"
 echo "$prefix"

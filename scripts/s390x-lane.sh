@@ -2,11 +2,15 @@
 # The big-endian lane: rustica cross-built for s390x, loaded into Debian's
 # s390x openssl under qemu-user, with the REAL libica (Debian's libica3,
 # whose software fallback does the arithmetic under qemu) as its backend.
-# Two parts, one per Debian release: bookworm (Debian 12: OpenSSL 3.0,
-# libica 3.9) and stable (Debian 13: OpenSSL 3.5, libica 3.9).
+# Three parts: bookworm (Debian 12: OpenSSL 3.0, libica 3.9), stable
+# (Debian 13: OpenSSL 3.5, libica 3.9), and openssl-4.0 (Debian 13's
+# userland and libica with OpenSSL 4.0 cross-built from its source by
+# scripts/openssl-build.sh, as no Debian release ships 4.0 for s390x yet;
+# libica keeps its libcrypto.so.3 beside 4.0's libcrypto.so.4).
 #
-#   scripts/s390x-lane.sh                  # both parts: install, build, run, check
-#   scripts/s390x-lane.sh --release R      # one part; R is bookworm, stable or all
+#   scripts/s390x-lane.sh                  # every part: install, build, run, check
+#   scripts/s390x-lane.sh --release R      # one part; R is bookworm, stable,
+#                                          # openssl-4.0 or all
 #   scripts/s390x-lane.sh --sysroot-only   # steps 1-2 only; prints the sysroot
 #                                          # (bookworm unless --release says)
 #   scripts/s390x-lane.sh --from-deb DEB   # run from rustica's s390x package
@@ -27,7 +31,8 @@
 # Work directory: $S390X_LANE_DIR (default target/s390x-lane), reused on the
 # next run (sysroots and cross builds are cached there). bookworm keeps the
 # lane's original paths (sysroot, apt, run, target: scripts/package.sh
-# builds in the same target directory); stable lives under stable/.
+# builds in the same target directory); stable lives under stable/, and
+# openssl-4.0 under openssl-4.0/ (with stable's sysroot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -37,7 +42,7 @@ START=$SECONDS
 MODE=build
 RELEASE=""
 usage() {
-  echo "usage: $0 [--release bookworm|stable|all] [--sysroot-only | --from-deb rustica_VER_s390x.deb]" >&2
+  echo "usage: $0 [--release bookworm|stable|openssl-4.0|all] [--sysroot-only | --from-deb rustica_VER_s390x.deb]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -62,20 +67,29 @@ case "$RELEASE" in
     # Debian 13 renamed the library package (64-bit time_t transition).
     PKGS=(libc6 libgcc-s1 libssl3t64 libssl-dev openssl libica3 libica-dev libc6-dev
           linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1) ;;
+  openssl-4.0)
+    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb serve Debian's own OpenSSL" >&2; exit 2; }
+    PART=$LANE/openssl-4.0
+    # Debian 13's sysroot, made (or reused) by the stable part's steps 1-2.
+    STABLE_SYSROOT=$("$0" --release stable --sysroot-only) || exit 1 ;;
   all)
     [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb take one release" >&2; exit 2; }
     times=""
-    for part in bookworm stable; do
+    for part in bookworm stable openssl-4.0; do
       part_start=$SECONDS
       "$0" --release "$part" || exit 1
       times="$times $part=$((SECONDS - part_start))s"
     done
-    echo "s390x-lane: OK, both parts (bookworm, stable); time per part:$times" >&2
+    echo "s390x-lane: OK, every part (bookworm, stable, openssl-4.0); time per part:$times" >&2
     exit 0 ;;
   *) usage ;;
 esac
 SYSROOT=$PART/sysroot
 APTDIR=$PART/apt
+if [ "$RELEASE" = openssl-4.0 ]; then
+  SYSROOT=$STABLE_SYSROOT
+  APTDIR=$(dirname "$SYSROOT")/apt
+fi
 RUN=$PART/run
 BUILD_DIR=$PART/target
 
@@ -146,6 +160,19 @@ LIBDIR=$SYSROOT/usr/lib/s390x-linux-gnu
 [ -e "$LIBDIR/libica.so.3" ] || die "libica.so.3 missing from the sysroot"
 [ -x "$SYSROOT/usr/bin/openssl" ] || die "the s390x openssl is missing from the sysroot"
 if [ "$MODE" = sysroot ]; then echo "$SYSROOT"; exit 0; fi
+# The OpenSSL rustica is built against and runs in: the sysroot's own, or
+# for openssl-4.0 the cross-built release (its openssl finds its libcrypto
+# through its rpath, which qemu resolves on the host when the sysroot lacks it).
+OPENSSL_BIN=$SYSROOT/usr/bin/openssl
+OSSL_LIBDIR=$LIBDIR
+OSSL_INCDIR=$SYSROOT/usr/include
+if [ "$RELEASE" = openssl-4.0 ]; then
+  step "OpenSSL 4.0 for s390x (scripts/openssl-build.sh 4.0 s390x; cached)"
+  prefix=$(scripts/openssl-build.sh 4.0 s390x | tail -n1) || die "the OpenSSL 4.0 cross build failed"
+  OPENSSL_BIN=$prefix/bin/openssl
+  OSSL_LIBDIR=$prefix/lib
+  OSSL_INCDIR=$prefix/include
+fi
 
 # --- 3. rustica: cross-built, or installed from its s390x package ----------------
 if [ "$MODE" = deb ]; then
@@ -162,8 +189,8 @@ export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
 export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=--sysroot=$SYSROOT"
 export CC_s390x_unknown_linux_gnu=s390x-linux-gnu-gcc
 export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
-export OPENSSL_LIB_DIR=$LIBDIR
-export OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include
+export OPENSSL_LIB_DIR=$OSSL_LIBDIR
+export OPENSSL_INCLUDE_DIR=$OSSL_INCDIR
 export RUSTICA_SYSROOT=$SYSROOT
 cargo build -q --target "$TARGET" --target-dir "$BUILD_DIR" -p rustica --lib \
   || die "cross build failed"
@@ -211,7 +238,7 @@ STATS=$RUN/stats
 s390x_openssl() {
   env -u RUSTICA_BACKEND -u RUSTICA_LIBICA -u RUSTICA_DEBUG \
     OPENSSL_CONF="$RUN/s390x.cnf" RUSTICA_STATS_PATH="$STATS" LIBICA_STATS_MODE=0 \
-    qemu-s390x-static -L "$SYSROOT" "$SYSROOT/usr/bin/openssl" "$@"
+    qemu-s390x-static -L "$SYSROOT" "$OPENSSL_BIN" "$@"
 }
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
@@ -230,7 +257,7 @@ counter() { # op-index backend-index
   done
   echo "$sum"
 }
-s390x_openssl version | grep -q "OpenSSL 3" || die "the s390x openssl does not run under qemu"
+s390x_openssl version | grep -q "^OpenSSL [34]\." || die "the s390x openssl does not run under qemu"
 head -c 100000 /dev/urandom >"$RUN/doc.bin"
 
 step "2048-bit key generated on s390x by rustica (ica_rsa_key_generate_crt)"
@@ -329,4 +356,4 @@ libica_pkg=unknown
 [ -n "$libica_deb" ] && libica_pkg=$(dpkg-deb -f "$libica_deb" Version)
 say "versions: $(s390x_openssl version); libica3 package $libica_pkg;" \
     "rustica: $(grep -m1 -o 'backend = libica: [^;]*' "$RUN/rustica-debug.log")"
-step "OK: rustica on s390x (big-endian, Debian $RELEASE) with the real libica 3 signs, verifies, encrypts and decrypts"
+step "OK: rustica on s390x (big-endian, $(s390x_openssl version | awk '{print "OpenSSL", $2}'), Debian ${RELEASE/openssl-4.0/stable} userland) with the real libica 3 signs, verifies, encrypts and decrypts"
