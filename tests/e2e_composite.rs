@@ -98,19 +98,7 @@ fn message_signing_with_composites_runs_on_rustica_and_matches_the_default_provi
     );
     let before = lab.stats();
     let exe = compile_c(&lab, "message_signing");
-    let out = std::process::Command::new(&exe)
-        .args([config.as_str(), key.as_str(), &lab.p("pss.pem")])
-        .current_dir(lab.path(""))
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .env("OPENSSL_CONF", "/dev/null")
-        .output()
-        .expect("run message_signing");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "message_signing failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = lab.run_program(&exe, &[&config, &key, &lab.p("pss.pem")]);
     // "signed N verified M": what the program expects rustica to count.
     let numbers: Vec<u64> = stdout
         .split_whitespace()

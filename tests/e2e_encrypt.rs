@@ -295,19 +295,7 @@ fn context_getters_answer_as_the_default_provider_does() {
     let key = lab.genkey(2048, "key.pem");
     let before = (lab.done(Op::Encrypt), lab.done(Op::Sign));
     let exe = compile_c(&lab, "ctx_getters");
-    let out = std::process::Command::new(&exe)
-        .args([lab.p("rustica.cnf").as_str(), key.as_str()])
-        .current_dir(lab.path(""))
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .env("OPENSSL_CONF", "/dev/null")
-        .output()
-        .expect("run ctx_getters");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ctx_getters failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = lab.run_program(&exe, &[&lab.p("rustica.cnf"), &key]);
     assert!(stdout.contains("rustica: padding 4"), "{stdout}");
     assert!(stdout.contains("rustica: padding 6, salt 20"), "{stdout}");
     let after = (lab.done(Op::Encrypt), lab.done(Op::Sign));

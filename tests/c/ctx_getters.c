@@ -46,6 +46,16 @@ static int fail(const char *side, const char *what)
     return 0;
 }
 
+/* Whether the operation of ctx ran on the provider named side. */
+static int ran_on(EVP_PKEY_CTX *ctx, const char *side)
+{
+    const OSSL_PROVIDER *p = EVP_PKEY_CTX_get0_provider(ctx);
+
+    if (p == NULL || strcmp(OSSL_PROVIDER_get0_name(p), side) != 0)
+        return fail(side, "the operation ran on another provider");
+    return 1;
+}
+
 static int check_oaep(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *side,
                  char *summary, size_t size)
 {
@@ -55,7 +65,6 @@ static int check_oaep(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *side,
     size_t outlen = sizeof(out);
     unsigned char *copy = OPENSSL_memdup(label, sizeof(label));
     EVP_PKEY_CTX *ctx;
-    const OSSL_PROVIDER *p;
     int pad = 0, len, ok = 0;
 
     snprintf(propq, sizeof(propq), "provider=%s", side);
@@ -91,11 +100,8 @@ static int check_oaep(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *side,
         fail(side, "encrypting");
         goto done;
     }
-    p = EVP_PKEY_CTX_get0_provider(ctx);
-    if (p == NULL || strcmp(OSSL_PROVIDER_get0_name(p), side) != 0) {
-        fail(side, "the operation ran on another provider");
+    if (!ran_on(ctx, side))
         goto done;
-    }
     snprintf(summary, size, "padding %d, md %d, mgf1 %d, label %d bytes", pad, md_nid(md),
              md_nid(mgf1), len);
     printf("%s: %s\n", side, summary);
@@ -115,7 +121,6 @@ static int check_pss(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *side,
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_PKEY_CTX *ctx = NULL;
     const EVP_MD *digest = NULL;
-    const OSSL_PROVIDER *p;
     OSSL_PARAM params[2];
     int pad = 0, saltlen = 0, ok = 0;
 
@@ -158,11 +163,8 @@ static int check_pss(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *side,
         fail(side, "signing");
         goto done;
     }
-    p = EVP_PKEY_CTX_get0_provider(ctx);
-    if (p == NULL || strcmp(OSSL_PROVIDER_get0_name(p), side) != 0) {
-        fail(side, "the signature ran on another provider");
+    if (!ran_on(ctx, side))
         goto done;
-    }
     snprintf(summary, size, "padding %d, salt %d, md %d, mgf1 %d, algorithm-id %s",
              pad, saltlen, EVP_MD_get_type(digest), md_nid(mgf1), hex);
     printf("%s: %s\n", side, summary);

@@ -251,6 +251,28 @@ impl Lab {
         self.p(name)
     }
 
+    /// Runs a program made by [`compile_c`] in the lab's directory,
+    /// counting into the lab's statistics and with no openssl.cnf (the
+    /// programs load the configuration given to them); fails the test
+    /// unless it exits 0, and returns its standard output.
+    pub fn run_program(&self, exe: &Path, args: &[&str]) -> String {
+        let out = Command::new(exe)
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("RUSTICA_STATS_PATH", &self.stats_path)
+            .env("OPENSSL_CONF", "/dev/null")
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", exe.display()));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{} failed:\n{stdout}\n{}",
+            exe.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
     pub fn read(&self, name: &str) -> Vec<u8> {
         std::fs::read(self.path(name)).unwrap()
     }
