@@ -123,6 +123,7 @@ fn ctx(router: &ibmca_shim::backend::Router) -> ibmca_shim::Context<'_> {
     ibmca_shim::Context {
         libctx: ibmca_shim::LibCtx::DEFAULT,
         router: Some(router),
+        core_version: None,
     }
 }
 

@@ -57,12 +57,23 @@ pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
     // OpenSSL writes SM3's DigestInfo with the OID of sm3WithRSAEncryption
     // (1.2.156.10197.1.504), not SM3's own (…401); rustica writes and
     // accepts what OpenSSL does, so signatures interoperate both ways.
+    // Likewise OpenSSL's MD4 DigestInfo carries 1.2.840.113549.2.3, not
+    // MD4's own ...2.4 (crypto/rsa/rsa_sign.c), and stock verification
+    // accepts only that form.
+    const MD4_AS_OPENSSL_WRITES_IT: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x02, 0x03];
     let digest_oid = match md {
         DigestId::Sm3 => md.info().pkcs1_sig_oid,
+        DigestId::Md4 => MD4_AS_OPENSSL_WRITES_IT,
         _ => md.info().oid,
     };
     let alg = seq(&[&oid(digest_oid), NULL]);
     seq(&[&alg, &tlv(0x04, hash)])
+}
+
+/// OCTET STRING `hash`: what OpenSSL signs for MDC2 instead of a
+/// DigestInfo (RSA_sign_ASN1_OCTET_STRING); verification takes both.
+pub fn octet_string(hash: &[u8]) -> Vec<u8> {
+    tlv(0x04, hash)
 }
 
 /// AlgorithmIdentifier of sha*WithRSAEncryption (PKCS#1 v1.5).

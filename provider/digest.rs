@@ -33,6 +33,15 @@ pub enum DigestId {
     /// Signs with RSA on OpenSSL 3.4 and later only, as the default
     /// provider does (see `SigCtx::set_md`).
     Sm3,
+    Md5,
+    /// MD4, MD2 and MDC2 come from the legacy provider (MD2 only where
+    /// OpenSSL was built with it); the default provider signs with each
+    /// digest any loaded provider offers, and so does rustica.
+    Md4,
+    Md2,
+    /// PKCS#1 v1.5 only; signed as a bare OCTET STRING, as OpenSSL's
+    /// RSA_sign_ASN1_OCTET_STRING does (see `der::mdc2_octet_string`).
+    Mdc2,
 }
 
 pub struct DigestInfo {
@@ -59,6 +68,12 @@ macro_rules! nist_oid {
 macro_rules! pkcs1_oid {
     ($arc:expr) => {
         &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, $arc]
+    };
+}
+/// 1.2.840.113549.2.n: RSA Data Security's digest arc (MD2, MD4, MD5).
+macro_rules! rsadsi_digest_oid {
+    ($arc:expr) => {
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x02, $arc]
     };
 }
 macro_rules! nist_sig_oid {
@@ -180,10 +195,43 @@ pub static DIGESTS: [DigestInfo; DIGEST_COUNT] = [
         oid: &[0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x11],
         pkcs1_sig_oid: &[0x2a, 0x81, 0x1c, 0xcf, 0x55, 0x01, 0x83, 0x78],
     },
+    DigestInfo {
+        id: DigestId::Md5,
+        name: c"MD5",
+        aliases: &["MD5", "SSL3-MD5"],
+        size: 16,
+        oid: rsadsi_digest_oid!(5),
+        pkcs1_sig_oid: pkcs1_oid!(4),
+    },
+    DigestInfo {
+        id: DigestId::Md4,
+        name: c"MD4",
+        aliases: &["MD4"],
+        size: 16,
+        oid: rsadsi_digest_oid!(4),
+        pkcs1_sig_oid: pkcs1_oid!(3),
+    },
+    DigestInfo {
+        id: DigestId::Md2,
+        name: c"MD2",
+        aliases: &["MD2"],
+        size: 16,
+        oid: rsadsi_digest_oid!(2),
+        pkcs1_sig_oid: pkcs1_oid!(2),
+    },
+    DigestInfo {
+        id: DigestId::Mdc2,
+        name: c"MDC2",
+        aliases: &["MDC2"],
+        size: 16,
+        // 2.5.8.3.101 (mdc-2) and 2.5.8.3.100 (mdc2WithRSASignature).
+        oid: &[0x55, 0x08, 0x03, 0x65],
+        pkcs1_sig_oid: &[0x55, 0x08, 0x03, 0x64],
+    },
 ];
 
 /// How many digests rustica knows (the length of [`DIGESTS`]).
-pub const DIGEST_COUNT: usize = 14;
+pub const DIGEST_COUNT: usize = 18;
 
 impl DigestId {
     pub fn info(self) -> &'static DigestInfo {
@@ -270,13 +318,21 @@ impl DigestCache {
         let unknown = || {
             Error::new(
                 Reason::UnsupportedDigest,
-                format!("digest '{name}' is not supported for RSA (use SHA-1, SHA-2, SHA-3 or RIPEMD-160)"),
+                format!(
+                    "digest '{name}' is not supported for RSA signatures, or no loaded provider \
+                     offers it (the default provider's list: MD5, MD5-SHA1, SHA-1, SHA-2, SHA-3, \
+                     RIPEMD-160, SM3, and MD2, MD4, MDC2 from the legacy provider)"
+                ),
             )
         };
         if let Some(d) = DIGESTS
             .iter()
             .find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
         {
+            // Known by name, but usable only where a provider offers it (MD4
+            // without the legacy provider is refused here, as by the
+            // default provider).
+            self.md(d.id)?;
             return Ok(d.id);
         }
         // Other aliases (OIDs, lower-case spellings OpenSSL knows): ask the

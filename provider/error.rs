@@ -32,10 +32,12 @@ pub enum Reason {
     BackendUnavailable = 17,
     HardwareFault = 18,
     OutOfOrder = 19,
+    PubExponentOutOfRange = 20,
+    KeySizeTooLarge = 21,
 }
 
 impl Reason {
-    const ALL: [Reason; 19] = [
+    const ALL: [Reason; 21] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -55,6 +57,8 @@ impl Reason {
         Reason::BackendUnavailable,
         Reason::HardwareFault,
         Reason::OutOfOrder,
+        Reason::PubExponentOutOfRange,
+        Reason::KeySizeTooLarge,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -78,6 +82,8 @@ impl Reason {
             Reason::BackendUnavailable => b"RSA backend unavailable\0",
             Reason::HardwareFault => b"RSA hardware fault\0",
             Reason::OutOfOrder => b"call out of order\0",
+            Reason::PubExponentOutOfRange => b"pub exponent out of range\0",
+            Reason::KeySizeTooLarge => b"key size too large\0",
         }
     }
 }

@@ -327,8 +327,13 @@ mod tests {
         CACHE.get_or_init(|| DigestCache::new(std::ptr::null_mut()))
     }
 
+    /// Every digest rustica knows that a provider of this process offers
+    /// (MD2, MD4 and MDC2 need the legacy provider).
     fn all_digests() -> impl Iterator<Item = DigestId> {
-        crate::digest::DIGESTS.iter().map(|d| d.id)
+        crate::digest::DIGESTS
+            .iter()
+            .map(|d| d.id)
+            .filter(|&id| cache().md(id).is_ok())
     }
 
     fn refused_reason(md: DigestId, mod_bits: usize) -> Reason {

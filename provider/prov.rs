@@ -41,19 +41,14 @@ impl ProvCtx {
         self.sink.raise(err);
     }
 
-    /// `len` bytes from the random generator of rustica's library context.
+    /// `len` public random bytes (padding, salts) from the random
+    /// generator of rustica's library context, or, where the application's
+    /// default properties leave that context none, from a DRBG of the
+    /// operation's own (ibmca_shim::random).
     pub fn random(&self, len: usize) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; len];
-        if len == 0 {
-            return Ok(v);
-        }
-        // SAFETY: v holds `len` writable bytes; libctx lives as long as we do.
-        let ok = unsafe { ffi::RAND_bytes_ex(self.libctx, v.as_mut_ptr(), len, 0) } == 1;
-        if ok {
-            Ok(v)
-        } else {
-            Err(Error::new(Reason::Internal, "the random generator failed"))
-        }
+        ibmca_shim::Random::new(self.rand_ctx())
+            .bytes(len, ibmca_shim::Secrecy::Public)
+            .map_err(|e| Error::new(Reason::Internal, format!("random generator: {e}")))
     }
 
     /// The library context the RSA primitive draws random numbers from
@@ -85,6 +80,7 @@ impl ProvCtx {
         ibmca_shim::Context {
             libctx: self.rand_ctx(),
             router: Some(self.router()),
+            core_version: Some(self.core_version),
         }
     }
 

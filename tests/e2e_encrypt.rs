@@ -264,7 +264,7 @@ fn bad_ciphertexts_and_parameters_are_refused() {
             "rsa_oaep_md:md4",
         ],
     );
-    assert!(out.contains("md4"), "{out}");
+    assert!(out.to_lowercase().contains("md4"), "{out}");
 }
 
 #[test]

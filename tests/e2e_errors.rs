@@ -48,7 +48,7 @@ fn keygen_rejects_bad_sizes_and_exponents() {
     genpkey_fails(
         &lab,
         &["-pkeyopt", "rsa_keygen_bits:20000"],
-        "above the maximum of 16384",
+        "above OpenSSL's limit of 16384 bits",
     );
     genpkey_fails(
         &lab,
@@ -58,7 +58,7 @@ fn keygen_rejects_bad_sizes_and_exponents() {
     genpkey_fails(
         &lab,
         &["-pkeyopt", "rsa_keygen_pubexp:1"],
-        "must be odd and at least 3",
+        "must be odd and greater than 1",
     );
     genpkey_fails(&lab, &["-pkeyopt", "rsa_keygen_primes:3"], "only 2");
 }
@@ -80,10 +80,13 @@ fn unknown_digest_is_refused() {
             "-in",
             &input,
             "-pkeyopt",
-            "digest:md4",
+            "digest:blake2s256",
         ],
     );
-    assert!(out.contains("rustica") && out.contains("md4"), "{out}");
+    assert!(
+        out.contains("rustica") && out.contains("blake2s256"),
+        "{out}"
+    );
 }
 
 #[test]

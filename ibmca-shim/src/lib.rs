@@ -14,6 +14,7 @@ mod bn;
 pub mod env;
 mod error;
 pub mod libica;
+pub mod random;
 mod rsa;
 mod software;
 pub mod stats;
@@ -31,5 +32,8 @@ pub const CONFIG_KEYS: [&str; 6] = [
 
 pub use bn::LibCtx;
 pub use error::{ErrorKind, RsaError};
-pub use rsa::{Context, KeyCheck, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
+pub use random::{Random, Secrecy};
+pub use rsa::{
+    linked_openssl_version, Context, KeyCheck, KeygenMethod, RsaKey, RsaParts, MAX_BITS, MIN_BITS,
+};
 pub use stats::{Backend, Op};

@@ -45,16 +45,9 @@ impl GenCtx {
                         ),
                     );
                 }
-                if bits > ibmca_shim::MAX_BITS as usize {
-                    return fail(
-                        Reason::InvalidParameter,
-                        format!(
-                            "RSA key size {bits} is above the maximum of {} bits",
-                            ibmca_shim::MAX_BITS
-                        ),
-                    );
-                }
-                self.bits = bits as u32;
+                // Too large is decided at generation, from the size the
+                // method yields (the default provider sets no maximum).
+                self.bits = u32::try_from(bits).unwrap_or(u32::MAX);
             }
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_PRIMES) {
                 let primes = params::get_size(p)?;
@@ -66,20 +59,42 @@ impl GenCtx {
                 }
             }
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_E) {
+                // Checked when the key is generated (odd, > 1), where the
+                // default provider checks it.
                 let e = params::get_uint_be(p)?;
-                let e = params::strip_zeros(&e);
-                let odd = e.last().is_some_and(|b| b & 1 == 1);
-                if !odd || e == [1] {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "the RSA public exponent must be odd and at least 3 (65537 is usual)",
-                    );
-                }
-                self.e = e.to_vec();
+                self.e = params::strip_zeros(&e).to_vec();
             }
         }
         if self.kind == KeyKind::RsaPss {
             self.pss.update(self.prov(), params)?;
+        }
+        Ok(())
+    }
+
+    /// What the default provider refuses when it generates (not when the
+    /// parameters are set), with its reasons: an even exponent or one
+    /// below 3. rustica also refuses what would yield a modulus over
+    /// OpenSSL's 16384-bit limit for RSA operations, a key the default
+    /// provider would generate but could not use.
+    fn check_for_generation(&self) -> Result<()> {
+        let odd = self.e.last().is_some_and(|b| b & 1 == 1);
+        if !odd || self.e == [1] {
+            return fail(
+                Reason::PubExponentOutOfRange,
+                "the RSA public exponent must be odd and greater than 1 (65537 is usual)",
+            );
+        }
+        let size = ibmca_shim::KeygenMethod::for_key(self.bits, &self.e).modulus_bits(self.bits);
+        if size > ibmca_shim::MAX_BITS {
+            return fail(
+                Reason::KeySizeTooLarge,
+                format!(
+                    "an RSA key of {} bits would have a {size}-bit modulus, above OpenSSL's \
+                     limit of {} bits for RSA operations",
+                    self.bits,
+                    ibmca_shim::MAX_BITS
+                ),
+            );
         }
         Ok(())
     }
@@ -180,6 +195,7 @@ pub(super) unsafe extern "C" fn rsa_gen(
         if g.selection & SELECT_KEYPAIR == 0 {
             return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
         }
+        g.check_for_generation()?;
         let key = RsaKey::generate_in(&g.prov().op_ctx(), g.bits, &g.e)
             .map_err(|e| Error::from_rsa("RSA key generation failed", e))?;
         Ok(boxed(

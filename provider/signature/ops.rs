@@ -6,6 +6,7 @@ use ibmca_shim::{stats, Backend, Op, RsaKey};
 use super::ctx::{Pad, SigCtx};
 use crate::boundary::ProviderObject;
 use crate::der;
+use crate::digest::DigestId;
 use crate::error::{fail, Error, Reason, Result};
 use crate::padding;
 
@@ -42,9 +43,16 @@ impl SigCtx {
             );
         }
         self.check_digest_len(tbs)?;
+        if self.md == Some(DigestId::Mdc2) && self.pad != Pad::Pkcs1 {
+            return fail(
+                Reason::InvalidParameter,
+                "only PKCS#1 v1.5 padding can sign with MDC2 (as the default provider)",
+            );
+        }
         let em = match self.pad {
             Pad::Pkcs1 => {
                 let t = match self.md {
+                    Some(DigestId::Mdc2) => der::octet_string(tbs),
                     Some(md) => der::digest_info(md, tbs),
                     None => tbs.to_vec(),
                 };
@@ -177,6 +185,10 @@ impl SigCtx {
         let matches = |em: &[u8]| -> Result<bool> {
             Ok(match self.pad {
                 Pad::Pkcs1 => match (padding::pkcs1_type1_decode(em), self.md) {
+                    (Some(t), Some(DigestId::Mdc2)) => {
+                        t == &der::octet_string(tbs)[..]
+                            || t == &der::digest_info(DigestId::Mdc2, tbs)[..]
+                    }
                     (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
                     (Some(t), None) => t == tbs,
                     (None, _) => false,
@@ -228,6 +240,14 @@ impl SigCtx {
                 })?;
                 match self.md {
                     None => Ok(t.to_vec()),
+                    // Signed as a bare OCTET STRING (what OpenSSL and
+                    // rustica write), or as a DigestInfo.
+                    Some(DigestId::Mdc2)
+                        if t.len() == 2 + DigestId::Mdc2.size()
+                            && t[..2] == der::octet_string(&[0; 16])[..2] =>
+                    {
+                        Ok(t[2..].to_vec())
+                    }
                     Some(md) => {
                         let prefix = der::digest_info(md, &vec![0; md.size()]);
                         let head = prefix.len() - md.size();

@@ -263,50 +263,70 @@ pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaEr
     Ok((q, rem))
 }
 
-/// Uniform in [0, range), from the private DRBG of `ctx`'s library context.
-pub(crate) fn priv_rand_range(range: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+/// a += w.
+pub(crate) fn add_word(a: &mut Bn, w: u64) -> Result<(), RsaError> {
+    check(
+        // SAFETY: valid BIGNUM owned by the caller, exclusively borrowed.
+        unsafe { openssl_sys::BN_add_word(a.as_mut_ptr(), w as openssl_sys::BN_ULONG) },
+        "BN_add_word",
+    )
+}
+
+/// a -= w (a >= w).
+pub(crate) fn sub_word(a: &mut Bn, w: u64) -> Result<(), RsaError> {
+    check(
+        // SAFETY: valid BIGNUM owned by the caller, exclusively borrowed.
+        unsafe { openssl_sys::BN_sub_word(a.as_mut_ptr(), w as openssl_sys::BN_ULONG) },
+        "BN_sub_word",
+    )
+}
+
+/// a mod w for a small w.
+pub(crate) fn mod_word(a: &Bn, w: u32) -> Result<u64, RsaError> {
+    // SAFETY: valid BIGNUM, only read.
+    let r = unsafe { openssl_sys::BN_mod_word(a.as_ptr(), w as openssl_sys::BN_ULONG) };
+    // BN_mod_word returns (BN_ULONG)-1 on error; a remainder is below w.
+    if r >= w as openssl_sys::BN_ULONG {
+        return Err(RsaError::libcrypto("libcrypto BN_mod_word failed"));
+    }
+    Ok(r as u64)
+}
+
+/// Whether bit `n` of a is set.
+pub(crate) fn is_bit_set(a: &Bn, n: u32) -> bool {
+    // SAFETY: valid BIGNUM, only read; n fits an int for any real size.
+    unsafe { openssl_sys::BN_is_bit_set(a.as_ptr(), n as c_int) == 1 }
+}
+
+/// a >> n.
+pub(crate) fn shift_right(a: &Bn, n: u32) -> Result<Bn, RsaError> {
     let mut r = Bn::new()?;
     check(
-        // SAFETY: valid BIGNUMs, r distinct; ctx is exclusive and carries the
-        // library context whose DRBG is used.
-        unsafe { BN_priv_rand_range_ex(r.as_mut_ptr(), range.as_ptr(), 0, ctx.as_mut_ptr()) },
-        "BN_priv_rand_range_ex",
+        // SAFETY: valid BIGNUMs, r distinct.
+        unsafe { openssl_sys::BN_rshift(r.as_mut_ptr(), a.as_ptr(), n as c_int) },
+        "BN_rshift",
     )?;
     Ok(r)
 }
 
-/// A random prime of exactly `bits` bits (top two bits set), from the
-/// random generator of `ctx`'s library context.
-pub(crate) fn generate_prime(bits: u32, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut p = Bn::new()?;
-    p.set_consttime();
-    let b = c_int::try_from(bits).map_err(|_| RsaError::bad_input("prime size too large"))?;
+/// a << n.
+pub(crate) fn shift_left(a: &Bn, n: u32) -> Result<Bn, RsaError> {
+    let mut r = Bn::new()?;
     check(
-        // SAFETY: valid output BIGNUM; add/rem/cb may be NULL per the docs; ctx
-        // is exclusive.
-        unsafe {
-            BN_generate_prime_ex2(
-                p.as_mut_ptr(),
-                b,
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                ctx.as_mut_ptr(),
-            )
-        },
-        "BN_generate_prime_ex2",
+        // SAFETY: valid BIGNUMs, r distinct.
+        unsafe { openssl_sys::BN_lshift(r.as_mut_ptr(), a.as_ptr(), n as c_int) },
+        "BN_lshift",
     )?;
-    Ok(p)
+    Ok(r)
 }
 
-/// Probable-prime test with libcrypto's default number of rounds.
-pub(crate) fn is_probable_prime(p: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
-    // SAFETY: valid BIGNUM, ctx exclusive, NULL callback allowed.
-    let r = unsafe { BN_check_prime(p.as_ptr(), ctx.as_mut_ptr(), std::ptr::null_mut()) };
-    match r {
-        1 => Ok(true),
-        0 => Ok(false),
-        _ => Err(RsaError::libcrypto("libcrypto BN_check_prime failed")),
-    }
+/// 2^n.
+pub(crate) fn power_of_two(n: u32) -> Result<Bn, RsaError> {
+    let mut r = Bn::from_u64(0)?;
+    check(
+        // SAFETY: valid BIGNUM owned here.
+        unsafe { openssl_sys::BN_set_bit(r.as_mut_ptr(), n as c_int) },
+        "BN_set_bit",
+    )?;
+    Ok(r)
 }

@@ -6,7 +6,7 @@
 //! functions that read them.
 
 use std::cmp::Ordering;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX, OSSL_LIB_CTX};
@@ -67,22 +67,6 @@ extern "C" {
     fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
     fn BN_CTX_secure_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
     fn BN_CTX_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
-    fn BN_priv_rand_range_ex(
-        r: *mut BIGNUM,
-        range: *const BIGNUM,
-        strength: std::os::raw::c_uint,
-        ctx: *mut BN_CTX,
-    ) -> c_int;
-    fn BN_generate_prime_ex2(
-        ret: *mut BIGNUM,
-        bits: c_int,
-        safe: c_int,
-        add: *const BIGNUM,
-        rem: *const BIGNUM,
-        cb: *mut c_void,
-        ctx: *mut BN_CTX,
-    ) -> c_int;
-    fn BN_check_prime(p: *const BIGNUM, ctx: *mut BN_CTX, cb: *mut c_void) -> c_int;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
 }
@@ -272,6 +256,11 @@ impl LibCtx {
     pub unsafe fn from_ptr<T>(ptr: *mut T) -> LibCtx {
         LibCtx(ptr.cast())
     }
+
+    /// The pointer, for libcrypto calls that take an `OSSL_LIB_CTX *`.
+    pub(crate) fn as_ptr<T>(&self) -> *mut T {
+        self.0.cast()
+    }
 }
 
 /// An owned BN_CTX (scratch space for one thread at a time).
@@ -359,5 +348,6 @@ impl MontCtx {
 }
 
 mod arith;
+pub(crate) mod prime;
 
 pub(crate) use arith::*;

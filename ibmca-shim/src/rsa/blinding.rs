@@ -9,6 +9,7 @@ use zeroize::Zeroizing;
 use super::RsaKey;
 use crate::bn::{self, Bn, BnCtx};
 use crate::error::RsaError;
+use crate::random::Random;
 
 /// A blinding pair is used this many times (squared after each use) before
 /// a fresh one is drawn.
@@ -37,7 +38,12 @@ impl RsaKey {
     }
 
     /// Returns (c * A mod n, Ai in Montgomery form) and advances the pair.
-    pub(super) fn blind(&self, c: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
+    pub(super) fn blind(
+        &self,
+        c: &Bn,
+        rng: &Random,
+        ctx: &mut BnCtx,
+    ) -> Result<(Bn, Bn), RsaError> {
         let mut guard = self.blinding.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: getpid has no preconditions and cannot fail.
         let pid = unsafe { libc::getpid() };
@@ -47,7 +53,7 @@ impl RsaKey {
         };
         if stale {
             *guard = None;
-            *guard = Some(self.new_blinding(pid, ctx)?);
+            *guard = Some(self.new_blinding(pid, rng, ctx)?);
         }
         let Some(b) = guard.as_mut() else {
             return Err(RsaError::libcrypto("internal error: no blinding pair"));
@@ -71,9 +77,14 @@ impl RsaKey {
         Ok((blinded, ai))
     }
 
-    fn new_blinding(&self, pid: libc::pid_t, ctx: &mut BnCtx) -> Result<Blinding, RsaError> {
+    fn new_blinding(
+        &self,
+        pid: libc::pid_t,
+        rng: &Random,
+        ctx: &mut BnCtx,
+    ) -> Result<Blinding, RsaError> {
         for _ in 0..64 {
-            let mut r = bn::priv_rand_range(&self.n, ctx)?;
+            let mut r = bn::prime::rand_range(&self.n, rng)?;
             r.set_consttime();
             if r.is_zero() || r.is_one() {
                 continue;

@@ -8,8 +8,9 @@ use zeroize::Zeroizing;
 use super::{
     KeyCheck, Private, RsaKey, RsaParts, MAX_BITS, MAX_PUBEXP_BITS, MIN_BITS, SMALL_MODULUS_BITS,
 };
-use crate::bn::{self, Bn, BnCtx, LibCtx, MontCtx};
+use crate::bn::{self, prime, Bn, BnCtx, LibCtx, MontCtx};
 use crate::error::{bad_input, invalid_key, RsaError};
+use crate::random::Random;
 use crate::software::{self, Crt};
 
 /// CRT input before completion: what the caller gave.
@@ -287,6 +288,11 @@ impl RsaKey {
     /// [`RsaKey::check`] with the random numbers (primality tests, the
     /// round trip of a key without primes) of `libctx`.
     pub fn check_in(&self, libctx: LibCtx, level: KeyCheck) -> Result<(), RsaError> {
+        self.check_with(&Random::new(libctx), level)
+    }
+
+    /// [`RsaKey::check_in`] with an operation's random source.
+    pub(super) fn check_with(&self, rng: &Random, level: KeyCheck) -> Result<(), RsaError> {
         check_public(&self.n, &self.e)?;
         if level == KeyCheck::Public {
             return Ok(());
@@ -303,24 +309,24 @@ impl RsaKey {
         if level == KeyCheck::Private {
             return Ok(());
         }
-        let mut ctx = BnCtx::new(libctx)?;
+        let mut ctx = BnCtx::new(rng.libctx())?;
         match &private.crt {
-            Some(c) => self.check_crt(&private.d, c, &mut ctx),
-            None => self.check_d_only(&private.d, &mut ctx),
+            Some(c) => self.check_crt(&private.d, c, rng, &mut ctx),
+            None => self.check_d_only(&private.d, rng, &mut ctx),
         }
     }
 
-    fn check_crt(&self, d: &Bn, c: &Crt, ctx: &mut BnCtx) -> Result<(), RsaError> {
+    fn check_crt(&self, d: &Bn, c: &Crt, rng: &Random, ctx: &mut BnCtx) -> Result<(), RsaError> {
         let mut pq = Bn::new()?;
         bn::mul(&mut pq, &c.p, &c.q, ctx)?;
         if pq.cmp(&self.n) != Ordering::Equal {
             return invalid_key("p * q does not equal n");
         }
-        if !bn::is_probable_prime(&c.p, ctx)? {
-            return invalid_key("p is not prime");
-        }
-        if !bn::is_probable_prime(&c.q, ctx)? {
-            return invalid_key("q is not prime");
+        for (prime, name) in [(&c.p, "p"), (&c.q, "q")] {
+            let rounds = prime::default_rounds(prime.num_bits());
+            if !prime::is_probable_prime(prime, rounds, true, rng, ctx)? {
+                return invalid_key(format!("{name} is not prime"));
+            }
         }
         let mut ed = Bn::new()?;
         bn::mul(&mut ed, &self.e, d, ctx)?;
@@ -348,8 +354,8 @@ impl RsaKey {
     }
 
     /// Without the primes, d is checked by a round trip on a random value.
-    fn check_d_only(&self, d: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
-        let x = bn::priv_rand_range(&self.n, ctx)?;
+    fn check_d_only(&self, d: &Bn, rng: &Random, ctx: &mut BnCtx) -> Result<(), RsaError> {
+        let x = prime::rand_range(&self.n, rng)?;
         let y = software::d_exp(d, &x, &self.n, &self.mont_n, ctx)?;
         let mut z = Bn::new()?;
         bn::mod_exp_public(&mut z, &y, &self.e, &self.n, &self.mont_n, ctx)?;

@@ -1,27 +1,86 @@
-//! Key generation: in software, and on libica (accepted only when the
-//! key checks out).
+//! Key generation: in software by the method OpenSSL's default provider
+//! uses for the same size and exponent, and on libica (accepted only when
+//! the key checks out).
+//!
+//! The default provider (crypto/rsa/rsa_gen.c) generates two-prime keys of
+//! 2048 bits and more with e > 2^16 by SP 800-56B rev 2 (primes from FIPS
+//! 186-5 A.1.6, see [`super::sp800_56b`]); smaller keys and e <= 2^16 get
+//! its classic method, two random probable primes ([`classic`]). rustica
+//! applies the same rule, so an A/B comparison differs only where the
+//! arithmetic runs.
 
 use std::cmp::Ordering;
 
-use super::key::{check_exponent, lambda, CrtIn};
-use super::{KeyCheck, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
-use crate::bn::{self, Bn, BnCtx, LibCtx};
-use crate::error::{bad_input, RsaError};
+use super::key::{check_exponent, CrtIn};
+use super::{sp800_56b, Context, KeyCheck, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
+use crate::bn::{self, prime, Bn, BnCtx};
+use crate::error::{bad_input, ErrorKind, RsaError};
 use crate::libica::convert::{self, CrtKey, ModExpoKey};
 use crate::libica::Libica;
+use crate::random::Random;
+
+/// How a software key is generated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeygenMethod {
+    /// SP 800-56B rev 2 with FIPS 186-5 A.1.6 probable primes (auxiliary
+    /// primes), d > 2^(nbits/2), |p-q| and |Xp-Xq| bounds, pairwise test.
+    Sp800_56b,
+    /// Two random probable primes of half the size each (OpenSSL's
+    /// rsa_multiprime_keygen with two primes), d = e^-1 mod (p-1)(q-1).
+    Classic,
+}
+
+impl KeygenMethod {
+    /// The default provider's choice for a two-prime key.
+    pub fn for_key(bits: u32, e: &[u8]) -> KeygenMethod {
+        let e = crate::bn::Bn::from_be(e).map(|e| e.num_bits()).unwrap_or(0);
+        if bits >= 2048 && e > 16 {
+            KeygenMethod::Sp800_56b
+        } else {
+            KeygenMethod::Classic
+        }
+    }
+
+    /// The modulus size a request for `bits` yields: SP 800-56B makes
+    /// both primes nbits/2 bits long, so an odd size gives one bit less
+    /// (as with the default provider).
+    pub fn modulus_bits(self, bits: u32) -> u32 {
+        match self {
+            KeygenMethod::Sp800_56b => bits & !1,
+            KeygenMethod::Classic => bits,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KeygenMethod::Sp800_56b => {
+                "SP 800-56B rev 2 (FIPS 186-5 A.1.6 probable primes from auxiliary primes)"
+            }
+            KeygenMethod::Classic => "OpenSSL's classic method (two random probable primes)",
+        }
+    }
+}
 
 impl RsaKey {
     pub(super) fn check_gen_params(bits: u32, e: &[u8]) -> Result<Bn, RsaError> {
-        if !(MIN_BITS..=MAX_BITS).contains(&bits) {
+        let size = KeygenMethod::for_key(bits, e).modulus_bits(bits);
+        if bits < MIN_BITS || size > MAX_BITS {
             return bad_input(format!(
                 "key size {bits} bits is outside the supported {MIN_BITS}..={MAX_BITS}"
             ));
         }
         let e = Bn::from_be(e)?;
-        check_exponent(&e)?;
-        if e.num_bits() >= bits / 2 {
+        // The default provider's rule (ossl_rsa_check_public_exponent): odd
+        // and greater than 1.
+        check_exponent(&e).map_err(|_| {
+            RsaError::new(
+                ErrorKind::BadInput,
+                "public exponent out of range: e must be odd and greater than 1",
+            )
+        })?;
+        if e.num_bits() >= bits {
             return bad_input(format!(
-                "public exponent e ({} bits) is too large for a {bits}-bit key",
+                "public exponent e ({} bits) is not smaller than a {bits}-bit modulus",
                 e.num_bits()
             ));
         }
@@ -31,7 +90,7 @@ impl RsaKey {
     /// Key generation on libica; the key is accepted only if it is a
     /// consistent key of exactly `bits` bits with exponent `e`.
     pub(super) fn generate_libica(
-        libctx: LibCtx,
+        rng: &Random,
         ica: &Libica,
         bits: u32,
         e: &Bn,
@@ -77,63 +136,94 @@ impl RsaKey {
                 key.bits
             ));
         }
-        key.check_in(libctx, KeyCheck::Pair)
+        key.check_with(rng, KeyCheck::Pair)
             .map_err(|x| format!("libica generated an inconsistent key: {x}"))?;
         Ok(key)
     }
 
-    pub(super) fn generate_software(libctx: LibCtx, bits: u32, e: &Bn) -> Result<RsaKey, RsaError> {
+    /// A key generated in software by the default provider's method for
+    /// `bits` and `e` (see [`KeygenMethod::for_key`]).
+    pub(super) fn generate_software(
+        ctx: &Context<'_>,
+        bits: u32,
+        e: &Bn,
+    ) -> Result<RsaKey, RsaError> {
+        let rng = Random::new(ctx.libctx);
+        let mut bn = BnCtx::new(ctx.libctx)?;
         let e = e.dup()?;
-        let pbits = bits.div_ceil(2);
-        let qbits = bits - pbits;
-        let min_diff_bits = bits / 2 - 100;
-        let mut ctx = BnCtx::new(libctx)?;
-        let prime_for_e = |nbits: u32, ctx: &mut BnCtx| -> Result<Bn, RsaError> {
-            loop {
-                let p = bn::generate_prime(nbits, ctx)?;
-                let p1 = bn::minus_one(&p)?;
-                if bn::gcd(&e, &p1, ctx)?.is_one() {
-                    return Ok(p);
-                }
+        let parts = match KeygenMethod::for_key(bits, &e.to_be()) {
+            KeygenMethod::Sp800_56b => {
+                sp800_56b::generate(bits, &e, ctx.openssl_version(), &rng, &mut bn)?
             }
+            KeygenMethod::Classic => classic(bits, &e, &rng, &mut bn)?,
         };
-        for _ in 0..100 {
-            let mut p = prime_for_e(pbits, &mut ctx)?;
-            let mut q = prime_for_e(qbits, &mut ctx)?;
-            let mut diff = Bn::new()?;
-            bn::sub(&mut diff, &p, &q)?;
-            bn::set_non_negative(&mut diff);
-            if diff.num_bits() <= min_diff_bits {
+        let GeneratedKey { n, d, p, q } = parts;
+        let crt = CrtIn {
+            p,
+            q,
+            dp: None,
+            dq: None,
+            qinv: None,
+        };
+        Self::assemble(n, e, Some(d), Some(crt), &mut bn)
+    }
+}
+
+/// What a software key generation method returns: p > q; the CRT
+/// exponents and coefficient are derived from them by `assemble`.
+pub(super) struct GeneratedKey {
+    pub(super) n: Bn,
+    pub(super) d: Bn,
+    pub(super) p: Bn,
+    pub(super) q: Bn,
+}
+
+/// OpenSSL's classic two-prime method (rsa_multiprime_keygen): p of
+/// ceil(bits/2) bits and q of floor(bits/2) bits, each a random prime with
+/// its two top bits set and p-1, q-1 prime to e; q is drawn again until p
+/// and q differ and n has exactly `bits` bits with a top nibble of at least
+/// 0x9 (after four tries both are drawn again); d = e^-1 mod (p-1)(q-1).
+fn classic(bits: u32, e: &Bn, rng: &Random, bn: &mut BnCtx) -> Result<GeneratedKey, RsaError> {
+    let sizes = [bits.div_ceil(2), bits / 2];
+    let prime_for_e = |size: u32, other: Option<&Bn>, bn: &mut BnCtx| -> Result<Bn, RsaError> {
+        loop {
+            let p = prime::classic_prime(size, rng, bn)?;
+            if other.is_some_and(|o| o.cmp(&p) == Ordering::Equal) {
                 continue;
             }
+            let p1 = bn::minus_one(&p)?;
+            if bn::gcd(&p1, e, bn)?.is_one() {
+                return Ok(p);
+            }
+        }
+    };
+    'restart: loop {
+        let p = prime_for_e(sizes[0], None, bn)?;
+        for _ in 0..=4 {
+            let q = prime_for_e(sizes[1], Some(&p), bn)?;
+            let mut n = Bn::new()?;
+            bn::mul(&mut n, &p, &q, bn)?;
+            let top = bn::shift_right(&n, bits - 4)?;
+            if !(0x9..=0xf).contains(&top.to_be().first().copied().unwrap_or(0)) {
+                continue;
+            }
+            let (mut p, mut q) = (p, q);
             if p.cmp(&q) == Ordering::Less {
                 std::mem::swap(&mut p, &mut q);
             }
-            let mut n = Bn::new()?;
-            bn::mul(&mut n, &p, &q, &mut ctx)?;
-            if n.num_bits() != bits {
-                continue;
-            }
-            let l = lambda(&p, &q, &mut ctx)?;
-            let Some(mut d) = bn::mod_inverse(&e, &l, &mut ctx)? else {
-                continue;
+            let mut phi = Bn::new()?;
+            let (p1, q1) = (bn::minus_one(&p)?, bn::minus_one(&q)?);
+            bn::mul(&mut phi, &p1, &q1, bn)?;
+            phi.set_consttime();
+            let Some(mut d) = bn::mod_inverse(e, &phi, bn)? else {
+                return Err(RsaError::new(
+                    ErrorKind::KeyGeneration,
+                    "key generation failed: e has no inverse modulo (p-1)(q-1)",
+                ));
             };
             d.set_consttime();
-            if d.num_bits() <= bits / 2 {
-                continue;
-            }
-            let crt = CrtIn {
-                p,
-                q,
-                dp: None,
-                dq: None,
-                qinv: None,
-            };
-            return Self::assemble(n, e, Some(d), Some(crt), &mut ctx);
+            return Ok(GeneratedKey { n, d, p, q });
         }
-        Err(RsaError::new(
-            crate::error::ErrorKind::KeyGeneration,
-            "key generation failed: no suitable primes found",
-        ))
+        continue 'restart;
     }
 }

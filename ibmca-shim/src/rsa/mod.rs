@@ -16,6 +16,7 @@ use crate::backend::Router;
 use crate::bn::{Bn, BnCtx, LibCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
 use crate::libica::convert::ModExpoKey;
+use crate::random::Random;
 use crate::software::{self, Crt};
 use crate::stats::{Backend, Op};
 
@@ -23,8 +24,10 @@ mod blinding;
 mod key;
 mod keygen;
 mod offload;
+mod sp800_56b;
 
 use blinding::Blinding;
+pub use keygen::KeygenMethod;
 use offload::{LibicaPrivate, Offload};
 
 /// Smallest modulus size accepted.
@@ -77,11 +80,15 @@ pub enum KeyCheck {
 }
 
 /// What an operation runs with: the library context its random numbers
-/// come from, and the router of the provider instance (`None`: software).
+/// come from, the router of the provider instance (`None`: software), and
+/// the OpenSSL version whose default provider key generation follows.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
     pub libctx: LibCtx,
     pub router: Option<&'a Router>,
+    /// (major, minor) of the running core; `None`: the libcrypto rustica
+    /// is linked against.
+    pub core_version: Option<(u32, u32)>,
 }
 
 impl Context<'static> {
@@ -89,7 +96,22 @@ impl Context<'static> {
     pub const SOFTWARE: Context<'static> = Context {
         libctx: LibCtx::DEFAULT,
         router: None,
+        core_version: None,
     };
+}
+
+impl Context<'_> {
+    /// (major, minor) of the OpenSSL whose behaviour is followed.
+    pub fn openssl_version(&self) -> (u32, u32) {
+        self.core_version.unwrap_or_else(linked_openssl_version)
+    }
+}
+
+/// (major, minor) of the libcrypto rustica is linked against.
+pub fn linked_openssl_version() -> (u32, u32) {
+    // SAFETY: no preconditions.
+    let v = unsafe { openssl_sys::OpenSSL_version_num() };
+    (((v >> 28) & 0xf) as u32, ((v >> 20) & 0xff) as u32)
 }
 
 struct Private {
@@ -157,8 +179,8 @@ impl RsaKey {
         offload
             .run(
                 || Self::check_gen_params(bits, e),
-                |ica, e| Ok(Self::generate_libica(ctx.libctx, ica, bits, e).into()),
-                |e| Self::generate_software(ctx.libctx, bits, e),
+                |ica, e| Ok(Self::generate_libica(&Random::new(ctx.libctx), ica, bits, e).into()),
+                |e| Self::generate_software(ctx, bits, e),
             )
             .map(|(key, _)| key)
             .map_err(|x| match x.kind() {
@@ -202,7 +224,7 @@ impl RsaKey {
                     };
                     let c = self.parse_input(input)?;
                     let mut bn = BnCtx::new(ctx.libctx)?;
-                    let (blinded, ai) = self.blind(&c, &mut bn)?;
+                    let (blinded, ai) = self.blind(&c, &Random::new(ctx.libctx), &mut bn)?;
                     Ok(Job { bn, blinded, ai })
                 },
                 |ica, job| {

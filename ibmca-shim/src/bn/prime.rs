@@ -1,0 +1,319 @@
+//! Random BIGNUMs and probable primes drawn from an operation's
+//! [`Random`], with the sizes, sieves and Miller-Rabin rounds OpenSSL's
+//! own key generation uses.
+//!
+//! libcrypto's BN_priv_rand_ex, BN_priv_rand_range_ex, BN_check_prime and
+//! BN_generate_prime_ex2 draw from the library context of their BN_CTX,
+//! whose generator an application may have made unreachable (see
+//! crate::random); these draw from the operation's source instead.
+
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+use zeroize::Zeroizing;
+
+use super::arith::{add, add_word, is_bit_set, mod_exp_consttime, mod_mul, mod_word, shift_right};
+use super::{Bn, BnCtx, MontCtx};
+use crate::error::RsaError;
+use crate::random::{Random, Secrecy};
+
+/// How many small primes OpenSSL sieves with at most (its NUMPRIMES).
+const SMALL_PRIME_COUNT: usize = 2048;
+
+/// The first [`SMALL_PRIME_COUNT`] primes, 2 first.
+fn small_primes() -> &'static [u32] {
+    static PRIMES: OnceLock<Vec<u32>> = OnceLock::new();
+    PRIMES.get_or_init(|| {
+        // The 2048th prime is 17863.
+        const LIMIT: usize = 17864;
+        let mut composite = vec![false; LIMIT];
+        let mut primes = Vec::with_capacity(SMALL_PRIME_COUNT);
+        for i in 2..LIMIT {
+            if composite[i] {
+                continue;
+            }
+            primes.push(i as u32);
+            let mut j = i * i;
+            while j < LIMIT {
+                composite[j] = true;
+                j += i;
+            }
+        }
+        primes.truncate(SMALL_PRIME_COUNT);
+        primes
+    })
+}
+
+/// How many small primes a candidate of `bits` bits is divided by before
+/// Miller-Rabin (OpenSSL's trade-off between the two).
+fn trial_divisions(bits: u32) -> usize {
+    match bits {
+        0..=512 => 64,
+        513..=1024 => 128,
+        1025..=2048 => 384,
+        2049..=4096 => 1024,
+        _ => SMALL_PRIME_COUNT,
+    }
+}
+
+/// libcrypto's default Miller-Rabin rounds for a number of `bits` bits
+/// (BN_check_prime, BN_generate_prime_ex2): a false-positive rate of
+/// 2^-128, or 2^-256 above 2048 bits.
+pub(crate) fn default_rounds(bits: u32) -> u32 {
+    if bits > 2048 {
+        128
+    } else {
+        64
+    }
+}
+
+/// Which end of a random number is forced to one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Top {
+    Any,
+    /// The top bit: exactly `bits` bits.
+    One,
+    /// The top two bits: the product of two such numbers has exactly
+    /// twice as many bits.
+    Two,
+}
+
+/// A secret random number of at most `bits` bits (BN_priv_rand_ex).
+pub(crate) fn rand_bits(bits: u32, top: Top, odd: bool, rng: &Random) -> Result<Bn, RsaError> {
+    if bits == 0 {
+        return Bn::from_be(&[]);
+    }
+    let len = bits.div_ceil(8) as usize;
+    let mut buf = Zeroizing::new(vec![0u8; len]);
+    rng.fill(&mut buf, Secrecy::Private)?;
+    let top_bit = (bits - 1) % 8;
+    // Clear the bits above `bits`.
+    buf[0] &= (0xffu16 >> (7 - top_bit)) as u8;
+    match top {
+        Top::Any => {}
+        Top::One => buf[0] |= 1 << top_bit,
+        Top::Two if top_bit == 0 => {
+            buf[0] |= 1;
+            if len > 1 {
+                buf[1] |= 0x80;
+            }
+        }
+        Top::Two => buf[0] |= 3 << (top_bit - 1),
+    }
+    if odd {
+        buf[len - 1] |= 1;
+    }
+    let mut r = Bn::from_be(&buf)?;
+    r.set_consttime();
+    Ok(r)
+}
+
+/// A secret random number, uniform in [0, range) (BN_priv_rand_range_ex),
+/// by rejection: each try succeeds with probability above 1/2.
+pub(crate) fn rand_range(range: &Bn, rng: &Random) -> Result<Bn, RsaError> {
+    if range.is_zero() {
+        return Err(RsaError::bad_input("empty random range"));
+    }
+    let bits = range.num_bits();
+    for _ in 0..128 {
+        let r = rand_bits(bits, Top::Any, false, rng)?;
+        if r.cmp(range) == Ordering::Less {
+            return Ok(r);
+        }
+    }
+    Err(RsaError::libcrypto(
+        "the random generator kept returning numbers out of range",
+    ))
+}
+
+/// Miller-Rabin with `rounds` random bases (FIPS 186-5 B.3.1); `w` odd and
+/// above 3.
+fn miller_rabin(w: &Bn, rounds: u32, rng: &Random, ctx: &mut BnCtx) -> Result<bool, RsaError> {
+    let mut w1 = w.dup()?;
+    super::arith::sub_word(&mut w1, 1)?;
+    let mut w3 = w.dup()?;
+    super::arith::sub_word(&mut w3, 3)?;
+    // w - 1 = 2^a * m with m odd.
+    let mut a = 1;
+    while !is_bit_set(&w1, a) {
+        a += 1;
+    }
+    let mut m = shift_right(&w1, a)?;
+    m.set_consttime();
+    let mont = MontCtx::new(w, ctx)?;
+    let two = Bn::from_u64(2)?;
+    'rounds: for _ in 0..rounds {
+        // b in [2, w-2].
+        let r = rand_range(&w3, rng)?;
+        let mut b = Bn::new()?;
+        add(&mut b, &r, &two)?;
+        let mut z = Bn::new()?;
+        mod_exp_consttime(&mut z, &b, &m, w, &mont, ctx)?;
+        if z.is_one() || z.cmp(&w1) == Ordering::Equal {
+            continue;
+        }
+        for _ in 1..a {
+            let mut z2 = Bn::new()?;
+            mod_mul(&mut z2, &z, &z, w, ctx)?;
+            z = z2;
+            if z.cmp(&w1) == Ordering::Equal {
+                continue 'rounds;
+            }
+            if z.is_one() {
+                return Ok(false);
+            }
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Whether `w` is probably prime: trial division by small primes (when
+/// `trial`), then Miller-Rabin with `rounds` bases.
+pub(crate) fn is_probable_prime(
+    w: &Bn,
+    rounds: u32,
+    trial: bool,
+    rng: &Random,
+    ctx: &mut BnCtx,
+) -> Result<bool, RsaError> {
+    if w.cmp_u64(1)? != Ordering::Greater {
+        return Ok(false);
+    }
+    if !w.is_odd() {
+        return Ok(w.cmp_u64(2)? == Ordering::Equal);
+    }
+    if w.cmp_u64(3)? == Ordering::Equal {
+        return Ok(true);
+    }
+    if trial {
+        for &p in &small_primes()[1..trial_divisions(w.num_bits())] {
+            if mod_word(w, p)? == 0 {
+                return Ok(w.cmp_u64(p.into())? == Ordering::Equal);
+            }
+        }
+    }
+    miller_rabin(w, rounds, rng, ctx)
+}
+
+/// A random prime of exactly `bits` bits with the top two bits set, found
+/// as BN_generate_prime_ex2 finds one: a random odd start, moved up by 2
+/// past every number a small prime divides, then Miller-Rabin with the
+/// default rounds.
+pub(crate) fn classic_prime(bits: u32, rng: &Random, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+    if bits < 64 {
+        return Err(RsaError::bad_input("prime size too small"));
+    }
+    let trial = trial_divisions(bits);
+    let primes = &small_primes()[..trial];
+    let max_delta = u64::MAX - u64::from(primes[trial - 1]);
+    let mut mods = vec![0u32; trial];
+    loop {
+        let start = rand_bits(bits, Top::Two, true, rng)?;
+        for (i, &p) in primes.iter().enumerate().skip(1) {
+            mods[i] = mod_word(&start, p)? as u32;
+        }
+        let mut delta: u64 = 0;
+        let mut in_range = true;
+        'sieve: loop {
+            for (i, &p) in primes.iter().enumerate().skip(1) {
+                if (u64::from(mods[i]) + delta).is_multiple_of(u64::from(p)) {
+                    delta += 2;
+                    if delta > max_delta {
+                        in_range = false;
+                        break 'sieve;
+                    }
+                    continue 'sieve;
+                }
+            }
+            break;
+        }
+        if !in_range {
+            continue;
+        }
+        let mut candidate = start;
+        add_word(&mut candidate, delta)?;
+        if candidate.num_bits() != bits {
+            continue;
+        }
+        candidate.set_consttime();
+        if is_probable_prime(&candidate, default_rounds(bits), false, rng, ctx)? {
+            return Ok(candidate);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bn::LibCtx;
+
+    #[test]
+    fn small_primes_are_openssls_table() {
+        let p = small_primes();
+        assert_eq!(p.len(), 2048);
+        assert_eq!(&p[..5], &[2, 3, 5, 7, 11]);
+        assert_eq!(p[2047], 17863);
+    }
+
+    #[test]
+    fn random_numbers_have_the_asked_shape() {
+        let rng = Random::new(LibCtx::DEFAULT);
+        for bits in [1u32, 7, 8, 9, 17, 141, 1024] {
+            for _ in 0..20 {
+                let one = rand_bits(bits, Top::One, true, &rng).unwrap();
+                assert_eq!(one.num_bits(), bits);
+                assert!(one.is_odd());
+                if bits >= 2 {
+                    let two = rand_bits(bits, Top::Two, false, &rng).unwrap();
+                    assert_eq!(two.num_bits(), bits);
+                    assert!(is_bit_set(&two, bits - 2));
+                }
+                assert!(rand_bits(bits, Top::Any, false, &rng).unwrap().num_bits() <= bits);
+            }
+        }
+        let range = Bn::from_u64(1000).unwrap();
+        for _ in 0..200 {
+            assert_eq!(
+                rand_range(&range, &rng).unwrap().cmp(&range),
+                Ordering::Less
+            );
+        }
+    }
+
+    #[test]
+    fn primality_agrees_with_known_numbers() {
+        let rng = Random::new(LibCtx::DEFAULT);
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+        // 2^127 - 1 is prime; 2^127 + 1 is divisible by 3; 3215031751 is a
+        // strong pseudoprime to the bases 2, 3, 5 and 7.
+        let m127 = Bn::from_be(&[&[0x7f], &[0xffu8; 15][..]].concat()).unwrap();
+        assert!(is_probable_prime(&m127, 64, true, &rng, &mut ctx).unwrap());
+        assert!(is_probable_prime(&m127, 64, false, &rng, &mut ctx).unwrap());
+        let mut p127 = Bn::from_be(&[&[0x80], &[0u8; 15][..]].concat()).unwrap();
+        add_word(&mut p127, 1).unwrap();
+        assert!(!is_probable_prime(&p127, 64, false, &rng, &mut ctx).unwrap());
+        let spsp = Bn::from_u64(3_215_031_751).unwrap();
+        assert!(!is_probable_prime(&spsp, 64, false, &rng, &mut ctx).unwrap());
+        for small in [2u64, 3, 5, 17863] {
+            let b = Bn::from_u64(small).unwrap();
+            assert!(is_probable_prime(&b, 64, true, &rng, &mut ctx).unwrap());
+        }
+        for composite in [0u64, 1, 4, 9, 17865, 561] {
+            let b = Bn::from_u64(composite).unwrap();
+            assert!(!is_probable_prime(&b, 64, true, &rng, &mut ctx).unwrap());
+        }
+    }
+
+    #[test]
+    fn classic_primes_have_two_top_bits() {
+        let rng = Random::new(LibCtx::DEFAULT);
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+        for _ in 0..3 {
+            let p = classic_prime(256, &rng, &mut ctx).unwrap();
+            assert_eq!(p.num_bits(), 256);
+            assert!(is_bit_set(&p, 254));
+            assert!(is_probable_prime(&p, 64, true, &rng, &mut ctx).unwrap());
+        }
+    }
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The README is tested: every command in its ```sh blocks runs, as
+# written, from the repository's top directory, block by block (the
+# commands of one block share a shell, so a block may build what its next
+# line uses); a block fails the run when any of its commands fails.
+#
+# A line is not run when its comment says why, in one of two forms:
+#   ...   # not run by CI: REASON        (hardware, a slow size, a benchmark)
+#   ...   # (.ci/run runs this ...)      (a stage of .ci/run itself)
+# Every skipped line is listed with its reason.
+#
+#   scripts/test-readme.sh [--list]      # --list: print the plan, run nothing
+#
+# As root (CI) the package block installs the Debian package; this script
+# removes it again afterwards if it was not installed before.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+list=0
+[ "${1:-}" = "--list" ] && list=1
+
+# Logical lines of the sh blocks: continuation lines joined, blocks separated
+# by a line holding only "@@block".
+extract() {
+  awk '
+    /^```sh[[:space:]]*$/ { inside = 1; print "@@block"; next }
+    /^```/ && inside      { inside = 0; if (pending != "") { print pending; pending = "" }; next }
+    inside {
+      line = $0
+      if (pending != "") { sub(/^[[:space:]]+/, " ", line); line = pending line; pending = "" }
+      if (line ~ /\\$/) { sub(/\\$/, "", line); pending = line; next }
+      print line
+    }' README.md
+}
+
+blocks=()
+current=""
+skipped=0
+ran=0
+while IFS= read -r line; do
+  if [ "$line" = "@@block" ]; then
+    [ -n "$current" ] && blocks+=("$current")
+    current=""
+    continue
+  fi
+  [[ "$line" =~ ^[[:space:]]*$ ]] && continue
+  [[ "$line" =~ ^[[:space:]]*# ]] && continue
+  if [[ "$line" == *"# not run by CI:"* ]]; then
+    echo "test-readme: not run: ${line%%#*}  (${line##*# not run by CI: })"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  if [[ "$line" == *"(.ci/run runs this"* ]]; then
+    echo "test-readme: not run here: ${line%%#*}  (.ci/run runs it itself)"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  current+="$line"$'\n'
+  ran=$((ran + 1))
+done < <(extract)
+[ -n "$current" ] && blocks+=("$current")
+
+if [ "$list" = 1 ]; then
+  for b in "${blocks[@]}"; do printf -- '--- block\n%s' "$b"; done
+  echo "test-readme: $ran commands in ${#blocks[@]} blocks would run; $skipped marked"
+  exit 0
+fi
+
+had_package=0
+dpkg -s rustica >/dev/null 2>&1 && had_package=1
+cleanup() {
+  if [ "$had_package" = 0 ] && dpkg -s rustica >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    dpkg -r rustica >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+n=0
+for b in "${blocks[@]}"; do
+  n=$((n + 1))
+  echo "=== test-readme: block $n" >&2
+  printf '%s' "$b" | sed 's/^/  $ /' >&2
+  start=$SECONDS
+  if ! bash -euo pipefail -c "$b"; then
+    echo "test-readme: block $n failed" >&2
+    exit 1
+  fi
+  echo "=== test-readme: block $n passed in $((SECONDS - start)) s" >&2
+done
+echo "test-readme: $ran commands in ${#blocks[@]} blocks ran; $skipped marked as not run, with their reasons above"
