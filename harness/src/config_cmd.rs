@@ -5,30 +5,31 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::paths;
 use crate::sysconf::{self, RusticaSection};
 use crate::system;
 
 #[derive(Args, Debug)]
 pub struct ConfigArgs {
     /// The openssl.cnf to merge into [default: the one `openssl version -d` names]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = paths::parse_path)]
     input: Option<PathBuf>,
     /// Start from an empty file instead of an existing openssl.cnf
     #[arg(long, conflicts_with = "input")]
     fresh: bool,
     /// Write the result to FILE (the only file written) instead of stdout
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", value_parser = paths::parse_path)]
     out: Option<PathBuf>,
     /// Path of the module to load [default: $RUSTICA_MODULE, else the one
     /// installed in OpenSSL's modules directory, else rustica.so or
     /// librustica.so beside this program]
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
     module: Option<PathBuf>,
     /// backend = auto|libica|software
     #[arg(long)]
     backend: Option<String>,
-    /// libica = PATH-OR-SONAME
-    #[arg(long)]
+    /// libica = PATH-OR-SONAME (a relative path is made absolute)
+    #[arg(long, value_parser = paths::parse_path_or_name)]
     libica: Option<String>,
     /// offload-min-bits
     #[arg(long, value_name = "BITS")]
@@ -39,9 +40,9 @@ pub struct ConfigArgs {
     /// debug = no|yes|stderr
     #[arg(long)]
     debug: Option<String>,
-    /// debug-path = DIR
-    #[arg(long, value_name = "DIR")]
-    debug_path: Option<String>,
+    /// debug-path = DIR (a relative path is made absolute)
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
+    debug_path: Option<PathBuf>,
     /// Skip the check that OpenSSL accepts the written file
     #[arg(long)]
     no_check: bool,
@@ -102,7 +103,10 @@ fn config(args: ConfigArgs) -> Result<(), String> {
         args.offload_max_bits.map(|b| b.to_string()),
     );
     put("debug", args.debug);
-    put("debug-path", args.debug_path);
+    put(
+        "debug-path",
+        args.debug_path.map(|p| p.to_string_lossy().into_owned()),
+    );
     let merged = sysconf::merge(
         &existing,
         &RusticaSection {
@@ -142,4 +146,46 @@ fn check(path: &std::path::Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Config {
+        #[command(flatten)]
+        config: ConfigArgs,
+    }
+
+    #[test]
+    fn paths_written_into_the_config_are_absolute() {
+        let cwd = std::env::current_dir().unwrap();
+        let c = Config::try_parse_from([
+            "config",
+            "--libica",
+            "lib/libica_emu.so",
+            "--debug-path",
+            "logs",
+            "--module",
+            "target/rustica.so",
+            "--out",
+            "x.cnf",
+        ])
+        .unwrap()
+        .config;
+        assert_eq!(
+            c.libica.map(PathBuf::from),
+            Some(cwd.join("lib/libica_emu.so"))
+        );
+        // debug-path names a directory, never a soname: always a path.
+        assert_eq!(c.debug_path, Some(cwd.join("logs")));
+        assert_eq!(c.module, Some(cwd.join("target/rustica.so")));
+        assert_eq!(c.out, Some(cwd.join("x.cnf")));
+        let c = Config::try_parse_from(["config", "--libica", "libica.so.4"])
+            .unwrap()
+            .config;
+        assert_eq!(c.libica.as_deref(), Some("libica.so.4"));
+    }
 }

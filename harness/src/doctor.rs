@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use ibmca_shim::stats::{self, Backend, Op};
 
-use crate::{sysconf, system};
+use crate::{paths, sysconf, system};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -331,8 +331,14 @@ fn check_config(r: &mut Report, config: &Path) {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A new private directory (mkdtemp, mode 0700) for the doctor's key,
+/// signature and counters: never a name another user could guess first.
 fn tempdir() -> Result<PathBuf, String> {
-    let base = std::env::temp_dir().join(format!("rustica-doctor-{}", std::process::id()));
-    std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
-    Ok(base)
+    let parent = std::env::temp_dir();
+    paths::private_dir(&parent, "rustica-doctor-").map_err(|e| {
+        format!(
+            "cannot create a private directory in {}: {e}",
+            parent.display()
+        )
+    })
 }

@@ -18,6 +18,7 @@ mod doctor;
 mod install_cmd;
 mod lab;
 mod manpage;
+mod paths;
 mod stats_cmd;
 mod sysconf;
 mod system;

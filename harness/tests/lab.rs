@@ -14,6 +14,7 @@
 use ibmca_shim::stats::{self, Backend, Op};
 use serde_json::Value;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -26,11 +27,14 @@ fn rustica() -> Command {
     c
 }
 
+/// A new private directory (mkdtemp: random name, mode 0700), kept until
+/// the test removes it, so a failed test leaves its files to look at.
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rustica-harness-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
+    tempfile::Builder::new()
+        .prefix(&format!("rustica-harness-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep()
 }
 
 /// OpenSSL's legacy provider, copied as `rustica.so`: loads fine, does no
@@ -197,6 +201,12 @@ fn lab_is_invalid_when_b_does_not_run_on_rustica() {
             !svg.contains("data-side=\"B\""),
             "no B series for an invalid row"
         );
+        if load == "config" {
+            // A key generation nobody counted names no method for B.
+            let m = &j["rows"][0]["keygen_methods"][0];
+            assert_eq!(m["column"], "keygen");
+            assert_eq!(m["B"], "none counted by rustica", "{m}");
+        }
         if load == "flags" {
             assert_eq!(column(&j["rows"][0], "keygen")["status"], "skipped");
             assert_eq!(
@@ -456,12 +466,69 @@ fn real_quick_lab_is_valid_and_reported() {
     assert_eq!(sig["A"]["samples"].as_array().unwrap().len(), 3);
     assert_eq!(sig["B"]["samples"].as_array().unwrap().len(), 3);
     assert!(sig["ratio_B_over_A"]["median"].as_f64().unwrap() > 0.0);
-    assert_eq!(
-        column(row, "keygen")["B"]["samples"]
+    // Key generation has its own count, 15 per side at 1024 bits by
+    // default (it was --reps, so 2 here), A and B alternating key by key.
+    let keygen = column(row, "keygen");
+    for side in ["A", "B"] {
+        assert_eq!(
+            keygen[side]["samples"].as_array().unwrap().len(),
+            15,
+            "{side}"
+        );
+    }
+    assert_eq!(j["options"]["keygen_reps"]["1024"], 15);
+    assert_eq!(j["options"]["reps"], 2);
+    let written = |side: &str, i: usize| {
+        fs::metadata(out.join(format!("{side}/keygen/private-1024-{i}.pem")))
+            .and_then(|m| m.modified())
+            .unwrap()
+    };
+    let mut order = Vec::new();
+    for i in 1..=15 {
+        order.push(written("A", i));
+        order.push(written("B", i));
+    }
+    assert!(
+        order.windows(2).all(|w| w[0] <= w[1]),
+        "key files not written A B A B: {order:?}"
+    );
+    assert!(
+        column(row, "tls13_handshakes")["A"]["samples"]
             .as_array()
             .unwrap()
-            .len(),
-        2
+            .len()
+            == 2,
+        "TLS rounds stay --reps"
+    );
+    // Which method made the keys: the default provider's classic method
+    // at 1024 bits on A; on B, software by the counters, so the same.
+    let methods = row["keygen_methods"].as_array().unwrap();
+    let keygen_method = methods.iter().find(|m| m["column"] == "keygen").unwrap();
+    assert_eq!(
+        keygen_method["A"],
+        "OpenSSL's classic method (two random probable primes)"
+    );
+    assert_eq!(
+        keygen_method["B"],
+        "OpenSSL's classic method (two random probable primes) (counters: software 15)"
+    );
+    assert_eq!(keygen["B_counted_by_rustica"]["keygen"]["software"], 15);
+    let newkey_method = methods
+        .iter()
+        .find(|m| m["column"] == "certificates_new_key")
+        .unwrap();
+    assert!(newkey_method["B"]
+        .as_str()
+        .unwrap()
+        .ends_with("(counters: software 1)"));
+    assert!(md.contains("## Key generation methods"), "{md}");
+    assert!(
+        md.contains("| 1024 | key generation | OpenSSL's classic method (two random probable primes) | OpenSSL's classic method (two random probable primes) (counters: software 15) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("B for `openssl speed`: config (openssl-B.cnf)"),
+        "{md}"
     );
     for k in [
         "tls13_handshakes",
@@ -506,16 +573,34 @@ fn real_quick_lab_is_valid_and_reported() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// Flags mode, every column but the new-key certificates: every row valid,
+/// `openssl speed` included. Before, speed ran on the default provider
+/// (it does not apply -propquery to RSA keys): the row was INVALID with
+/// "sign: expected 12241 to 12257, counted 0 (none)" at 1024 bits.
 #[test]
-fn real_flags_mode_is_valid() {
+fn real_flags_mode_is_valid_and_speed_runs_on_rustica() {
     let module = real_module();
     let dir = temp_dir("real-flags");
     let out = dir.join("out");
     let o = rustica()
         .args([
-            "lab", "--load", "flags", "--sizes", "2048", "--count", "2", "--reps", "1",
+            "lab",
+            "--load",
+            "flags",
+            "--sizes",
+            "1024",
+            "--count",
+            "1",
+            "--reps",
+            "1",
+            "--keygen-reps",
+            "1",
+            "--tls-seconds",
+            "1",
+            "--speed-seconds",
+            "1",
         ])
-        .args(["--skip", "newkey,speed", "--module"])
+        .args(["--skip", "newkey", "--module"])
         .arg(&module)
         .arg("--out")
         .arg(&out)
@@ -524,6 +609,212 @@ fn real_flags_mode_is_valid() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let j = json(&out.join("report.json"));
     assert_eq!(j["load"], "flags");
-    assert_eq!(j["rows"][0]["status"], "valid");
+    assert_eq!(j["valid"], true);
+    let row = &j["rows"][0];
+    assert_eq!(row["status"], "valid", "{}", row["checks"]);
+    assert!(row["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["ok"] == true));
+    for c in row["columns"].as_array().unwrap() {
+        let skipped = c["column"] == "certificates_new_key";
+        assert_eq!(
+            c["status"],
+            if skipped { "skipped" } else { "measured" },
+            "{}",
+            c["column"]
+        );
+    }
+    // B's speed run was counted by rustica, sign and verify, in software.
+    let speed_check = row["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "B's openssl speed run counted by rustica")
+        .expect("a counter check of B's speed run");
+    assert_eq!(speed_check["ok"], true, "{speed_check}");
+    let speed = column(row, "speed_sign");
+    let counted = &speed["B_counted_by_rustica"];
+    assert!(
+        counted["sign"]["software"].as_u64().unwrap() > 0,
+        "{counted}"
+    );
+    assert!(
+        counted["verify"]["software"].as_u64().unwrap() > 0,
+        "{counted}"
+    );
+    assert!(speed["B"]["per_op"]["median"].as_f64().unwrap() > 0.0);
+    // The report says how B was loaded for speed, and the command shows it.
+    let how = j["load_speed"].as_str().unwrap();
+    assert!(
+        how.starts_with("flags (-provider-path DIR -provider rustica -provider default) + config properties ?provider=rustica"),
+        "{how}"
+    );
+    let md = fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("B for `openssl speed`: {how}")),
+        "{md}"
+    );
+    let b_cmd = speed["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .find(|c| c.contains("RUSTICA_STATS_PATH"))
+        .unwrap();
+    let conf = b_cmd
+        .strip_prefix("OPENSSL_CONF=")
+        .and_then(|c| c.split(' ').next())
+        .map(PathBuf::from)
+        .unwrap();
+    assert!(
+        b_cmd.contains("-provider rustica -provider default"),
+        "{b_cmd}"
+    );
+    // Its configuration sits in a private directory of the run's own.
+    assert_eq!(conf.file_name().unwrap(), "openssl-B-speed.cnf");
+    let private = conf.parent().unwrap();
+    assert_eq!(private.parent().unwrap(), out.join("B"));
+    let mode = fs::metadata(private).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{}", private.display());
+    let text_conf = fs::read_to_string(&conf).unwrap();
+    assert!(text_conf.contains("default_properties = ?provider=rustica"));
+    // The other B commands keep the flags and side A's configuration.
+    let sig = column(row, "signatures")["commands"][1].as_str().unwrap();
+    assert!(
+        sig.starts_with(&format!(
+            "OPENSSL_CONF={} ",
+            out.join("openssl-A.cnf").display()
+        )) && sig.contains("-propquery"),
+        "{sig}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The emulated libica cargo built beside the module (libica-emu):
+/// $RUSTICA_LIBICA_EMU, else libica_emu.so beside the module under test.
+fn emulated_libica() -> PathBuf {
+    let p = match std::env::var_os("RUSTICA_LIBICA_EMU") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => real_module().with_file_name("libica_emu.so"),
+    };
+    assert!(
+        p.is_file(),
+        "the emulated libica {} is missing: run cargo build --workspace (or set RUSTICA_LIBICA_EMU)",
+        p.display()
+    );
+    p
+}
+
+/// README's "B on the emulated libica" with paths typed relative to the
+/// shell: --libica, --module, --out and --keys are resolved against the
+/// current directory. Before, the lab wrote the relative libica path into
+/// openssl-B.cnf (or RUSTICA_LIBICA) and exited 2: "rustica: not loaded:
+/// config key 'libica' has value 'target/debug/libica_emu.so'; expected an
+/// absolute path".
+#[test]
+fn real_libica_lab_takes_relative_paths() {
+    let module = real_module();
+    let emu = emulated_libica();
+    let dir = temp_dir("real-relative");
+    let lib = dir.join("lib");
+    fs::create_dir_all(&lib).unwrap();
+    std::os::unix::fs::symlink(&emu, lib.join("libica_emu.so")).unwrap();
+    std::os::unix::fs::symlink(&module, lib.join("rustica.so")).unwrap();
+    let small = [
+        "--sizes",
+        "1024",
+        "--count",
+        "1",
+        "--reps",
+        "1",
+        "--keygen-reps",
+        "1",
+        "--tls-seconds",
+        "1",
+        "--speed-seconds",
+        "1",
+        "--skip",
+        "newkey",
+    ];
+    let relative = [
+        "--backend",
+        "libica",
+        "--libica",
+        "lib/libica_emu.so",
+        "--module",
+        "lib/rustica.so",
+    ];
+    for load in ["config", "flags"] {
+        let mut cmd = rustica();
+        cmd.current_dir(&dir)
+            .args(["lab", "--load", load])
+            .args(small)
+            .args(relative)
+            .args(["--out", &format!("out-{load}")]);
+        if load == "flags" {
+            // The key pair of the first run, by a relative path.
+            cmd.args(["--keys", "out-config"]);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{load}: {}", text(&o));
+        let out = dir.join(format!("out-{load}"));
+        let j = json(&out.join("report.json"));
+        assert_eq!(j["valid"], true, "{load}");
+        assert_eq!(j["rows"][0]["status"], "valid", "{load}");
+        let abs_libica = lib.join("libica_emu.so").display().to_string();
+        assert_eq!(j["libica_requested"], abs_libica.as_str(), "{load}");
+        assert_eq!(j["options"]["out"], out.display().to_string().as_str());
+        // Every B signature ran on the emulated libica.
+        let sign = &j["b_counters"]["ops"]["sign"];
+        assert!(sign["libica"].as_u64().unwrap() > 0, "{load}: {sign}");
+        assert_eq!(sign["software"], 0, "{load}: {sign}");
+        let row = &j["rows"][0];
+        if load == "config" {
+            let cnf = fs::read_to_string(out.join("openssl-B.cnf")).unwrap();
+            assert!(
+                cnf.lines().any(|l| l == format!("libica = {abs_libica}")),
+                "{cnf}"
+            );
+            assert!(
+                cnf.lines()
+                    .any(|l| l
+                        == format!("module = {}", fs::canonicalize(&module).unwrap().display())),
+                "{cnf}"
+            );
+            // Keys made on libica, and the report says so.
+            let m = row["keygen_methods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["column"] == "keygen")
+                .unwrap();
+            assert_eq!(
+                m["B"],
+                "libica ica_rsa_key_generate_crt (counters: libica 1)"
+            );
+            assert_eq!(
+                m["A"],
+                "OpenSSL's classic method (two random probable primes)"
+            );
+        } else {
+            let sig = column(row, "signatures")["commands"][1].as_str().unwrap();
+            assert!(
+                sig.contains(&format!("RUSTICA_LIBICA={abs_libica} ")),
+                "{sig}"
+            );
+            let key_source = row["key_source"].as_str().unwrap();
+            assert!(
+                key_source.contains(
+                    &dir.join("out-config/private-1024.pem")
+                        .display()
+                        .to_string()
+                ),
+                "{key_source}"
+            );
+            assert_eq!(column(row, "keygen")["status"], "skipped");
+        }
+    }
     let _ = fs::remove_dir_all(&dir);
 }

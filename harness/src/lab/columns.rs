@@ -243,7 +243,7 @@ pub const KEY_GENERATION: StepSpec = StepSpec {
     skip: None,
     applies: key_not_reused,
     needs: nothing_needed,
-    runs: reps,
+    runs: |o, bits| o.keygen_count(bits),
     estimate: |_, bits| est_keygen(bits),
     counted: Counted {
         ops: &[Op::Keygen],
@@ -468,6 +468,7 @@ mod tests {
     fn options() -> Options {
         Options {
             reps: 3,
+            keygen_reps: None,
             signatures: 7,
             verifications: 8,
             certs: 9,
@@ -640,7 +641,14 @@ mod tests {
         assert!(accept("Verified OK\n").is_ok());
         assert!(accept("Verification failure\n").is_err());
         o.newkey_certs = None;
-        assert_eq!((KEY_GENERATION.runs)(&o, 2048), 3);
+        // Key generation has its own count: 15 per side up to 4096 bits,
+        // fewer above; --reps is for TLS and speed.
+        for (bits, n) in [(1024, 15), (2048, 15), (4096, 15), (7680, 3), (15360, 1)] {
+            assert_eq!((KEY_GENERATION.runs)(&o, bits), n, "{bits}");
+        }
+        assert_eq!((MEASURED[4].runs)(&o, 2048), 3, "TLS rounds are --reps");
+        o.keygen_reps = Some(2);
+        assert_eq!((KEY_GENERATION.runs)(&o, 15360), 2);
         assert_eq!(
             (MEASURED[3].runs)(&o, 7680),
             1,

@@ -148,7 +148,6 @@ pub fn parse_speed(stdout: &str) -> Option<SpeedRun> {
 mod tests {
     use super::*;
     use ibmca_shim::stats;
-    use std::fs;
 
     #[test]
     fn s_time_output() {
@@ -191,9 +190,8 @@ mod tests {
 
     #[test]
     fn counter_comparison() {
-        let path =
-            std::env::temp_dir().join(format!("rustica-harness-compare-{}", std::process::id()));
-        let _ = fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counters");
         let before = stats::snapshot(&path).unwrap();
         let st = stats::Stats::open(&path).unwrap();
         for _ in 0..3 {
@@ -267,6 +265,5 @@ mod tests {
         );
         assert!(!ok && d.contains("1 failed"), "{d}");
         drop(st);
-        let _ = fs::remove_file(&path);
     }
 }

@@ -21,10 +21,18 @@ pub const SPEED_SIZES: &[u32] = &[512, 1024, 2048, 3072, 4096, 7680, 15360];
 /// Below this size, Debian's security level 2 refuses the key in TLS.
 pub const SECLEVEL1_BELOW: u32 = 2048;
 
+/// Key generations per side when `--keygen-reps` is not given: (largest
+/// key size, count). Key generation time is random, so a B/A ratio needs
+/// many samples; above 4096 bits a key takes seconds to minutes, so fewer.
+pub const KEYGEN_REPS: &[(u32, usize)] = &[(4096, 15), (7680, 3), (u32::MAX, 1)];
+
 /// The counts and switches of a run.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// A/B rounds of the TLS and speed columns.
     pub reps: usize,
+    /// `--keygen-reps`; None: [`KEYGEN_REPS`].
+    pub keygen_reps: Option<usize>,
     pub signatures: usize,
     pub verifications: usize,
     pub certs: usize,
@@ -41,6 +49,16 @@ pub struct Options {
 }
 
 impl Options {
+    /// Key generations per side for `bits`.
+    pub fn keygen_count(&self, bits: u32) -> usize {
+        self.keygen_reps.unwrap_or_else(|| {
+            KEYGEN_REPS
+                .iter()
+                .find(|&&(max, _)| bits <= max)
+                .map_or(1, |&(_, n)| n)
+        })
+    }
+
     pub fn newkey_count(&self, bits: u32) -> usize {
         self.newkey_certs
             .unwrap_or(if bits <= 4096 { self.certs } else { 1 })
@@ -152,10 +170,12 @@ impl Ctx<'_> {
     }
 
     /// Compares the counter delta since `before` with the B operations
-    /// that ran in between, and adds B's operations by backend to the row.
+    /// that ran in between, and adds B's operations by backend to the row
+    /// and to `cols` (the columns those operations were measured for).
     fn count(
         &self,
         row: &mut Row,
+        cols: &mut [Column],
         before: &Result<Snapshot, String>,
         bits: u32,
         expected: &[(Op, u64)],
@@ -171,6 +191,10 @@ impl Ctx<'_> {
                 let d = after.get(op, b).saturating_sub(before.get(op, b));
                 if d > 0 {
                     *row.backends.entry(b.name().to_string()).or_default() += d;
+                    for c in cols.iter_mut() {
+                        let by = c.b_counted.entry(op.name().to_string()).or_default();
+                        *by.entry(b.name().to_string()).or_default() += d;
+                    }
                 }
             }
         }
@@ -246,14 +270,15 @@ impl Ctx<'_> {
         let before = self.snap();
         let r = self.take_turns(row, step, &paths, runs, &mut cols, &mut tally);
         let b_runs = cols[0].b.len() as u64;
-        row.columns.extend(cols);
-        r?;
-        if step.counted.per == Per::Process {
+        if r.is_ok() && step.counted.per == Per::Process {
             let expected: Vec<(Op, u64)> =
                 step.counted.ops.iter().map(|&op| (op, b_runs)).collect();
-            let (ok, detail) = self.count(row, &before, bits, &expected, Expect::Exactly);
+            let (ok, detail) =
+                self.count(row, &mut cols, &before, bits, &expected, Expect::Exactly);
             row.checks.push(Check::new(step.counted.check, ok, detail));
         }
+        row.columns.extend(cols);
+        r?;
         self.cross_check(row, step, &paths, &tally)?;
         if !tally.per_run.is_empty() {
             row.checks.push(Check::new(
@@ -319,7 +344,14 @@ impl Ctx<'_> {
                             .copied()
                             .zip(outcome.reported.iter().copied())
                             .collect();
-                        let (ok, detail) = self.count(row, &before, paths.bits, &expected, how);
+                        let (ok, detail) = self.count(
+                            row,
+                            &mut cols[filled.clone()],
+                            &before,
+                            paths.bits,
+                            &expected,
+                            how,
+                        );
                         tally.per_run_ok &= ok;
                         // Name the column when several take turns.
                         let when = if turns > 1 {

@@ -18,6 +18,7 @@ mod commands;
 mod counters;
 mod crosscheck;
 mod matrix;
+mod method;
 mod openssl;
 mod progress;
 mod report;
@@ -25,6 +26,7 @@ mod results;
 mod setup;
 mod svg;
 
+use crate::paths;
 use clap::Args;
 use openssl::{LoadMode, Scratch, SideEnv};
 use serde_json::{json, Value};
@@ -55,7 +57,7 @@ pub enum SkipWhat {
 #[derive(Args, Debug, Clone)]
 pub struct LabArgs {
     /// Output directory [default: lab-results/<date-time>/].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
     out: Option<PathBuf>,
     /// Add 7680 and 15360 bits to the default sizes (slow: use --keys).
     #[arg(long)]
@@ -63,9 +65,13 @@ pub struct LabArgs {
     /// Key sizes, comma separated [default: 1024,2048,3072,4096].
     #[arg(long, value_delimiter = ',', value_name = "BITS")]
     sizes: Vec<u32>,
-    /// Key generations per side, and A/B rounds of TLS and speed.
+    /// A/B rounds of the TLS and `openssl speed` columns.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     reps: u32,
+    /// Key generations per side, A and B alternating [default: 15 up to
+    /// 4096 bits, 3 up to 7680, 1 above].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    keygen_reps: Option<u32>,
     /// Processes per side for signatures, verifications and certificates
     /// (overrides the lab's 100, 100 and 10).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
@@ -91,7 +97,7 @@ pub struct LabArgs {
     speed_seconds: u32,
     /// Reuse private-N.pem from DIR (e.g. an earlier run's output) instead
     /// of generating keys; key generation is then not measured for N.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
     keys: Option<PathBuf>,
     /// How side B loads rustica.
     #[arg(long, value_enum, default_value = "config")]
@@ -100,11 +106,11 @@ pub struct LabArgs {
     #[arg(long, value_parser = ["auto", "software", "libica"])]
     backend: Option<String>,
     /// libica library for side B (path or soname).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = paths::parse_path_or_name)]
     libica: Option<String>,
     /// The rustica module [default: $RUSTICA_MODULE, else rustica.so or
     /// librustica.so beside this program, else the installed one].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
     module: Option<PathBuf>,
     /// TCP port for the TLS servers on 127.0.0.1 [default: a free one].
     #[arg(long)]
@@ -113,7 +119,7 @@ pub struct LabArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     skip: Vec<SkipWhat>,
     /// The openssl program [default: `openssl` on PATH].
-    #[arg(long, value_name = "PATH", default_value = "openssl")]
+    #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
     openssl: PathBuf,
 }
 
@@ -159,7 +165,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let opts = matrix_options(args);
     let environment = environment(args, &setup, &a, &provider_name, &listing, &mut notes);
     let options = options_json(args, &setup, &opts, &out);
-    notes.extend(standard_notes(&opts));
+    notes.extend(standard_notes(&opts, &setup.sizes));
 
     let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
     let mut prog = progress::Progress::new(total);
@@ -180,6 +186,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         duration_s: 0.0,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         load: args.load.name().into(),
+        speed_load: speed_load(&ctx.b, &out),
         module: setup.module.to_string_lossy().into(),
         backend: args.backend.clone(),
         libica: args.libica.clone(),
@@ -207,11 +214,28 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     Ok(summarize(&out, &rows, &info))
 }
 
+/// How side B runs `openssl speed`, for the report.
+fn speed_load(b: &SideEnv, out: &Path) -> String {
+    match &b.speed_conf {
+        None => format!(
+            "config ({}), as every other column",
+            b.conf.strip_prefix(out).unwrap_or(&b.conf).display()
+        ),
+        Some(conf) => format!(
+            "flags (-provider-path DIR -provider rustica -provider default) + config properties \
+             ?provider=rustica (`{}`: OPENSSL_CONF with default_properties only) for openssl speed, \
+             which applies -propquery to ciphers, digests and MACs but not to its RSA keys",
+            conf.strip_prefix(out).unwrap_or(conf).display()
+        ),
+    }
+}
+
 /// The counts and switches of the matrix, from the command line.
 fn matrix_options(args: &LabArgs) -> matrix::Options {
     let count = |specific: Option<u32>, dflt: u32| specific.or(args.count).unwrap_or(dflt) as usize;
     matrix::Options {
         reps: args.reps as usize,
+        keygen_reps: args.keygen_reps.map(|n| n as usize),
         signatures: count(args.signatures, 100),
         verifications: count(args.verifications, 100),
         certs: count(args.certs, 10),
@@ -274,6 +298,7 @@ fn options_json(args: &LabArgs, setup: &Setup, opts: &matrix::Options, out: &Pat
     json!({
         "sizes": setup.sizes,
         "reps": opts.reps,
+        "keygen_reps": setup.sizes.iter().map(|&b| (b.to_string(), json!(opts.keygen_count(b)))).collect::<serde_json::Map<String, Value>>(),
         "signatures": opts.signatures,
         "verifications": opts.verifications,
         "certificates": opts.certs,
@@ -374,8 +399,21 @@ fn stock_rsa_path(
     }
 }
 
-fn standard_notes(o: &matrix::Options) -> Vec<String> {
+fn standard_notes(o: &matrix::Options, sizes: &[u32]) -> Vec<String> {
+    let keygens: Vec<String> = sizes
+        .iter()
+        .map(|&b| format!("{} at {b} bits", o.keygen_count(b)))
+        .collect();
+    let keygen_rule = match o.keygen_reps {
+        Some(n) => format!("--keygen-reps {n}"),
+        None => "the default: 15 up to 4096 bits, 3 up to 7680, 1 above".into(),
+    };
     vec![
+        format!(
+            "Key generation: {} per side ({keygen_rule}), A and B alternating key by key; its time \
+             is random, so its B/A ratio needs many samples.",
+            keygens.join(", ")
+        ),
         "Key pair: one per key size (private-N.pem, public-N.pem), generated by B (rustica) in its first \
          key generation (unless reused with --keys: see each row), so A's checks cover it; the signature, verification, certificate and TLS columns \
          of both sides use it. Key generation is timed on `genpkey` alone; the public key is extracted \
@@ -406,7 +444,7 @@ fn standard_notes(o: &matrix::Options) -> Vec<String> {
             o.speed_seconds
         ),
         format!(
-            "A and B alternate operation by operation (loops) or run by run (key generation, TLS, speed: {} rounds); \
+            "A and B alternate operation by operation (loops, key generation) or run by run (TLS, speed: {} rounds); \
              each B/A ratio is the median of the pairwise ratios.",
             o.reps
         ),
@@ -451,6 +489,80 @@ fn write_reports(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Lab {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+
+    #[test]
+    fn path_options_are_absolute_before_any_file_is_written() {
+        let cwd = std::env::current_dir().unwrap();
+        let l = Lab::try_parse_from([
+            "lab",
+            "--libica",
+            "target/release/libica_emu.so",
+            "--module",
+            "target/release/rustica.so",
+            "--keys",
+            "tests/fixtures",
+            "--out",
+            "lab-results/not-yet",
+            "--openssl",
+            "bin/openssl",
+        ])
+        .unwrap()
+        .lab;
+        assert_eq!(
+            l.libica.map(PathBuf::from),
+            Some(cwd.join("target/release/libica_emu.so"))
+        );
+        assert_eq!(l.module, Some(cwd.join("target/release/rustica.so")));
+        assert_eq!(l.keys, Some(cwd.join("tests/fixtures")));
+        assert_eq!(l.out, Some(cwd.join("lab-results/not-yet")));
+        assert_eq!(l.openssl, cwd.join("bin/openssl"));
+        // Names without a slash stay names: a soname for the loader, a
+        // program for the PATH search.
+        let l = Lab::try_parse_from(["lab", "--libica", "libica.so.4"])
+            .unwrap()
+            .lab;
+        assert_eq!(l.libica.as_deref(), Some("libica.so.4"));
+        assert_eq!(l.openssl, PathBuf::from("openssl"));
+        // The config B gets carries the absolute path.
+        let conf = openssl::config_b(
+            &cwd.join("m/rustica.so"),
+            Some("libica"),
+            Lab::try_parse_from(["lab", "--libica", "lib/libica_emu.so"])
+                .unwrap()
+                .lab
+                .libica
+                .as_deref(),
+        );
+        let line = conf.lines().find(|l| l.starts_with("libica = ")).unwrap();
+        assert_eq!(
+            line,
+            format!("libica = {}", cwd.join("lib/libica_emu.so").display())
+        );
+    }
+
+    #[test]
+    fn keygen_reps_are_their_own_option() {
+        let l = Lab::try_parse_from(["lab", "--reps", "1"]).unwrap().lab;
+        let o = matrix_options(&l);
+        assert_eq!(o.reps, 1);
+        assert_eq!(
+            [1024, 4096, 7680, 15360].map(|b| o.keygen_count(b)),
+            [15, 15, 3, 1]
+        );
+        let l = Lab::try_parse_from(["lab", "--keygen-reps", "4"])
+            .unwrap()
+            .lab;
+        let o = matrix_options(&l);
+        assert_eq!((o.reps, o.keygen_count(15360)), (3, 4));
+        assert!(Lab::try_parse_from(["lab", "--keygen-reps", "0"]).is_err());
+    }
 
     #[test]
     fn stock_rsa_path_says_when_side_a_is_already_hardware() {

@@ -122,17 +122,50 @@ pub fn config_b(module: &Path, backend: Option<&str>, libica: Option<&str>) -> S
     )
 }
 
+/// Side B's configuration for `openssl speed` in flags mode. `speed`
+/// decodes its RSA keys with `d2i_PrivateKey` and makes their contexts
+/// with `EVP_PKEY_CTX_new(key, NULL)`: the default properties, never the
+/// `-propquery` of its command line (3.0 to 4.0). With the flags loading
+/// rustica and the default provider, this file's one job is to make
+/// `?provider=rustica` the default properties.
+pub fn config_speed_b() -> String {
+    "# rustica lab, side B in flags mode, for `openssl speed` only: speed applies\n\
+     # -propquery to ciphers, digests and MACs but not to its RSA keys, so the\n\
+     # property query goes into the default properties here. The providers\n\
+     # come from the command line (-provider-path, -provider).\n\
+     openssl_conf = openssl_init\n\n\
+     [openssl_init]\n\
+     alg_section = evp_properties\n\n\
+     [evp_properties]\n\
+     default_properties = ?provider=rustica\n"
+        .to_string()
+}
+
+/// The name of `openssl speed`'s configuration file in flags mode.
+pub const SPEED_CONF_NAME: &str = "openssl-B-speed.cnf";
+
 /// Everything needed to start an `openssl` process for one side.
 #[derive(Clone, Debug)]
 pub struct SideEnv {
     pub openssl: PathBuf,
     pub conf: PathBuf,
+    /// The configuration `openssl speed` runs under instead of `conf`
+    /// (flags mode: see [`config_speed_b`]).
+    pub speed_conf: Option<PathBuf>,
     /// Inserted right after the subcommand (flags mode).
     pub extra_args: Vec<String>,
     pub env: Vec<(String, String)>,
 }
 
 impl SideEnv {
+    /// The OPENSSL_CONF of `openssl SUB`.
+    pub fn conf_for(&self, sub: &str) -> &Path {
+        match &self.speed_conf {
+            Some(c) if sub == "speed" => c,
+            _ => &self.conf,
+        }
+    }
+
     /// `openssl SUB [side flags] ARGS...` with the side's environment.
     pub fn command<S: AsRef<std::ffi::OsStr>>(&self, sub: &str, args: &[S]) -> Command {
         let mut cmd = Command::new(&self.openssl);
@@ -142,7 +175,7 @@ impl SideEnv {
         for k in SCRUBBED_ENV {
             cmd.env_remove(k);
         }
-        cmd.env("OPENSSL_CONF", &self.conf);
+        cmd.env("OPENSSL_CONF", self.conf_for(sub));
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
@@ -153,7 +186,7 @@ impl SideEnv {
     /// The command line as a person would type it (for messages and the
     /// report), environment first.
     pub fn describe<S: AsRef<std::ffi::OsStr>>(&self, sub: &str, args: &[S]) -> String {
-        let mut parts = vec![format!("OPENSSL_CONF={}", self.conf.display())];
+        let mut parts = vec![format!("OPENSSL_CONF={}", self.conf_for(sub).display())];
         for (k, v) in &self.env {
             parts.push(format!("{k}={v}"));
         }
@@ -501,6 +534,42 @@ mod tests {
         assert!(b.contains("backend = software"));
         assert!(b.contains("libica = /lib/libica.so.4"));
         assert!(b.contains("default_properties = ?provider=rustica"));
+        // The speed file sets the properties and loads no provider (the
+        // flags do).
+        let s = config_speed_b();
+        assert!(s.contains("alg_section = evp_properties"));
+        assert!(s.contains("\ndefault_properties = ?provider=rustica\n"));
+        assert!(!s.contains("providers =") && !s.contains("module ="));
+    }
+
+    #[test]
+    fn speed_alone_takes_the_speed_configuration() {
+        let env = SideEnv {
+            openssl: "openssl".into(),
+            conf: "/o/openssl-A.cnf".into(),
+            speed_conf: Some("/o/B/speed-x/openssl-B-speed.cnf".into()),
+            extra_args: vec!["-provider".into(), "rustica".into()],
+            env: Vec::new(),
+        };
+        assert_eq!(
+            env.conf_for("speed"),
+            Path::new("/o/B/speed-x/openssl-B-speed.cnf")
+        );
+        assert_eq!(env.conf_for("dgst"), Path::new("/o/openssl-A.cnf"));
+        let d = env.describe("speed", &["rsa2048"]);
+        assert!(
+            d.starts_with("OPENSSL_CONF=/o/B/speed-x/openssl-B-speed.cnf openssl speed -provider rustica rsa2048"),
+            "{d}"
+        );
+        let speed = env.command("speed", &["rsa2048"]);
+        let conf = speed
+            .get_envs()
+            .find(|(k, _)| *k == "OPENSSL_CONF")
+            .and_then(|(_, v)| v);
+        assert_eq!(
+            conf,
+            Some(std::ffi::OsStr::new("/o/B/speed-x/openssl-B-speed.cnf"))
+        );
     }
 
     #[test]

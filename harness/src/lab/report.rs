@@ -2,6 +2,7 @@
 //! number: its B cells say INVALID (the JSON keeps the raw samples, under a
 //! name that says they are not validated).
 
+use super::method;
 use super::results::{Column, Kind, Row, Status, Summary, Unit};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -13,6 +14,8 @@ pub struct RunInfo {
     pub duration_s: f64,
     pub command_line: String,
     pub load: String,
+    /// How B loaded rustica for the `openssl speed` column, in words.
+    pub speed_load: String,
     pub module: String,
     pub backend: Option<String>,
     pub libica: Option<String>,
@@ -122,6 +125,7 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     );
     md_summary(&mut md, info, rows);
     md_results(&mut md, rows);
+    md_keygen_methods(&mut md, rows);
     md_per_operation(&mut md, rows);
     md_validation(&mut md, rows);
     md_notes(&mut md, info, rows);
@@ -170,7 +174,8 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         "- A: stock `openssl`, default provider only (`openssl-A.cnf`); RSA path: {}.",
         env["a_rsa_path"].as_str().unwrap_or("not recorded")
     );
-    let _ = writeln!(md, "{}\n", side_b_line(info));
+    let _ = writeln!(md, "{}", side_b_line(info));
+    let _ = writeln!(md, "- B for `openssl speed`: {}.\n", info.speed_load);
 }
 
 /// How B ran rustica, and on which backends its operations were counted.
@@ -243,6 +248,32 @@ fn md_results(md: &mut String, rows: &[Row]) {
             let _ = write!(line, " {status} |");
             let _ = writeln!(md, "{line}");
         }
+    }
+    md.push('\n');
+}
+
+/// Which method made each side's keys, per key size.
+fn md_keygen_methods(md: &mut String, rows: &[Row]) {
+    let lines: Vec<(u32, Kind, String, String)> = rows
+        .iter()
+        .flat_map(|r| {
+            method::of_row(r)
+                .into_iter()
+                .map(move |(k, a, b)| (r.bits, k, a, b))
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Key generation methods\n");
+    let _ = writeln!(md, "{}\n", method::EXPLANATION);
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | A (default provider) | B (rustica, from its counters) |"
+    );
+    let _ = writeln!(md, "|---:|---|---|---|");
+    for (bits, k, a, b) in lines {
+        let _ = writeln!(md, "| {bits} | {} | {a} | {b} |", k.op_name());
     }
     md.push('\n');
 }
@@ -380,6 +411,10 @@ fn md_commands(md: &mut String, rows: &[Row]) {
 /// The JSON of one row; an invalid row's B side carries no figures.
 fn row_json(r: &Row) -> Value {
     let mut v = r.to_json();
+    v["keygen_methods"] = method::of_row(r)
+        .into_iter()
+        .map(|(k, a, b)| json!({"column": k.key(), "A": a, "B": b}))
+        .collect();
     if !r.valid() {
         if let Some(cols) = v["columns"].as_array_mut() {
             for c in cols {
@@ -407,11 +442,13 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         "valid": all_valid(rows) && !info.interrupted,
         "interrupted": info.interrupted,
         "load": info.load,
+        "load_speed": info.speed_load,
         "module": info.module,
         "backend_requested": info.backend,
         "libica_requested": info.libica,
         "options": info.options,
         "environment": info.environment,
+        "keygen_method_rule": method::EXPLANATION,
         "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
         "b_counters": counters,
         "notes": info.notes,
@@ -521,6 +558,7 @@ pub mod tests {
             duration_s: 12.5,
             command_line: "rustica lab --sizes 1024,2048".into(),
             load: "config".into(),
+            speed_load: "config (openssl-B.cnf), as every other column".into(),
             module: "/x/rustica.so".into(),
             backend: None,
             libica: None,

@@ -2,6 +2,11 @@
 
 use super::columns::{self, ColumnSpec, Reduce};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Operations counted by rustica, by operation name and backend name
+/// ("keygen" -> "software" -> 15).
+pub type Counted = BTreeMap<String, BTreeMap<String, u64>>;
 
 /// The columns of the matrix (LAB.md, plus the in-process `openssl speed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +109,8 @@ pub struct Column {
     pub note: Option<String>,
     /// The first A and B command lines, as a person would type them.
     pub commands: Vec<String>,
+    /// What rustica's counters moved by during this column's B runs.
+    pub b_counted: Counted,
 }
 
 /// median, min, max.
@@ -145,7 +152,13 @@ impl Column {
             status: Status::Measured,
             note: None,
             commands: Vec::new(),
+            b_counted: Counted::new(),
         }
+    }
+
+    /// B's operations `op` counted by rustica, by backend.
+    pub fn b_counted_op(&self, op: &str) -> BTreeMap<String, u64> {
+        self.b_counted.get(op).cloned().unwrap_or_default()
     }
 
     pub fn skipped(kind: Kind, count: usize, why: impl Into<String>) -> Column {
@@ -242,6 +255,7 @@ impl Column {
             "A": side(false),
             "B": side(true),
             "ratio_B_over_A": self.ratio().map(summary_json),
+            "B_counted_by_rustica": self.b_counted,
         })
     }
 }
@@ -279,7 +293,7 @@ pub struct Row {
     /// Set when Ctrl-C stopped the row part-way.
     pub incomplete: bool,
     /// B operations by backend, from the counters.
-    pub backends: std::collections::BTreeMap<String, u64>,
+    pub backends: BTreeMap<String, u64>,
 }
 
 impl Row {

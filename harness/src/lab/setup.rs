@@ -4,7 +4,9 @@
 
 use super::openssl::{self, LoadMode, SideEnv};
 use super::{LabArgs, FULL_EXTRA, QUICK_SIZES};
+use crate::paths;
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -195,6 +197,7 @@ pub fn side_a(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
     Ok(SideEnv {
         openssl: setup.openssl.clone(),
         conf: out.join("openssl-A.cnf"),
+        speed_conf: None,
         extra_args: Vec::new(),
         env: Vec::new(),
     })
@@ -211,7 +214,7 @@ pub fn side_b(
         "RUSTICA_STATS_PATH".to_string(),
         stats_path.to_string_lossy().to_string(),
     )];
-    let (conf, extra_args) = match args.load {
+    let (conf, speed_conf, extra_args) = match args.load {
         LoadMode::Config => {
             let conf = openssl::config_b(
                 &setup.module,
@@ -219,7 +222,7 @@ pub fn side_b(
                 args.libica.as_deref(),
             );
             write(out, "openssl-B.cnf", &conf)?;
-            (out.join("openssl-B.cnf"), Vec::new())
+            (out.join("openssl-B.cnf"), None, Vec::new())
         }
         LoadMode::Flags => {
             if let Some(b) = &args.backend {
@@ -239,15 +242,37 @@ pub fn side_b(
                 "-propquery".into(),
                 "?provider=rustica".into(),
             ];
-            (out.join("openssl-A.cnf"), flags)
+            let speed = speed_config(&out.join("B"))?;
+            (out.join("openssl-A.cnf"), Some(speed), flags)
         }
     };
     Ok(SideEnv {
         openssl: setup.openssl.clone(),
         conf,
+        speed_conf,
         extra_args,
         env,
     })
+}
+
+/// B's configuration for `openssl speed` in flags mode, in a new private
+/// directory (mode 0700, random name) under `dir`, so no other user can
+/// have put or replaced a file there.
+fn speed_config(dir: &Path) -> Result<PathBuf, String> {
+    let private = paths::private_dir(dir, "speed-").map_err(|e| {
+        format!(
+            "cannot create a private directory in {}: {e}",
+            dir.display()
+        )
+    })?;
+    let conf = private.join(openssl::SPEED_CONF_NAME);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&conf)
+        .and_then(|mut f| f.write_all(openssl::config_speed_b().as_bytes()))
+        .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
+    Ok(conf)
 }
 
 /// `-provider rustica` loads DIR/rustica.so: the module's directory, or a
@@ -304,12 +329,12 @@ mod tests {
 
     #[test]
     fn document_is_deterministic() {
-        let p = std::env::temp_dir().join(format!("rustica-doc-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("document");
         write_document(&p).unwrap();
         let a = fs::read(&p).unwrap();
         write_document(&p).unwrap();
         assert_eq!(a, fs::read(&p).unwrap());
         assert_eq!(a.len(), 3 << 20);
-        let _ = fs::remove_file(&p);
     }
 }
