@@ -27,6 +27,10 @@ pub struct Config {
     pub offload_max_bits: u32,
     pub debug: Debug,
     pub debug_path: Option<String>,
+    /// `libica-load = init`: set the backend up (open libica) when the
+    /// provider is loaded, for daemons that chroot or install a seccomp
+    /// filter before their first RSA operation; default `first-use`.
+    pub load_at_init: bool,
 }
 
 impl Default for Config {
@@ -38,6 +42,7 @@ impl Default for Config {
             offload_max_bits: 4096,
             debug: Debug::No,
             debug_path: None,
+            load_at_init: false,
         }
     }
 }
@@ -120,6 +125,13 @@ impl Config {
             };
         }
         c.debug_path = lookup("debug-path");
+        if let Some(v) = lookup("libica-load") {
+            c.load_at_init = match v.trim() {
+                "first-use" => false,
+                "init" => true,
+                other => return Err(bad("libica-load", other, "first-use or init")),
+            };
+        }
         Ok(c)
     }
 }
@@ -164,6 +176,11 @@ mod tests {
         assert!(err.message.contains("banana"));
         let err = Config::load(|k| (k == "debug").then(|| "loud".to_string())).unwrap_err();
         assert!(err.message.contains("'debug'"));
+        assert!(!c.load_at_init);
+        let c = Config::load(|k| (k == "libica-load").then(|| "init".to_string())).unwrap();
+        assert!(c.load_at_init);
+        let err = Config::load(|k| (k == "libica-load").then(|| "now".to_string())).unwrap_err();
+        assert!(err.message.contains("first-use or init"), "{}", err.message);
     }
 
     #[test]

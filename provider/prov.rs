@@ -317,6 +317,11 @@ pub unsafe extern "C" fn OSSL_provider_init(
             core_version,
         });
         INSTANCES.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if ctx.config.load_at_init {
+            // libica-load = init: libica is opened (and its constructor
+            // runs) now, before the daemon's chroot or seccomp filter.
+            ctx.router();
+        }
         // SAFETY: both out pointers were checked non-NULL above.
         unsafe {
             *provctx = Box::into_raw(ctx) as *mut c_void;

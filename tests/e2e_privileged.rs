@@ -324,6 +324,117 @@ fn setuid_program_ignores_rustica_environment() {
     assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o600));
 }
 
+/// Whether `path` is opened while `run` runs (inotify IN_OPEN).
+fn opened_during(path: &Path, run: impl FnOnce()) -> bool {
+    let cpath = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: plain syscalls on a descriptor owned here and closed below;
+    // the path is NUL-terminated.
+    let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+    assert!(fd >= 0, "inotify_init1");
+    // SAFETY: as above.
+    let wd = unsafe { libc::inotify_add_watch(fd, cpath.as_ptr(), libc::IN_OPEN) };
+    assert!(wd >= 0, "inotify_add_watch {}", path.display());
+    run();
+    let mut buf = [0u8; 4096];
+    // SAFETY: buf is writable for its length; the descriptor is non-blocking.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: our own descriptor, closed once.
+    unsafe { libc::close(fd) };
+    n > 0
+}
+
+/// libica reads its own variables with plain getenv, among them
+/// LIBICA_CRYPT_DEVICE, the device it opens read-write. In a setuid-root
+/// program whose caller sets any LIBICA_* variable rustica does not load
+/// libica at all: the program signs in software and the path the caller
+/// named is never opened. The control run (the same program without the
+/// setuid bit) shows that the stand-in, the emulated libica, which reads
+/// the variable and opens the path as libica does, does open it.
+#[test]
+fn setuid_program_never_lets_libica_read_the_callers_environment() {
+    if !is_root() {
+        eprintln!("skipped: needs root to install a setuid-root program and add a user");
+        return;
+    }
+    let user = test_user();
+    let dir = SharedDir::new("setuid-libica");
+    let module = dir.path("rustica.so");
+    std::fs::copy(module_path(), &module).unwrap();
+    let emulator = dir.path("libica_emu.so");
+    std::fs::copy(emulator_path(), &emulator).unwrap();
+    let conf = dir.path("openssl.cnf");
+    std::fs::write(
+        &conf,
+        format!(
+            "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n\
+             alg_section = evp_properties\n[provider_sect]\ndefault = default_sect\n\
+             rustica = rustica_sect\n[default_sect]\nactivate = 1\n[rustica_sect]\n\
+             module = {}\nactivate = 1\nbackend = libica\nlibica = {}\n\
+             [evp_properties]\ndefault_properties = ?provider=rustica\n",
+            module.display(),
+            emulator.display()
+        ),
+    )
+    .unwrap();
+    let steer = dir.path("steer");
+    std::fs::create_dir(&steer).unwrap();
+    std::os::unix::fs::chown(&steer, Some(user.0), Some(user.1)).unwrap();
+    let device = steer.join("device");
+    std::fs::write(&device, b"").unwrap();
+    std::os::unix::fs::chown(&device, Some(user.0), Some(user.1)).unwrap();
+    let signer_src = dir.path("signer.c");
+    std::fs::write(&signer_src, SIGNER_C).unwrap();
+    let signer = dir.path("signer");
+    cc(&[
+        &format!("-DCONF_PATH=\"{}\"", conf.display()),
+        "-o",
+        signer.to_str().unwrap(),
+        signer_src.to_str().unwrap(),
+        "-lcrypto",
+    ]);
+    let plain = dir.path("signer-plain");
+    std::fs::copy(&signer, &plain).unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&signer, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let run = |program: &Path, tag: &str| -> (bool, String) {
+        let mut out = None;
+        let opened = opened_during(&device, || {
+            out = Some(run_bounded(
+                as_user(user, program)
+                    .env_clear()
+                    .env("PATH", "/usr/bin:/bin")
+                    .env("LIBICA_CRYPT_DEVICE", &device)
+                    .env("RUSTICA_STATS_PATH", steer.join(format!("stats-{tag}")))
+                    .current_dir(&steer),
+            ));
+        });
+        let out = out.unwrap();
+        let said = text(&out);
+        assert!(out.status.success(), "{tag}: the signer failed:\n{said}");
+        (opened, said)
+    };
+    let (opened, said) = run(&plain, "plain");
+    assert!(
+        said.contains("secure=0") && said.contains("sign=rustica"),
+        "{said}"
+    );
+    assert!(
+        opened,
+        "control: the emulated libica did not open LIBICA_CRYPT_DEVICE"
+    );
+    let (opened, said) = run(&signer, "setuid");
+    assert!(said.contains("secure=1"), "not privileged:\n{said}");
+    assert!(
+        said.contains("keygen=rustica") && said.contains("sign=rustica"),
+        "{said}"
+    );
+    assert!(said.contains("verified=1"), "{said}");
+    assert!(
+        !opened,
+        "a setuid-root process opened the device its caller named in LIBICA_CRYPT_DEVICE"
+    );
+}
+
 /// A sparse counters file of this layout, owned by the caller, 0600: what a
 /// file made before its tmpfs filled up looks like to an opener.
 fn plant_sparse_counters(path: &Path) {

@@ -174,6 +174,22 @@ pub struct Router {
     status: Status,
 }
 
+/// Why libica must not be loaded into this process, if it must not: a
+/// privileged process (AT_SECURE) whose environment sets `LIBICA_*`
+/// variables, which libica reads with plain getenv (`LIBICA_CRYPT_DEVICE`
+/// names the device it opens read-write). Such a process computes in
+/// software, whatever `backend` says, and the trace says why.
+fn refuse_libica(privileged: bool, libica_vars: &[String]) -> Option<String> {
+    if !privileged || libica_vars.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "software: libica not loaded into a privileged process whose environment sets {} \
+         (libica would read it; docs/security.md)",
+        libica_vars.join(", ")
+    ))
+}
+
 /// Loaded libraries by name: dlopen once per process.
 static LOADED: Mutex<Vec<(String, Arc<Libica>)>> = Mutex::new(Vec::new());
 
@@ -201,7 +217,18 @@ impl Router {
     pub fn new(s: &Settings) -> Router {
         let mut unavailable = None;
         let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
+        let refused = match s.choice {
+            Choice::Software => None,
+            _ => refuse_libica(crate::env::privileged(), &crate::env::libica_variables()),
+        };
         let (libica, status) = match s.choice {
+        _ if refused.is_some() => (
+            None,
+            Status {
+                name: "software",
+                detail: refused.unwrap_or_default(),
+            },
+        ),
         Choice::Software => (
             None,
             Status {
@@ -402,6 +429,15 @@ pub fn probe(explicit: Option<&str>) -> Result<String, String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn libica_is_refused_only_to_privileged_processes_with_libica_variables() {
+        let vars = vec!["LIBICA_CRYPT_DEVICE".to_string()];
+        assert_eq!(refuse_libica(false, &vars), None);
+        assert_eq!(refuse_libica(true, &[]), None);
+        let why = refuse_libica(true, &vars).unwrap();
+        assert!(why.contains("LIBICA_CRYPT_DEVICE"), "{why}");
+    }
 
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("rustica-trace-{}-{name}", std::process::id()));

@@ -25,6 +25,19 @@ pub fn var_os(name: &str) -> Option<OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
+/// The names of the `LIBICA_*` variables set in this process's
+/// environment. libica reads several with plain getenv (the device it opens
+/// read-write, its fallback, offload, statistics and FIPS modes), from its
+/// constructor and at first use, so in a privileged process they would let
+/// the caller steer a library running with the program's privileges; there
+/// rustica does not load libica at all (backend::Router::new).
+pub fn libica_variables() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("LIBICA_"))
+        .collect()
+}
+
 /// [`var_os`] as UTF-8 (a value that is not UTF-8 reads as unset).
 pub fn var(name: &str) -> Option<String> {
     var_os(name).and_then(|v| v.into_string().ok())

@@ -21,9 +21,10 @@ pub mod stats;
 
 /// The keys rustica reads from its openssl.cnf section (the provider reads
 /// them; `rustica doctor` flags any other key there).
-pub const CONFIG_KEYS: [&str; 6] = [
+pub const CONFIG_KEYS: [&str; 7] = [
     "backend",
     "libica",
+    "libica-load",
     "offload-min-bits",
     "offload-max-bits",
     "debug",

@@ -27,6 +27,12 @@
 //!   reports RSA ME / CRT / key generation with no flags at all, the adapter
 //!   handle is `DRIVER_NOT_LOADED` (-1), and every RSA call fails with
 //!   `ENODEV` (logged as such). The version stays 4.x.
+//!
+//! The adapter handle is a real descriptor, as libica's is:
+//! `ica_open_adapter` opens, read-write and without O_CLOEXEC, the path in
+//! `LIBICA_CRYPT_DEVICE` (read with plain getenv at each open, as libica
+//! does), else `/dev/z90crypt`, else `/dev/null` (this host has no crypto
+//! device node); `ica_close_adapter` closes it. The RSA functions ignore it.
 
 mod bn;
 
@@ -56,8 +62,8 @@ const VERSION: libica_version_info = libica_version_info {
     fixpack_version: 0,
 };
 
-/// The handle `ica_open_adapter` hands out (not a real descriptor).
-const FAKE_HANDLE: ica_adapter_handle_t = 4242;
+/// The device nodes `ica_open_adapter` tries after LIBICA_CRYPT_DEVICE.
+const DEVICES: [&std::ffi::CStr; 2] = [c"/dev/z90crypt", c"/dev/null"];
 
 struct Settings {
     counts: Option<std::path::PathBuf>,
@@ -203,7 +209,8 @@ unsafe fn slice_mut<'a>(p: *mut u8, len: usize) -> &'a mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(p, len) }
 }
 
-/// `ica_open_adapter`: hands out a fake handle.
+/// `ica_open_adapter`: opens the device as libica does (see the crate
+/// documentation); `DRIVER_NOT_LOADED` when none opens.
 ///
 /// # Safety
 /// `handle` must be NULL or valid for writing.
@@ -212,18 +219,39 @@ pub unsafe extern "C" fn ica_open_adapter(handle: *mut ica_adapter_handle_t) -> 
     if handle.is_null() {
         return EINVAL;
     }
-    let h = if settings().no_adapter {
-        abi::DRIVER_NOT_LOADED
-    } else {
-        FAKE_HANDLE
-    };
+    let mut h = abi::DRIVER_NOT_LOADED;
+    if !settings().no_adapter {
+        // SAFETY: getenv with a NUL-terminated name; the result is NULL or
+        // a NUL-terminated string of the environment.
+        let configured = unsafe { libc::getenv(c"LIBICA_CRYPT_DEVICE".as_ptr()) };
+        let mut paths: Vec<*const std::os::raw::c_char> = Vec::new();
+        if !configured.is_null() {
+            paths.push(configured);
+        }
+        paths.extend(DEVICES.iter().map(|p| p.as_ptr()));
+        for path in paths {
+            // SAFETY: a NUL-terminated path; the descriptor is handed to
+            // the caller, who closes it with ica_close_adapter.
+            let fd = unsafe { libc::open(path, libc::O_RDWR) };
+            if fd >= 0 {
+                h = fd;
+                break;
+            }
+        }
+    }
     // SAFETY: non-NULL out-pointer from the caller.
     unsafe { *handle = h };
     0
 }
 
+/// `ica_close_adapter`: closes the descriptor, as libica does.
 #[no_mangle]
-pub extern "C" fn ica_close_adapter(_handle: ica_adapter_handle_t) -> c_uint {
+pub extern "C" fn ica_close_adapter(handle: ica_adapter_handle_t) -> c_uint {
+    if handle >= 0 {
+        // SAFETY: closing a number is harmless for memory safety; the
+        // caller passes a handle ica_open_adapter returned.
+        unsafe { libc::close(handle) };
+    }
     0
 }
 

@@ -128,29 +128,6 @@ impl SigCtx {
         Ok(em)
     }
 
-    /// When libica computed `em` and the signature did not check out,
-    /// recomputes it in software; returns the corrected value (and counts a
-    /// fallback) if libica was wrong, `None` if the rejection stands.
-    pub(super) fn recheck_libica(
-        &self,
-        sig: &[u8],
-        em: &[u8],
-        used: &mut Option<Backend>,
-    ) -> Result<Option<Vec<u8>>> {
-        if *used != Some(Backend::Libica) {
-            return Ok(None);
-        }
-        let key = self.key()?;
-        let input = full_length(sig, key.size());
-        let fixed = key
-            .public_op_recheck(&self.prov().op_ctx(), Op::Verify, &input, em)
-            .map_err(|e| Error::invalid_signature(e))?;
-        if fixed.is_some() {
-            *used = Some(Backend::Fallback);
-        }
-        Ok(fixed)
-    }
-
     /// Counts a verification (or recovery) once, with its final outcome: a
     /// signature refused for its length, its padding or its digest is a
     /// failed verification.
@@ -198,13 +175,7 @@ impl SigCtx {
                 Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
             })
         };
-        let mut ok = matches(&em)?;
-        if !ok {
-            if let Some(fixed) = self.recheck_libica(sig, &em, used)? {
-                ok = matches(&fixed)?;
-            }
-        }
-        if ok {
+        if matches(&em)? {
             Ok(())
         } else {
             fail(
@@ -223,12 +194,7 @@ impl SigCtx {
         sig: &[u8],
         used: &mut Option<Backend>,
     ) -> Result<Vec<u8>> {
-        let mut em = self.open(sig, used)?;
-        if self.pad == Pad::Pkcs1 && padding::pkcs1_type1_decode(&em).is_none() {
-            if let Some(fixed) = self.recheck_libica(sig, &em, used)? {
-                em = fixed;
-            }
-        }
+        let em = self.open(sig, used)?;
         match self.pad {
             Pad::None => Ok(em),
             Pad::Pkcs1 => {

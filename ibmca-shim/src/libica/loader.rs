@@ -52,6 +52,11 @@ pub struct Libica {
     /// the process that opened it. Lock-free, so a child forked while
     /// another thread held it cannot deadlock.
     adapter: AtomicU64,
+    /// (st_dev, st_ino) of the adapter descriptor, stored by the thread
+    /// that published `adapter`, after it: a forked child closes the
+    /// parent's descriptor only while its number still names that file.
+    adapter_dev: AtomicU64,
+    adapter_ino: AtomicU64,
 }
 
 fn dlerror_text() -> String {
@@ -132,6 +137,36 @@ fn file_of(addr: *const c_void) -> Option<String> {
     )
 }
 
+/// (st_dev, st_ino) of an open descriptor, `None` when it is not open.
+fn identity(fd: ica_adapter_handle_t) -> Option<(u64, u64)> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on any number is harmless (EBADF when not open); st is
+    // a valid out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some((st.st_dev, st.st_ino))
+}
+
+/// Marks a libica adapter descriptor close-on-exec.
+fn set_cloexec(fd: ica_adapter_handle_t) {
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: F_GETFD/F_SETFD only read and set the descriptor's flags; on a
+    // number that is not open they fail with EBADF and change nothing.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+        }
+    }
+}
+
 fn pack(pid: libc::pid_t, handle: ica_adapter_handle_t) -> u64 {
     ((pid as u32 as u64) << 32) | handle as u32 as u64
 }
@@ -172,6 +207,8 @@ impl Libica {
             version: None,
             functions: Vec::new(),
             adapter: AtomicU64::new(0),
+            adapter_dev: AtomicU64::new(0),
+            adapter_ino: AtomicU64::new(0),
         };
         lib.version = lib.query_version();
         lib.functions = lib.query_functions();
@@ -325,6 +362,13 @@ impl Libica {
         if unsafe { (self.fns.open_adapter)(&mut handle) } != 0 {
             handle = abi::DRIVER_NOT_LOADED;
         }
+        // libica opens the device without O_CLOEXEC: without this, every
+        // program an RSA-using process execs would inherit /dev/z90crypt.
+        set_cloexec(handle);
+        let parent = (
+            self.adapter_dev.load(Ordering::Acquire),
+            self.adapter_ino.load(Ordering::Acquire),
+        );
         match self.adapter.compare_exchange(
             cur,
             pack(pid, handle),
@@ -332,13 +376,21 @@ impl Libica {
             Ordering::Acquire,
         ) {
             Ok(_) => {
+                let own = identity(handle).unwrap_or((0, 0));
+                self.adapter_dev.store(own.0, Ordering::Release);
+                self.adapter_ino.store(own.1, Ordering::Release);
                 if cur != 0 {
                     let (_, inherited) = unpack(cur);
-                    if inherited >= 0 {
-                        // The parent's descriptor, duplicated by fork: this
-                        // process's copy is no longer needed.
-                        // SAFETY: a handle ica_open_adapter returned, closed
-                        // once (only the winner of the exchange closes it).
+                    // The parent's descriptor, duplicated by fork: this
+                    // process's copy is no longer needed, if the number
+                    // still is that copy. A daemon that closed its
+                    // descriptors after fork may have reused the number
+                    // for a log or a socket: then it is left alone.
+                    if inherited >= 0 && parent != (0, 0) && identity(inherited) == Some(parent) {
+                        // SAFETY: the number still names the descriptor
+                        // ica_open_adapter returned in the parent (same
+                        // device and inode), closed once (only the winner of
+                        // the exchange closes it).
                         unsafe { (self.fns.close_adapter)(inherited) };
                     }
                 }

@@ -154,7 +154,6 @@ impl RsaKey {
             mont_n,
             private,
             blinding: Mutex::new(None),
-            libica_public: OnceLock::new(),
         })
     }
 

@@ -204,21 +204,4 @@ impl RsaKey {
             },
         }
     }
-
-    pub(super) fn libica_public(&self, ica: &Libica, c: &Bn) -> Attempt<Bn> {
-        let cached = self
-            .libica_public
-            .get_or_init(|| ModExpoKey::new(self.size, &self.n, &self.e));
-        let (Ok(input), Some(key)) = (c.to_be_padded(self.size), cached) else {
-            return Attempt::Skipped("key does not fit libica's key layout");
-        };
-        let mut out = vec![0u8; self.size];
-        match ica.rsa_mod_expo(&input, &mut key.clone(), &mut out) {
-            Err(e) => Attempt::Failed(e.to_string()),
-            Ok(()) => match Bn::from_be(&out) {
-                Ok(m) => Attempt::Done(m, "ica_rsa_mod_expo"),
-                Err(e) => Attempt::Failed(e.to_string()),
-            },
-        }
-    }
 }
