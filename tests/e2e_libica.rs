@@ -862,3 +862,30 @@ fn adapter_descriptor_is_close_on_exec_and_never_closed_under_a_child() {
         after.to_json()
     );
 }
+
+/// `libica-load = init` sets the backend up (opens libica) when the
+/// provider is loaded, before any RSA operation, for daemons that chroot
+/// or install a seccomp filter first; by default a process that does no
+/// RSA (`openssl rand`) never opens libica.
+#[test]
+fn libica_load_init_opens_libica_before_any_rsa_operation() {
+    for (setting, loaded) in [
+        (None, false),
+        (Some("init"), true),
+        (Some("first-use"), false),
+    ] {
+        let mut keys = vec![("debug", "stderr")];
+        if let Some(v) = setting {
+            keys.push(("libica-load", v));
+        }
+        let emu = Emu::new(&keys, &[]);
+        let out = emu.lab.run(Side::RusticaConfig, &["rand", "-hex", "4"]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            text.contains("init: backend = libica"),
+            loaded,
+            "libica-load = {setting:?}: {text}"
+        );
+    }
+}
