@@ -31,6 +31,14 @@ pub struct Config {
     /// provider is loaded, for daemons that chroot or install a seccomp
     /// filter before their first RSA operation; default `first-use`.
     pub load_at_init: bool,
+    /// `async = auto|off` (default auto): libica calls made inside an
+    /// OpenSSL ASYNC job run on rustica's offload threads while the job
+    /// pauses.
+    pub asynchronous: bool,
+    /// `async-threads` (1..=1024, default 32).
+    pub async_threads: usize,
+    /// `async-max-inflight` (1..=65536, default 128).
+    pub async_max_inflight: usize,
 }
 
 impl Default for Config {
@@ -43,6 +51,9 @@ impl Default for Config {
             debug: Debug::No,
             debug_path: None,
             load_at_init: false,
+            asynchronous: true,
+            async_threads: ibmca_shim::pool::DEFAULT_THREADS,
+            async_max_inflight: ibmca_shim::pool::DEFAULT_MAX_INFLIGHT,
         }
     }
 }
@@ -132,6 +143,26 @@ impl Config {
                 other => return Err(bad("libica-load", other, "first-use or init")),
             };
         }
+        if let Some(v) = lookup("async") {
+            c.asynchronous = match v.trim() {
+                "auto" | "on" | "yes" => true,
+                "off" | "no" => false,
+                other => return Err(bad("async", other, "auto or off")),
+            };
+        }
+        for (key, slot, max) in [
+            ("async-threads", &mut c.async_threads, 1024),
+            ("async-max-inflight", &mut c.async_max_inflight, 65536),
+        ] {
+            if let Some(v) = lookup(key) {
+                *slot = v
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| bad(key, &v, &format!("a number from 1 to {max}")))?;
+            }
+        }
         Ok(c)
     }
 }
@@ -158,6 +189,12 @@ impl Config {
                 Debug::Stderr => Trace::Stderr,
                 Debug::Yes => Trace::Dir(self.debug_path.as_deref().unwrap_or("").trim().into()),
             },
+            asynchronous: self.asynchronous,
+            async_limits: ibmca_shim::pool::Limits {
+                threads: self.async_threads,
+                max_inflight: self.async_max_inflight,
+            },
+            async_unreachable: None,
         }
     }
 }
@@ -181,6 +218,36 @@ mod tests {
         assert!(c.load_at_init);
         let err = Config::load(|k| (k == "libica-load").then(|| "now".to_string())).unwrap_err();
         assert!(err.message.contains("first-use or init"), "{}", err.message);
+    }
+
+    #[test]
+    fn async_keys() {
+        let c = Config::load(|_| None).unwrap();
+        assert!(c.asynchronous);
+        assert_eq!((c.async_threads, c.async_max_inflight), (32, 128));
+        let c = Config::load(|k| match k {
+            "async" => Some("off".into()),
+            "async-threads" => Some("4".into()),
+            "async-max-inflight" => Some(" 9 ".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert!(!c.asynchronous);
+        let s = c.backend_settings();
+        assert!(!s.asynchronous);
+        assert_eq!(
+            (s.async_limits.threads, s.async_limits.max_inflight),
+            (4, 9)
+        );
+        for (k, v) in [
+            ("async", "sometimes"),
+            ("async-threads", "0"),
+            ("async-threads", "2000"),
+            ("async-max-inflight", "x"),
+        ] {
+            let err = Config::load(|key| (key == k).then(|| v.to_string())).unwrap_err();
+            assert!(err.message.contains(k), "{}", err.message);
+        }
     }
 
     #[test]

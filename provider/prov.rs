@@ -70,8 +70,20 @@ impl ProvCtx {
     /// call. With backend = libica and no loadable libica, every RSA
     /// operation then fails saying why.
     pub fn router(&self) -> &ibmca_shim::backend::Router {
-        self.router
-            .get_or_init(|| ibmca_shim::backend::Router::new(&self.config.backend_settings()))
+        self.router.get_or_init(|| {
+            let mut settings = self.config.backend_settings();
+            if self.owns_libctx {
+                // The core is another libcrypto than the one rustica calls
+                // (a 4.0 core beside rustica's libcrypto.so.3): its ASYNC
+                // jobs are invisible to rustica's ASYNC_get_current_job.
+                settings.async_unreachable = Some(
+                    "the core is another libcrypto than rustica's; its ASYNC jobs \
+                     are out of rustica's reach"
+                        .into(),
+                );
+            }
+            ibmca_shim::backend::Router::new(&settings)
+        })
     }
 
     /// What an RSA operation of this instance runs with: its backend and
@@ -393,8 +405,9 @@ unsafe extern "C" fn teardown(provctx: *mut c_void) {
 const BACKEND_PARAM: &[u8] = b"backend\0";
 const LIBICA_PATH_PARAM: &[u8] = b"libica-path\0";
 const LIBICA_VERSION_PARAM: &[u8] = b"libica-version\0";
+const ASYNC_PARAM: &[u8] = b"async\0";
 
-static PROVIDER_PARAMS: ParamTable<8> = ParamTable([
+static PROVIDER_PARAMS: ParamTable<9> = ParamTable([
     param(ffi::OSSL_PROV_PARAM_NAME, UTF8),
     param(ffi::OSSL_PROV_PARAM_VERSION, UTF8),
     param(ffi::OSSL_PROV_PARAM_BUILDINFO, UTF8),
@@ -402,6 +415,7 @@ static PROVIDER_PARAMS: ParamTable<8> = ParamTable([
     param(BACKEND_PARAM, UTF8),
     param(LIBICA_PATH_PARAM, UTF8),
     param(LIBICA_VERSION_PARAM, UTF8),
+    param(ASYNC_PARAM, UTF8),
     END,
 ]);
 
@@ -472,10 +486,15 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
                 libica_version.to_string_lossy()
             )
         };
+        let asynchronous = keep(
+            prov.map_or("off (no provider context)", |p| p.router().async_status())
+                .to_string(),
+        );
         let buildinfo = keep(format!(
-            "{}; backend: {}; libica: {libica}",
+            "{}; backend: {}; libica: {libica}; async: {}",
             buildinfo().to_string_lossy(),
             backend.to_string_lossy(),
+            asynchronous.to_string_lossy(),
         ));
         // SAFETY: `out` is the caller's terminated, writable array.
         unsafe {
@@ -499,6 +518,9 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
             }
             if let Some(p) = params::find_mut(out, LIBICA_VERSION_PARAM) {
                 params::set_static_str(p, libica_version)?;
+            }
+            if let Some(p) = params::find_mut(out, ASYNC_PARAM) {
+                params::set_static_str(p, asynchronous)?;
             }
         }
         Ok(1)

@@ -242,11 +242,12 @@ s390x_openssl() {
 }
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
-# rustica's counters (ibmca-shim/src/stats.rs, layout version 3), in the
+# rustica's counters (ibmca-shim/src/stats.rs, layout version 4), in the
 # writer's (big-endian) byte order: 16 shards of one page each from offset
 # 4096, each starting with u64[op][backend] (ops keygen, sign, verify,
-# encrypt, decrypt; backends libica, software, fallback, failed), then a
-# by-bits table this script does not read. A counter is the sum over the
+# encrypt, decrypt; backends libica, software, fallback, failed), then the
+# per-op async counts (offset 160) and a by-bits table, which this script
+# does not read. A counter is the sum over the
 # shards.
 shard_size=4096
 counter() { # op-index backend-index
@@ -333,7 +334,7 @@ step "rustica's counters on the s390x side"
 # The header's first word after the magic holds the layout version in its
 # low 32 bits; read the counters only from the layout this script knows.
 layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
-[ "$layout" = 3 ] || die "rustica's counters file has layout version $layout; this script reads version 3"
+[ "$layout" = 4 ] || die "rustica's counters file has layout version $layout; this script reads version 4"
 ops=(keygen sign verify encrypt decrypt)
 # What this run did on s390x: one key generation, three signatures (2048
 # and 4096 PKCS#1 v1.5, 2048 PSS) and two verifications (2048, 4096), and

@@ -43,11 +43,19 @@ fn text(out: &std::process::Output) -> String {
 
 pub fn run(args: DoctorArgs) -> u8 {
     let mut r = Report { failures: 0 };
+    let core_major: Option<u32>;
     match std::process::Command::new("openssl")
         .arg("version")
         .output()
     {
-        Ok(o) if o.status.success() => r.ok("openssl", String::from_utf8_lossy(&o.stdout).trim()),
+        Ok(o) if o.status.success() => {
+            let v = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            core_major = v
+                .split_whitespace()
+                .nth(1)
+                .and_then(|n| n.split('.').next()?.parse::<u32>().ok());
+            r.ok("openssl", v)
+        }
         _ => {
             r.fail(
                 "openssl",
@@ -92,7 +100,7 @@ pub fn run(args: DoctorArgs) -> u8 {
         ),
         None => r.fail("config", "cannot tell which openssl.cnf is in use"),
     }
-    check_backend(&mut r, config_keys.as_deref().unwrap_or(&[]));
+    check_backend(&mut r, config_keys.as_deref().unwrap_or(&[]), core_major);
 
     if r.failures == 0 {
         println!(
@@ -110,7 +118,7 @@ pub fn run(args: DoctorArgs) -> u8 {
 
 /// Which libica this host has, and the backend each lab key size would use
 /// under the configuration's keys (and RUSTICA_BACKEND / RUSTICA_LIBICA).
-fn check_backend(r: &mut Report, keys: &[(String, String)]) {
+fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u32>) {
     use ibmca_shim::backend::{self, Choice, Settings};
     let key = |name: &str, env: &str| {
         std::env::var(env)
@@ -136,6 +144,28 @@ fn check_backend(r: &mut Report, keys: &[(String, String)]) {
             *slot = v;
         }
     }
+    settings.asynchronous = key("async", "").as_deref().map(str::trim) != Some("off");
+    for (name, slot) in [
+        ("async-threads", &mut settings.async_limits.threads),
+        (
+            "async-max-inflight",
+            &mut settings.async_limits.max_inflight,
+        ),
+    ] {
+        if let Some(v) = key(name, "").and_then(|v| v.trim().parse().ok()) {
+            *slot = v;
+        }
+    }
+    // The provider turns async off when the core is another libcrypto
+    // than rustica's (a 4.0 core beside rustica's libcrypto.so.3).
+    let linked = ibmca_shim::linked_openssl_version().0;
+    if core_major.is_some_and(|m| m != linked) {
+        settings.async_unreachable = Some(format!(
+            "the openssl command is OpenSSL {}, rustica calls libcrypto {linked}: \
+             its ASYNC jobs are out of rustica's reach",
+            core_major.unwrap_or_default()
+        ));
+    }
     match backend::probe(settings.libica.as_deref()) {
         Ok(desc) => r.ok("libica", desc),
         Err(e) if settings.choice == Choice::Libica => r.fail(
@@ -157,6 +187,7 @@ fn check_backend(r: &mut Report, keys: &[(String, String)]) {
     } else {
         r.ok("backend", line);
     }
+    r.ok("async", router.async_status());
 }
 
 /// The module loads into the stock openssl command and reports itself active.

@@ -44,7 +44,8 @@ pub fn run(args: StatsArgs) -> u8 {
 }
 
 /// The human table: one line per operation, one column per backend, then
-/// the total and the counts by key size.
+/// the total, how many of them completed through a paused ASYNC job, and
+/// the counts by key size; last, the most requests seen in flight.
 pub fn table(path: &Path, snap: &Snapshot) -> String {
     let mut out = format!("rustica statistics: {}\n", path.display());
     if !path.exists() {
@@ -54,7 +55,7 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
     for b in Backend::ALL {
         header.push_str(&format!(" {:>10}", b.name()));
     }
-    header.push_str(&format!(" {:>10}  by key size", "total"));
+    header.push_str(&format!(" {:>10} {:>10}  by key size", "total", "async"));
     out.push_str(header.trim_end());
     out.push('\n');
     for op in Op::ALL {
@@ -62,7 +63,11 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
         for b in Backend::ALL {
             line.push_str(&format!(" {:>10}", snap.get(op, b)));
         }
-        line.push_str(&format!(" {:>10}  ", snap.total(op)));
+        line.push_str(&format!(
+            " {:>10} {:>10}  ",
+            snap.total(op),
+            snap.asynchronous(op)
+        ));
         let bits: Vec<String> = snap
             .by_bits(op)
             .iter()
@@ -72,6 +77,10 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    out.push_str(&format!(
+        "async: at most {} requests in flight at once on the offload threads\n",
+        snap.max_inflight()
+    ));
     out
 }
 
@@ -92,5 +101,7 @@ mod tests {
         for b in Backend::ALL {
             assert!(t.contains(b.name()), "{t}");
         }
+        assert!(t.contains(" async "), "{t}");
+        assert!(t.contains("at most 0 requests in flight"), "{t}");
     }
 }

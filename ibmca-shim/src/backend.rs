@@ -139,6 +139,15 @@ pub struct Settings {
     pub offload_min_bits: u32,
     pub offload_max_bits: u32,
     pub trace: Trace,
+    /// `async = auto|off`: offload libica calls made inside OpenSSL ASYNC
+    /// jobs to rustica's offload threads ([`crate::pool`]).
+    pub asynchronous: bool,
+    /// `async-threads`, `async-max-inflight`.
+    pub async_limits: crate::pool::Limits,
+    /// Why this process cannot use OpenSSL's ASYNC jobs whatever the
+    /// setting: the provider found a core from another libcrypto than the
+    /// one rustica calls (a 4.0 core beside rustica's libcrypto.so.3).
+    pub async_unreachable: Option<String>,
 }
 
 impl Default for Settings {
@@ -149,6 +158,9 @@ impl Default for Settings {
             offload_min_bits: 512,
             offload_max_bits: crate::libica::abi::ADAPTER_MAX_BITS,
             trace: Trace::Off,
+            asynchronous: true,
+            async_limits: crate::pool::Limits::default(),
+            async_unreachable: None,
         }
     }
 }
@@ -172,6 +184,14 @@ pub struct Router {
     max_bits: u32,
     trace: TraceSink,
     status: Status,
+    /// The offload pool's limits when libica calls inside ASYNC jobs go to
+    /// it; `None`: always synchronous.
+    async_limits: Option<crate::pool::Limits>,
+    /// "on (...)" or "off (why)", for the trace, get_params and doctor.
+    async_status: String,
+    /// libica is in FIPS mode: keys below this size go to software by
+    /// rule (libica would refuse them with EPERM).
+    fips_floor: Option<u32>,
 }
 
 /// Why libica must not be loaded into this process, if it must not: a
@@ -308,6 +328,32 @@ impl Router {
                 }
             },
         };
+        // Decided once: libica in FIPS mode refuses RSA below 3072 bits,
+        // so such keys go to software by rule, not as a failure per call.
+        let fips_floor = libica
+            .as_ref()
+            .and_then(|l| l.fips_status())
+            .filter(|st| st & crate::libica::abi::ICA_FIPS_MODE != 0)
+            .map(|_| crate::libica::abi::FIPS_MIN_RSA_BITS)
+            .filter(|floor| *floor > s.offload_min_bits);
+        let mut status = status;
+        if let Some(floor) = fips_floor {
+            status.detail.push_str(&format!(
+                "; libica is in FIPS mode: keys below {floor} bits run in software (libica refuses them)"
+            ));
+        }
+        let (async_limits, async_status) = match (&libica, &s.async_unreachable) {
+            (None, _) => (None, "off (no libica route: nothing blocks)".to_string()),
+            _ if !s.asynchronous => (None, "off (async = off)".to_string()),
+            (_, Some(why)) => (None, format!("off ({why})")),
+            (Some(_), None) => (
+                Some(s.async_limits),
+                format!(
+                    "on (libica calls inside ASYNC jobs: up to {} offload threads, {} in flight)",
+                    s.async_limits.threads, s.async_limits.max_inflight
+                ),
+            ),
+        };
         let router = Router {
             libica,
             unavailable,
@@ -315,8 +361,14 @@ impl Router {
             max_bits: s.offload_max_bits,
             trace,
             status,
+            async_limits,
+            async_status,
+            fips_floor,
         };
-        router.log(format_args!("init: {}", router.status.detail));
+        router.log(format_args!(
+            "init: {}; async {}",
+            router.status.detail, router.async_status
+        ));
         router
     }
 
@@ -329,6 +381,17 @@ impl Router {
     /// libica).
     pub fn name(&self) -> &'static str {
         self.status.name
+    }
+
+    /// Asynchronous offload: "on (...)" or "off (why)".
+    pub fn async_status(&self) -> &str {
+        &self.async_status
+    }
+
+    /// The offload pool's limits, when libica calls inside ASYNC jobs go
+    /// to it.
+    pub(crate) fn async_limits(&self) -> Option<crate::pool::Limits> {
+        self.async_limits
     }
 
     /// The libica operations run on, when it is the backend.
@@ -354,15 +417,18 @@ impl Router {
     }
 
     /// libica for a key of `bits` bits, when it is the route.
-    pub(crate) fn offload(&self, bits: u32) -> Option<&Libica> {
-        let l = self.libica.as_deref()?;
-        (self.min_bits..=self.max_bits).contains(&bits).then_some(l)
+    pub(crate) fn offload(&self, bits: u32) -> Option<&Arc<Libica>> {
+        let l = self.libica.as_ref()?;
+        let min = self.fips_floor.unwrap_or(0).max(self.min_bits);
+        (min..=self.max_bits).contains(&bits).then_some(l)
     }
 
     /// The route of a `bits`-bit key when libica is not used for it.
     pub(crate) fn software_reason(&self, bits: u32) -> &'static str {
         if self.libica.is_none() {
             "software backend"
+        } else if self.fips_floor.is_some_and(|f| bits < f) && bits >= self.min_bits {
+            "libica is in FIPS mode and refuses RSA below 3072 bits"
         } else if bits < self.min_bits || bits > self.max_bits {
             "outside the offload range"
         } else {

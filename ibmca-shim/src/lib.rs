@@ -14,6 +14,7 @@ mod bn;
 pub mod env;
 mod error;
 pub mod libica;
+pub mod pool;
 pub mod random;
 mod rsa;
 mod software;
@@ -21,7 +22,7 @@ pub mod stats;
 
 /// The keys rustica reads from its openssl.cnf section (the provider reads
 /// them; `rustica doctor` flags any other key there).
-pub const CONFIG_KEYS: [&str; 7] = [
+pub const CONFIG_KEYS: [&str; 10] = [
     "backend",
     "libica",
     "libica-load",
@@ -29,6 +30,9 @@ pub const CONFIG_KEYS: [&str; 7] = [
     "offload-max-bits",
     "debug",
     "debug-path",
+    "async",
+    "async-threads",
+    "async-max-inflight",
 ];
 
 pub use bn::LibCtx;

@@ -116,6 +116,11 @@ pub type RsaKeyGenerateCrtFn = unsafe extern "C" fn(
 ) -> c_uint;
 /// Bit field of libica's FIPS state (0 outside FIPS mode).
 pub type FipsStatusFn = unsafe extern "C" fn() -> c_int;
+/// `ica_fips_status` bit: libica runs in FIPS mode (`ICA_FIPS_MODE`).
+pub const ICA_FIPS_MODE: c_int = 1;
+/// The smallest RSA modulus libica in FIPS mode computes with: it refuses
+/// `ica_rsa_crt` and `ica_rsa_mod_expo` below it with EPERM.
+pub const FIPS_MIN_RSA_BITS: u32 = 3072;
 /// Releases libica's global resources (libica 4).
 pub type CleanupFn = unsafe extern "C" fn();
 

@@ -21,7 +21,18 @@
 //!   (default EIO): every Nth call fails with that errno.
 //! - `LIBICA_EMU_CORRUPT_EVERY=N`: every Nth call returns a wrong result
 //!   (one bit flipped; for key generation, in qInverse).
-//! - `LIBICA_EMU_LATENCY_US=N`: each RSA call sleeps N microseconds first.
+//! - `LIBICA_EMU_LATENCY_US=N`: each RSA call waits N microseconds first
+//!   (a blocking sleep, not a spin), holding one of the adapter's units.
+//! - `LIBICA_EMU_UNITS=N`: the adapter's parallel units (default:
+//!   unlimited). A call holds a unit for its latency; calls beyond N wait
+//!   (blocked on a condition variable) for a unit, as requests queue on a
+//!   real card, then compute their result as before. So N units of
+//!   latency L serve at most N / L calls per second in one process,
+//!   whatever the number of calling threads.
+//! - `LIBICA_FIPS_FLAG=1`: libica in FIPS mode. `ica_fips_status` reports
+//!   `ICA_FIPS_MODE`, and `ica_rsa_crt` / `ica_rsa_mod_expo` refuse keys
+//!   below 3072 bits with `EPERM`, as libica does (key generation is not
+//!   refused by the emulator).
 //! - `LIBICA_EMU_ADAPTER=none`: behave as libica 4 does on a host without a
 //!   crypto adapter. libica 4 has no software RSA, so the function list
 //!   reports RSA ME / CRT / key generation with no flags at all, the adapter
@@ -71,6 +82,8 @@ struct Settings {
     errno: c_uint,
     corrupt_every: u64,
     latency_us: u64,
+    units: u64,
+    fips: bool,
     hardware: bool,
     /// libica 4 without an adapter: no RSA at all.
     no_adapter: bool,
@@ -99,6 +112,8 @@ fn settings() -> &'static Settings {
             errno,
             corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
             latency_us: num("LIBICA_EMU_LATENCY_US"),
+            units: num("LIBICA_EMU_UNITS"),
+            fips: var("LIBICA_FIPS_FLAG").as_deref().map(str::trim) == Some("1"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
             no_adapter: var("LIBICA_EMU_ADAPTER").as_deref().map(str::trim) == Some("none"),
         }
@@ -137,6 +152,40 @@ fn outcome_name(rc: c_uint, plan: Plan, swapped: bool) -> String {
     }
 }
 
+/// The adapter's busy units (`LIBICA_EMU_UNITS`).
+static BUSY: std::sync::Mutex<u64> = std::sync::Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// The adapter's latency: waits for a free unit (when units are limited),
+/// holds it for `LIBICA_EMU_LATENCY_US`, and frees it.
+fn adapter_wait() {
+    let s = settings();
+    if s.latency_us == 0 {
+        return;
+    }
+    let latency = std::time::Duration::from_micros(s.latency_us);
+    if s.units == 0 {
+        std::thread::sleep(latency);
+        return;
+    }
+    let lock = |m: &'static std::sync::Mutex<u64>| {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let mut busy = lock(&BUSY);
+    while *busy >= s.units {
+        busy = FREED
+            .wait(busy)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    *busy += 1;
+    drop(busy);
+    std::thread::sleep(latency);
+    *lock(&BUSY) -= 1;
+    FREED.notify_one();
+}
+
+use abi::FIPS_MIN_RSA_BITS as FIPS_MIN_BITS;
+
 /// Runs one RSA call: numbers it, applies latency and faults, runs `f`
 /// (which returns an errno or 0, and whether it swapped p and q) and logs
 /// it. With a counts file, the whole call holds an exclusive lock on it, so
@@ -144,12 +193,13 @@ fn outcome_name(rc: c_uint, plan: Plan, swapped: bool) -> String {
 fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_uint {
     let s = settings();
     let run = |seq: u64| -> (c_uint, String) {
-        if s.latency_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(s.latency_us));
-        }
+        adapter_wait();
+        // libica in FIPS mode refuses RSA below 3072 bits; keys over 4096
+        // bits exceed the adapter.
+        let fips_refused = s.fips && bits < FIPS_MIN_BITS && function != "rsa_key_generate_crt";
         let p = if s.no_adapter {
             Plan::Errno(libc::ENODEV as c_uint)
-        } else if bits > abi::ADAPTER_MAX_BITS {
+        } else if fips_refused || bits > abi::ADAPTER_MAX_BITS {
             Plan::Errno(EPERM)
         } else {
             plan(seq)
@@ -317,9 +367,15 @@ pub unsafe extern "C" fn ica_get_functionlist(
     0
 }
 
+/// `ica_fips_status`: `ICA_FIPS_MODE` (1) under `LIBICA_FIPS_FLAG=1`,
+/// else 0.
 #[no_mangle]
 pub extern "C" fn ica_fips_status() -> c_int {
-    0
+    if settings().fips {
+        abi::ICA_FIPS_MODE
+    } else {
+        0
+    }
 }
 
 #[no_mangle]

@@ -228,7 +228,7 @@ impl RsaKey {
                     let Some(private) = private else {
                         return Ok(offload::Attempt::Skipped("no private part"));
                     };
-                    let attempt = self.libica_private(ica, private, &job.blinded);
+                    let attempt = self.libica_private(&offload, ica, private, &job.blinded);
                     attempt.check(
                         "returned a WRONG result: it failed the public-exponent check",
                         |m| {

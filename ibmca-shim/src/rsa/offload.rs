@@ -4,6 +4,9 @@
 //! when it passes the operation's check, falls back to software otherwise,
 //! and counts and traces the outcome once.
 
+use std::cell::Cell;
+use std::sync::Arc;
+
 use zeroize::Zeroizing;
 
 use super::{Private, RsaKey};
@@ -12,6 +15,7 @@ use crate::bn::Bn;
 use crate::error::RsaError;
 use crate::libica::convert::{CrtKey, ModExpoKey};
 use crate::libica::Libica;
+use crate::pool::{self, Ran};
 use crate::stats::{self, Backend, Op};
 
 /// The outcome of offering an operation to libica.
@@ -67,6 +71,9 @@ pub(crate) struct Offload<'a> {
     /// Count the outcome in the statistics (the caller counts it itself
     /// when its own checks follow).
     pub(crate) count: bool,
+    /// Set when the libica call ran on an offload thread while the ASYNC
+    /// job paused: counted as `async` too, and traced.
+    asynced: Cell<bool>,
 }
 
 impl<'a> Offload<'a> {
@@ -76,6 +83,27 @@ impl<'a> Offload<'a> {
             op,
             bits,
             count: true,
+            asynced: Cell::new(false),
+        }
+    }
+
+    /// Makes one blocking libica call: on an offload thread while the
+    /// running ASYNC job pauses, when the router has async on and the
+    /// caller runs in a job ([`pool::run`]); else right here. `None`: the
+    /// call was the parent's, in flight at fork (this is the child).
+    pub(crate) fn call<R, F>(&self, f: F) -> Option<R>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        let limits = self.router.and_then(Router::async_limits);
+        match pool::run(limits, f) {
+            Ran::Sync(r) => Some(r),
+            Ran::Async(r) => {
+                self.asynced.set(true);
+                Some(r)
+            }
+            Ran::Lost => None,
         }
     }
 
@@ -94,7 +122,7 @@ impl<'a> Offload<'a> {
     pub(crate) fn run<P, T>(
         &self,
         prepare: impl FnOnce() -> Result<P, RsaError>,
-        libica: impl FnOnce(&Libica, &mut P) -> Result<Attempt<T>, RsaError>,
+        libica: impl FnOnce(&Arc<Libica>, &mut P) -> Result<Attempt<T>, RsaError>,
         software: impl FnOnce(&mut P) -> Result<T, RsaError>,
     ) -> Result<(T, Backend), RsaError> {
         let r = self.route(prepare, libica, software);
@@ -111,6 +139,9 @@ impl<'a> Offload<'a> {
                     router.log(msg);
                 }
             });
+            if self.asynced.get() {
+                stats::record_async(self.op);
+            }
         }
         r
     }
@@ -118,7 +149,7 @@ impl<'a> Offload<'a> {
     fn route<P, T>(
         &self,
         prepare: impl FnOnce() -> Result<P, RsaError>,
-        libica: impl FnOnce(&Libica, &mut P) -> Result<Attempt<T>, RsaError>,
+        libica: impl FnOnce(&Arc<Libica>, &mut P) -> Result<Attempt<T>, RsaError>,
         software: impl FnOnce(&mut P) -> Result<T, RsaError>,
     ) -> Result<(T, Backend), RsaError> {
         if let Some(router) = self.router {
@@ -133,20 +164,22 @@ impl<'a> Offload<'a> {
             }
             return Ok((software(&mut job)?, Backend::Software));
         };
-        let backend = match libica(ica, &mut job)? {
+        let attempt = libica(ica, &mut job)?;
+        let how = if self.asynced.get() { " (async)" } else { "" };
+        let backend = match attempt {
             Attempt::Done(v, what) => {
-                self.log(Backend::Libica, format_args!("{what} ok"));
+                self.log(Backend::Libica, format_args!("{what} ok{how}"));
                 return Ok((v, Backend::Libica));
             }
             Attempt::Wrong(what, wrong) => {
                 self.log(
                     Backend::Fallback,
-                    format_args!("({what} {wrong}; recomputed in software)"),
+                    format_args!("({what} {wrong}; recomputed in software){how}"),
                 );
                 Backend::Fallback
             }
             Attempt::Failed(why) => {
-                self.log(Backend::Fallback, format_args!("({why})"));
+                self.log(Backend::Fallback, format_args!("({why}){how}"));
                 Backend::Fallback
             }
             Attempt::Skipped(why) => {
@@ -170,9 +203,13 @@ impl RsaKey {
     /// `ica_rsa_mod_expo` with d for keys without CRT parts. The key's
     /// libica form is built once and copied per call (libica's key
     /// argument is not const).
+    /// Inside an ASYNC job (async on) the call runs on an offload thread,
+    /// which owns everything it touches: the libica handle, the input, the
+    /// key copy and the output buffer.
     pub(super) fn libica_private(
         &self,
-        ica: &Libica,
+        offload: &Offload<'_>,
+        ica: &Arc<Libica>,
         private: &Private,
         blinded: &Bn,
     ) -> Attempt<Bn> {
@@ -189,12 +226,33 @@ impl RsaKey {
             return Attempt::Skipped("input does not fit the modulus size");
         };
         let mut out = Zeroizing::new(vec![0u8; self.size]);
-        let (r, what) = match cached {
-            LibicaPrivate::Crt(k) => (ica.rsa_crt(&input, &mut k.clone(), &mut out), "ica_rsa_crt"),
-            LibicaPrivate::ModExpo(k) => (
-                ica.rsa_mod_expo(&input, &mut k.clone(), &mut out),
-                "ica_rsa_mod_expo",
-            ),
+        let lib = Arc::clone(ica);
+        let (what, r) = match cached {
+            LibicaPrivate::Crt(k) => {
+                let mut k = k.clone();
+                (
+                    "ica_rsa_crt",
+                    offload.call(move || {
+                        let r = lib.rsa_crt(&input, &mut k, &mut out);
+                        (r, out)
+                    }),
+                )
+            }
+            LibicaPrivate::ModExpo(k) => {
+                let mut k = k.clone();
+                (
+                    "ica_rsa_mod_expo",
+                    offload.call(move || {
+                        let r = lib.rsa_mod_expo(&input, &mut k, &mut out);
+                        (r, out)
+                    }),
+                )
+            }
+        };
+        let Some((r, out)) = r else {
+            return Attempt::Failed(format!(
+                "{what} was in flight when the process forked; the result is the parent's"
+            ));
         };
         match r {
             Err(e) => Attempt::Failed(e.to_string()),

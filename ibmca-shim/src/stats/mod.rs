@@ -7,7 +7,7 @@
 //! [`crate::env`]) neither variable is read: counting goes to the default
 //! path of the effective user.
 //!
-//! File layout (native endianness, version 3, [`FILE_SIZE`] bytes):
+//! File layout (native endianness, version 4, [`FILE_SIZE`] bytes):
 //!
 //! | offset | content |
 //! |--------|---------|
@@ -15,7 +15,9 @@
 //! | 8      | `u64`: version (low 32 bits), ops (high 32 bits) |
 //! | 16     | `u64`: backends (low 32 bits), by-bits slots per op (high 32 bits) |
 //! | 24     | shards `u64` |
+//! | 32     | `u64`: the most requests seen in flight at once on the offload threads of one process (`async_max_inflight`; updated with a compare-and-swap maximum) |
 //! | 4096 + k * [`SHARD_SIZE`] | shard k: counters `u64[ops][backends]` |
+//! | ... + 160 | shard k: `u64[ops]`, operations completed through a paused ASYNC job (`async`; also counted under their backend) |
 //! | ... + 256 | shard k: by-bits table `[ops][slots]` of (tag `u64`, count `u64`) |
 //!
 //! A by-bits slot's tag is the key size plus one (0: free). A writer finds
@@ -117,7 +119,7 @@ impl Backend {
 /// File magic: "RUSTSTAT" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RUSTSTAT");
 /// File layout version.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Largest key size counted by size.
 pub const MAX_TRACKED_BITS: u32 = 16384;
 
@@ -135,8 +137,12 @@ pub const BITS_SLOTS: usize = (SHARD_SIZE - BITS_OFF) / (NOPS * 16);
 /// Total file size (68 KiB).
 pub const FILE_SIZE: usize = SHARDS_OFF + SHARDS * SHARD_SIZE;
 const HEADER_SIZE: usize = 32;
+/// Offset of the largest-in-flight word (after the header).
+const INFLIGHT_OFF: usize = HEADER_SIZE;
+/// Offset of the per-operation async counts within a shard.
+const ASYNC_OFF: usize = NOPS * NBACKENDS * 8;
 
-const _: () = assert!(NOPS * NBACKENDS * 8 <= BITS_OFF);
+const _: () = assert!(ASYNC_OFF + NOPS * 8 <= BITS_OFF);
 const _: () = assert!(BITS_OFF + NOPS * BITS_SLOTS * 16 <= SHARD_SIZE);
 
 /// The shard this thread adds to: the process's base (from its pid, reset
@@ -177,6 +183,10 @@ fn my_shard() -> usize {
 
 fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
     SHARDS_OFF + shard * SHARD_SIZE + (op.index() * NBACKENDS + b.index()) * 8
+}
+
+fn async_off(shard: usize, op: Op) -> usize {
+    SHARDS_OFF + shard * SHARD_SIZE + ASYNC_OFF + op.index() * 8
 }
 
 /// Byte offset of by-bits slot `slot` of `op` in `shard` (its tag; the
@@ -306,6 +316,18 @@ impl Stats {
         }
     }
 
+    /// Counts one `op` that completed through a paused ASYNC job (its
+    /// backend is counted by [`Stats::record`]).
+    pub fn record_async(&self, op: Op) {
+        self.word(async_off(my_shard(), op))
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Raises the largest-in-flight word to `n` if it is below.
+    pub fn record_inflight(&self, n: u64) {
+        self.word(INFLIGHT_OFF).fetch_max(n, Ordering::Relaxed);
+    }
+
     /// Reads all counters (the sum of the shards).
     pub fn snapshot(&self) -> Snapshot {
         let mut bytes = vec![0u8; FILE_SIZE];
@@ -318,8 +340,10 @@ impl Stats {
     /// Zeroes all counts. By-bits tags stay: a writer may be between
     /// claiming a slot and adding to it.
     pub fn reset(&self) {
+        self.word(INFLIGHT_OFF).store(0, Ordering::Relaxed);
         for shard in 0..SHARDS {
             for op in Op::ALL {
+                self.word(async_off(shard, op)).store(0, Ordering::Relaxed);
                 for b in Backend::ALL {
                     self.word(counter_off(shard, op, b))
                         .store(0, Ordering::Relaxed);
@@ -337,6 +361,8 @@ impl Stats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
     counts: [[u64; NBACKENDS]; NOPS],
+    asyncs: [u64; NOPS],
+    max_inflight: u64,
     by_bits: [BTreeMap<u32, u64>; NOPS],
 }
 
@@ -345,9 +371,13 @@ impl Snapshot {
     fn from_bytes(bytes: &[u8]) -> Snapshot {
         let word =
             |off: usize| u64::from_ne_bytes(bytes[off..off + 8].try_into().expect("8 bytes"));
-        let mut s = Snapshot::default();
+        let mut s = Snapshot {
+            max_inflight: word(INFLIGHT_OFF),
+            ..Snapshot::default()
+        };
         for shard in 0..SHARDS {
             for op in Op::ALL {
+                s.asyncs[op.index()] += word(async_off(shard, op));
                 for b in Backend::ALL {
                     s.counts[op.index()][b.index()] += word(counter_off(shard, op, b));
                 }
@@ -367,6 +397,16 @@ impl Snapshot {
     /// Calls of `op` that ended on backend `b`.
     pub fn get(&self, op: Op, b: Backend) -> u64 {
         self.counts[op.index()][b.index()]
+    }
+
+    /// Calls of `op` that completed through a paused ASYNC job.
+    pub fn asynchronous(&self, op: Op) -> u64 {
+        self.asyncs[op.index()]
+    }
+
+    /// The most requests one process had in flight on its offload threads.
+    pub fn max_inflight(&self) -> u64 {
+        self.max_inflight
     }
 
     /// Calls of `op` by exact key size, whatever the backend.
@@ -390,6 +430,7 @@ impl Snapshot {
             for b in Backend::ALL {
                 let _ = write!(out, "\"{}\": {}, ", b.name(), self.get(op, b));
             }
+            let _ = write!(out, "\"async\": {}, ", self.asynchronous(op));
             out.push_str("\"by_bits\": {");
             for (j, (bits, n)) in self.by_bits[op.index()].iter().enumerate() {
                 if j > 0 {
@@ -399,7 +440,7 @@ impl Snapshot {
             }
             out.push_str("}}");
         }
-        out.push_str("}}");
+        let _ = write!(out, "}}, \"async_max_inflight\": {}}}", self.max_inflight);
         out
     }
 }
@@ -489,7 +530,7 @@ use file::*;
 pub(crate) use recorder::record_traced;
 #[cfg(test)]
 pub(crate) use recorder::set_thread_stats;
-pub use recorder::{default_path, enabled, record};
+pub use recorder::{default_path, enabled, record, record_async, record_inflight};
 
 #[cfg(test)]
 mod tests;

@@ -70,6 +70,40 @@ pub(crate) fn record_traced(
     }
 }
 
+/// Counts one `op` completed through a paused ASYNC job. Never fails.
+#[cfg(not(test))]
+pub fn record_async(op: Op) {
+    if let Some(s) = global(&|_| {}) {
+        s.record_async(op);
+    }
+}
+
+/// Raises the largest-in-flight count to `n`. Never fails.
+#[cfg(not(test))]
+pub fn record_inflight(n: u64) {
+    if let Some(s) = global(&|_| {}) {
+        s.record_inflight(n);
+    }
+}
+
+#[cfg(test)]
+pub fn record_async(op: Op) {
+    THREAD_STATS.with(|s| {
+        if let Some(s) = &*s.borrow() {
+            s.record_async(op);
+        }
+    });
+}
+
+#[cfg(test)]
+pub fn record_inflight(n: u64) {
+    THREAD_STATS.with(|s| {
+        if let Some(s) = &*s.borrow() {
+            s.record_inflight(n);
+        }
+    });
+}
+
 // Unit tests never touch the user's real counters file: `record` goes to a
 // per-thread file set with `set_thread_stats`, or nowhere.
 #[cfg(test)]

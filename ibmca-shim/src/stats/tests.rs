@@ -80,6 +80,9 @@ fn counts_and_json() {
     st.record(Op::Verify, Backend::Fallback, 16384);
     st.record(Op::Verify, Backend::Fallback, 16385); // counted, not by size
                                                      // A second mapping (as another process would have) sees the same.
+    st.record_async(Op::Sign);
+    st.record_inflight(7);
+    st.record_inflight(3);
     let s = snapshot(&p).unwrap();
     assert_eq!(s.get(Op::Sign, Backend::Software), 1);
     assert_eq!(s.get(Op::Sign, Backend::Failed), 1);
@@ -91,12 +94,15 @@ fn counts_and_json() {
     assert_eq!(
         s.to_json(),
         "{\"ops\": {\
-         \"keygen\": {\"libica\": 0, \"software\": 1, \"fallback\": 0, \"failed\": 0, \"by_bits\": {\"2048\": 1}}, \
-         \"sign\": {\"libica\": 1, \"software\": 1, \"fallback\": 0, \"failed\": 1, \"by_bits\": {\"2048\": 2, \"4096\": 1}}, \
-         \"verify\": {\"libica\": 0, \"software\": 0, \"fallback\": 2, \"failed\": 0, \"by_bits\": {\"16384\": 1}}, \
-         \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"by_bits\": {}}, \
-         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"by_bits\": {}}}}"
+         \"keygen\": {\"libica\": 0, \"software\": 1, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {\"2048\": 1}}, \
+         \"sign\": {\"libica\": 1, \"software\": 1, \"fallback\": 0, \"failed\": 1, \"async\": 1, \"by_bits\": {\"2048\": 2, \"4096\": 1}}, \
+         \"verify\": {\"libica\": 0, \"software\": 0, \"fallback\": 2, \"failed\": 0, \"async\": 0, \"by_bits\": {\"16384\": 1}}, \
+         \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}, \
+         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}}, \
+         \"async_max_inflight\": 7}"
     );
+    assert_eq!(s.asynchronous(Op::Sign), 1);
+    assert_eq!(s.max_inflight(), 7);
     assert_eq!(st.snapshot(), s);
     // Reopening keeps the counts.
     drop(st);
