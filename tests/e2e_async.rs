@@ -275,3 +275,28 @@ fn largest_keys_inside_jobs() {
     assert!(s.get(Op::Sign, Backend::Software) > 0, "{}", s.to_json());
     assert_eq!(s.asynchronous(Op::Sign), 0, "{}", s.to_json());
 }
+
+#[test]
+fn fips_mode_libica_sends_small_keys_to_software_by_rule() {
+    let lab = emu_lab(&[("debug", "stderr")], &[("LIBICA_FIPS_FLAG", "1")]);
+    let small = lab.genkey(2048, "k2048.pem");
+    let large = lab.genkey(3072, "k3072.pem");
+    let doc = lab.write("doc.txt", b"FIPS floor");
+    let before = lab.stats();
+    for key in [&small, &large] {
+        let out = lab.run(
+            Side::RusticaConfig,
+            &["dgst", "-sha256", "-sign", key, "-out", "/dev/null", &doc],
+        );
+        assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("libica is in FIPS mode"), "{err}");
+    }
+    let s = lab.stats();
+    let delta = |b| s.get(Op::Sign, b) - before.get(Op::Sign, b);
+    // 2048 bits in software by rule (not a fallback per call), 3072 on
+    // libica.
+    assert_eq!(delta(Backend::Software), 1, "{}", s.to_json());
+    assert_eq!(delta(Backend::Libica), 1, "{}", s.to_json());
+    assert_eq!(delta(Backend::Fallback), 0, "{}", s.to_json());
+}

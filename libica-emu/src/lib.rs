@@ -24,9 +24,10 @@
 //! - `LIBICA_EMU_LATENCY_US=N`: each RSA call waits N microseconds first
 //!   (a blocking sleep, not a spin), holding one of the adapter's units.
 //! - `LIBICA_EMU_UNITS=N`: the adapter's parallel units (default:
-//!   unlimited). A call holds a unit for its latency; calls beyond N wait
-//!   (blocked on a condition variable) for a unit, as requests queue on a
-//!   real card, then compute their result as before. So N units of
+//!   unlimited). A call holds the first free unit for its latency; calls
+//!   beyond N queue for a unit (each sleeps until its unit is free and its
+//!   latency has passed), as requests queue on a real card, then compute
+//!   their result as before. So N units of
 //!   latency L serve at most N / L calls per second in one process,
 //!   whatever the number of calling threads.
 //! - `LIBICA_FIPS_FLAG=1`: libica in FIPS mode. `ica_fips_status` reports
@@ -152,12 +153,15 @@ fn outcome_name(rc: c_uint, plan: Plan, swapped: bool) -> String {
     }
 }
 
-/// The adapter's busy units (`LIBICA_EMU_UNITS`).
-static BUSY: std::sync::Mutex<u64> = std::sync::Mutex::new(0);
-static FREED: std::sync::Condvar = std::sync::Condvar::new();
+/// When each of the adapter's units (`LIBICA_EMU_UNITS`) is next free.
+static UNITS: std::sync::Mutex<Vec<std::time::Instant>> = std::sync::Mutex::new(Vec::new());
 
-/// The adapter's latency: waits for a free unit (when units are limited),
-/// holds it for `LIBICA_EMU_LATENCY_US`, and frees it.
+/// The adapter's latency: the call takes the unit that is free first,
+/// holds it for `LIBICA_EMU_LATENCY_US` from the moment it is free (a
+/// queue, when all units are busy), and sleeps until then (a blocking
+/// sleep to an absolute deadline, not a spin). The units keep their own
+/// timeline, so a calling thread that wakes late (a loaded host) does not
+/// delay the calls queued behind it, as on a card.
 fn adapter_wait() {
     let s = settings();
     if s.latency_us == 0 {
@@ -168,20 +172,25 @@ fn adapter_wait() {
         std::thread::sleep(latency);
         return;
     }
-    let lock = |m: &'static std::sync::Mutex<u64>| {
-        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
-    let mut busy = lock(&BUSY);
-    while *busy >= s.units {
-        busy = FREED
-            .wait(busy)
+    let now = std::time::Instant::now();
+    let done = {
+        let mut units = UNITS
+            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if units.is_empty() {
+            units.resize(s.units.min(4096) as usize, now);
+        }
+        let Some(unit) = units.iter_mut().min() else {
+            return;
+        };
+        let done = (*unit).max(now) + latency;
+        *unit = done;
+        done
+    };
+    let left = done.saturating_duration_since(std::time::Instant::now());
+    if !left.is_zero() {
+        std::thread::sleep(left);
     }
-    *busy += 1;
-    drop(busy);
-    std::thread::sleep(latency);
-    *lock(&BUSY) -= 1;
-    FREED.notify_one();
 }
 
 use abi::FIPS_MIN_RSA_BITS as FIPS_MIN_BITS;

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Asynchronous offload on the emulated adapter: `openssl speed -elapsed
+# -async_jobs N` (N = 1, 8, 32) for rsa1024 and rsa2048 (private-key
+# signatures), three sides: rustica with async (the default), rustica with
+# `async = off`, and the default provider. The emulated libica holds one of
+# LIBICA_EMU_UNITS units for LIBICA_EMU_LATENCY_US per call (defaults 16
+# and 2000: at most 8,000 calls/s), then computes in software on this CPU.
+# `-elapsed` matters: speed otherwise divides by CPU time, which a paused
+# or waiting process does not spend.
+#
+# Usage: scripts/bench-async.sh [SECONDS]   (default 3 per measurement)
+# Prints a Markdown table of sign/s and each side's counters check. Reports
+# figures only; nothing here is a pass/fail target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-3}
+profile=release
+[ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
+module=$PWD/target/$profile/rustica.so
+emu=$PWD/target/$profile/libica_emu.so
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
+export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
+
+conf() { # name extra-keys
+  cat >"$work/$1.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = alg
+[alg]
+default_properties = ?provider=rustica
+[provider_sect]
+rustica = rustica_sect
+default = default_sect
+[default_sect]
+activate = 1
+[rustica_sect]
+module = $module
+backend = libica
+libica = $emu
+$2
+activate = 1
+CNF
+}
+conf async ""
+conf off "async = off"
+printf 'openssl_conf = openssl_init\n[openssl_init]\nproviders = p\n[p]\ndefault = d\n[d]\nactivate = 1\n' >"$work/default.cnf"
+
+sign_rate() { # conf jobs bits
+  OPENSSL_CONF="$work/$1.cnf" RUSTICA_STATS_PATH="$work/stats-$1" \
+    openssl speed -elapsed -seconds "$seconds" -async_jobs "$2" "rsa$3" 2>/dev/null |
+    awk -v b="$3" '$1 == "rsa" && $2 == b { print $6 }'
+}
+
+echo "openssl speed -elapsed -seconds $seconds, emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "| key | jobs | rustica async sign/s | rustica async = off sign/s | default provider sign/s | async / off |"
+echo "|---|---:|---:|---:|---:|---:|"
+for bits in 1024 2048; do
+  for jobs in 1 8 32; do
+    a=$(sign_rate async "$jobs" "$bits")
+    o=$(sign_rate off "$jobs" "$bits")
+    d=$(sign_rate default "$jobs" "$bits")
+    r=$(awk -v a="$a" -v o="$o" 'BEGIN { if (o > 0) printf "%.2f", a / o; else print "-" }')
+    echo "| $bits | $jobs | $a | $o | $d | $r |"
+  done
+done
+echo
+for side in async off; do
+  echo "counters ($side): $(target/$profile/rustica stats --json --path "$work/stats-$side" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["ops"]["sign"]; print("sign libica", s["libica"], "async", s["async"], "fallback", s["fallback"], "failed", s["failed"], "max in flight", d["async_max_inflight"])')"
+done
