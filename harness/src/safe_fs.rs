@@ -65,9 +65,9 @@ fn check_dir(path: &Path, m: &Metadata) -> Result<(), String> {
 
 /// The file a checked path leads to: its name with no symbolic link left
 /// in it, and its metadata.
-pub struct Resolved {
-    pub path: PathBuf,
-    pub meta: Metadata,
+struct Resolved {
+    path: PathBuf,
+    meta: Metadata,
 }
 
 /// Follows absolute `path` one component at a time, checking every
