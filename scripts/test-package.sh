@@ -45,9 +45,16 @@ say "$(wc -l <"$WORK/files") files in $(basename "$DEB")"
 say "2. dpkg -i"
 dpkg -i "$DEB" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; die "dpkg -i failed"; }
 grep -q "rustica config" "$WORK/install.log" || die "postinst did not say how to enable rustica"
+# It names the root-owned file of the README, never a shared directory.
+grep -q "rustica config --out /etc/ssl/openssl-rustica.cnf" "$WORK/install.log" \
+  || { cat "$WORK/install.log"; die "postinst does not recommend /etc/ssl/openssl-rustica.cnf"; }
+if grep '^rustica:' "$WORK/install.log" | grep -E '/tmp|/dev/shm|/var/tmp' >/dev/null; then
+  cat "$WORK/install.log"; die "postinst names a shared directory"
+fi
 MODULES_DIR=$(openssl version -m | cut -d'"' -f2)
 MODULE=$MODULES_DIR/rustica.so
 [ -f "$MODULE" ] || die "no $MODULE after dpkg -i"
+[ "$(stat -c '%a %u %g' "$MODULE")" = "644 0 0" ] || die "$MODULE is not mode 0644, root:root"
 [ "$(command -v rustica)" = /usr/bin/rustica ] || die "rustica is not /usr/bin/rustica on PATH"
 MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || die "man rustica does not work"
 MANWIDTH=80 man rustica-provider 2>/dev/null | grep "offload-max-bits" >/dev/null \

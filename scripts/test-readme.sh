@@ -11,8 +11,9 @@
 #
 #   scripts/test-readme.sh [--list]      # --list: print the plan, run nothing
 #
-# As root (CI) the package block installs the Debian package; this script
-# removes it again afterwards if it was not installed before.
+# As root (CI) the package block installs the Debian package and writes
+# /etc/ssl/openssl-rustica.cnf; this script removes both again afterwards
+# if they were not there before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 list=0
@@ -67,9 +68,20 @@ fi
 
 had_package=0
 dpkg -s rustica >/dev/null 2>&1 && had_package=1
+# The package block writes the merged openssl.cnf where the README says
+# (root-owned /etc/ssl); removed again if this run created it.
+readme_cnf=/etc/ssl/openssl-rustica.cnf
+had_cnf=0
+[ -e "$readme_cnf" ] && had_cnf=1
 cleanup() {
+  # Purged, not only removed: its postrm keeps a removed package known to
+  # dpkg ("config-files"), and scripts/test-package.sh refuses to start
+  # while dpkg knows a rustica package.
   if [ "$had_package" = 0 ] && dpkg -s rustica >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    dpkg -r rustica >/dev/null 2>&1 || true
+    dpkg -P rustica >/dev/null 2>&1 || true
+  fi
+  if [ "$had_cnf" = 0 ] && [ -f "$readme_cnf" ] && [ ! -L "$readme_cnf" ] && [ "$(id -u)" = 0 ]; then
+    rm -f "$readme_cnf"
   fi
 }
 trap cleanup EXIT

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::paths;
+use crate::safe_fs;
 use crate::sysconf::{self, RusticaSection};
 use crate::system;
 
@@ -17,7 +18,11 @@ pub struct ConfigArgs {
     /// Start from an empty file instead of an existing openssl.cnf
     #[arg(long, conflicts_with = "input")]
     fresh: bool,
-    /// Write the result to FILE (the only file written) instead of stdout
+    /// Write the result to FILE (the only file written) instead of stdout:
+    /// as a new file (mode 0644) renamed onto FILE once OpenSSL accepted it.
+    /// Refused when FILE is a symbolic link or another user's file, or when
+    /// another user could change its directory [recommended:
+    /// /etc/ssl/openssl-rustica.cnf]
     #[arg(long, short, value_name = "FILE", value_parser = paths::parse_path)]
     out: Option<PathBuf>,
     /// Path of the module to load [default: $RUSTICA_MODULE, else the one
@@ -118,10 +123,24 @@ fn config(args: ConfigArgs) -> Result<(), String> {
         print!("{merged}");
         return Ok(());
     };
-    std::fs::write(&out, &merged).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    if !args.no_check {
-        check(&out)?;
-    }
+    // A new file, checked under its temporary name, then renamed onto
+    // --out: never written through a link or into another user's file,
+    // and never left behind when OpenSSL refuses it (safe_fs).
+    let no_check = args.no_check;
+    safe_fs::write_atomically(&out, merged.as_bytes(), 0o644, |tmp| {
+        if no_check {
+            Ok(())
+        } else {
+            check(tmp)
+        }
+    })
+    .map_err(|e| {
+        format!(
+            "--out {}: {e}\n{} was not written (a file already there is unchanged)",
+            out.display(),
+            out.display()
+        )
+    })?;
     eprintln!(
         "rustica config: wrote {}; use it with OPENSSL_CONF={} or install it as the system openssl.cnf",
         out.display(),
@@ -141,7 +160,7 @@ fn check(path: &std::path::Path) -> Result<(), String> {
     );
     if !out.status.success() || !text.contains("rustica") || text.to_lowercase().contains("error") {
         return Err(format!(
-            "OpenSSL does not accept the written config {}:\n{text}",
+            "OpenSSL does not accept the merged config (checked as {}):\n{text}",
             path.display()
         ));
     }

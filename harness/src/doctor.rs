@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use ibmca_shim::stats::{self, Backend, Op};
 
-use crate::{paths, sysconf, system};
+use crate::{paths, safe_fs, sysconf, system};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -44,8 +44,12 @@ fn text(out: &std::process::Output) -> String {
 pub fn run(args: DoctorArgs) -> u8 {
     let mut r = Report { failures: 0 };
     let core_major: Option<u32>;
+    // Not under $OPENSSL_CONF: openssl loads its configuration, and the
+    // modules it names, even for `version`, and the configuration is
+    // checked (trusted_config) before anything runs with it.
     match std::process::Command::new("openssl")
         .arg("version")
+        .env_remove("OPENSSL_CONF")
         .output()
     {
         Ok(o) if o.status.success() => {
@@ -86,11 +90,14 @@ pub fn run(args: DoctorArgs) -> u8 {
         .or_else(|| std::env::var_os("OPENSSL_CONF").map(PathBuf::from))
         .or_else(|| system::system_config().ok());
     match config {
-        Some(c) if c.is_file() => {
-            let text = std::fs::read_to_string(&c).unwrap_or_default();
-            config_keys = sysconf::rustica_section(&text).map(|(_, keys)| keys);
-            check_config(&mut r, &c)
-        }
+        Some(c) if c.is_file() => match trusted_config(&c) {
+            Ok(()) => {
+                let text = std::fs::read_to_string(&c).unwrap_or_default();
+                config_keys = sysconf::rustica_section(&text).map(|(_, keys)| keys);
+                check_config(&mut r, &c)
+            }
+            Err(e) => r.fail("config", e),
+        },
         Some(c) => r.fail(
             "config",
             format!(
@@ -232,6 +239,23 @@ fn check_loads(r: &mut Report, module: &Path) {
     }
 }
 
+/// The configuration names the module every `openssl` the doctor runs will
+/// load, with the doctor's rights (root's, usually): it is used only when
+/// nobody but the caller and root can have written it or can replace it
+/// (safe_fs's rule), so a file another user planted at a shared path such
+/// as /tmp/openssl.cnf is refused before anything loads it.
+fn trusted_config(config: &Path) -> Result<(), String> {
+    let absolute = paths::absolute(config).map_err(|e| format!("{}: {e}", config.display()))?;
+    safe_fs::trusted_file(&absolute).map_err(|e| {
+        format!(
+            "{} is not used: {e}. Write the configuration where only root can change it: \
+             rustica config --out {}",
+            config.display(),
+            system::RECOMMENDED_CONFIG
+        )
+    })
+}
+
 /// The configuration loads rustica, and a signature made under it is
 /// counted by rustica.
 fn check_config(r: &mut Report, config: &Path) {
@@ -277,15 +301,22 @@ fn check_config(r: &mut Report, config: &Path) {
         );
     }
 
-    let work = match tempdir() {
+    let work = match WorkDir::new() {
         Ok(d) => d,
         Err(e) => return r.fail("signature", e),
     };
-    let stats_path = work.join("stats");
-    let key = work.join("key.pem");
-    let doc = work.join("doc.txt");
-    let sig = work.join("doc.sig");
-    let _ = std::fs::write(&doc, b"rustica doctor");
+    let stats_path = work.0.join("stats");
+    let key = work.0.join("key.pem");
+    let doc = work.0.join("doc.txt");
+    let sig = work.0.join("doc.sig");
+    if let Err(e) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&doc)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"rustica doctor"))
+    {
+        return r.fail("signature", format!("cannot write {}: {e}", doc.display()));
+    }
     let env = [("RUSTICA_STATS_PATH", stats_path.as_path())];
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let steps: [(&str, Vec<String>); 2] = [
@@ -319,7 +350,6 @@ fn check_config(r: &mut Report, config: &Path) {
         match system::openssl(Some(config), &env, &argv) {
             Ok(o) if o.status.success() => {}
             Ok(o) => {
-                let _ = std::fs::remove_dir_all(&work);
                 return r.fail(
                     "signature",
                     format!(
@@ -359,17 +389,34 @@ fn check_config(r: &mut Report, config: &Path) {
         }
         Err(e) => r.fail("signature", format!("cannot read rustica's counters: {e}")),
     }
-    let _ = std::fs::remove_dir_all(&work);
 }
 
-/// A new private directory (mkdtemp, mode 0700) for the doctor's key,
-/// signature and counters: never a name another user could guess first.
-fn tempdir() -> Result<PathBuf, String> {
-    let parent = std::env::temp_dir();
-    paths::private_dir(&parent, "rustica-doctor-").map_err(|e| {
-        format!(
-            "cannot create a private directory in {}: {e}",
-            parent.display()
-        )
-    })
+/// The doctor's key, document, signature and counters: a new private
+/// directory (mkdtemp, mode 0700) in $TMPDIR or /tmp (itself checked:
+/// safe_fs), never a name another user could guess and create first;
+/// removed with everything in it when the check ends, however it ends.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> Result<WorkDir, String> {
+        let parent = std::env::temp_dir();
+        // A private directory is private only in a parent where nobody
+        // else can rename it away and put their own in its place.
+        safe_fs::trusted_dir(&parent)
+            .map_err(|e| format!("no safe place for temporary files (TMPDIR): {e}"))?;
+        paths::private_dir(&parent, "rustica-doctor-")
+            .map(WorkDir)
+            .map_err(|e| {
+                format!(
+                    "cannot create a private directory in {}: {e}",
+                    parent.display()
+                )
+            })
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

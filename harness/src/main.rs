@@ -19,6 +19,7 @@ mod install_cmd;
 mod lab;
 mod manpage;
 mod paths;
+mod safe_fs;
 mod stats_cmd;
 mod sysconf;
 mod system;

@@ -25,6 +25,11 @@ rustica's counters file (default \fI/dev/shm/rustica\-stats\-UID\fR), read by
 .B OPENSSL_CONF
 The openssl.cnf that \fBrustica doctor\fR checks when no \fB\-\-config\fR is given.
 .TP
+.B TMPDIR
+Where \fBrustica doctor\fR makes its private work directory (default
+\fI/tmp\fR; a new directory of mode 0700 with a random name, removed at the
+end).
+.TP
 .B RUSTICA_BACKEND, RUSTICA_LIBICA, RUSTICA_DEBUG
 Override the provider's \fBbackend\fR, \fBlibica\fR and \fBdebug\fR keys; see
 \fBrustica\-provider\fR(7).
@@ -41,6 +46,16 @@ The provider module, in the directory \fBopenssl version \-m\fR names
 The system configuration (\fBopenssl version \-d\fR). rustica never edits it:
 \fBrustica config \-\-out FILE\fR writes a merged copy for you to review.
 .TP
+.I /etc/ssl/openssl\-rustica.cnf
+Where to have \fBrustica config \-\-out\fR write the merged copy as root: a
+directory only root can change. Never a shared directory such as
+\fI/tmp\fR: another user could have put a file naming their own module at
+the name first. \fBrustica config\fR writes a new file (mode 0644) and
+renames it onto \fB\-\-out\fR once OpenSSL accepted it; it refuses a
+symbolic link, another user's file, and a directory that another user can
+change. \fBrustica doctor\fR refuses to use a configuration that another
+user could have written.
+.TP
 .I /usr/share/doc/rustica/openssl.cnf.example
 A minimal configuration that loads rustica.
 .SH EXIT STATUS
@@ -52,9 +67,9 @@ Load rustica for every OpenSSL program, after reviewing the result:
 .PP
 .nf
 .RS
-rustica config \-\-out /tmp/openssl.cnf
-OPENSSL_CONF=/tmp/openssl.cnf rustica doctor
-cp /tmp/openssl.cnf "$(openssl version \-d | cut \-d\(dq \-f2)/openssl.cnf"
+rustica config \-\-out /etc/ssl/openssl\-rustica.cnf
+OPENSSL_CONF=/etc/ssl/openssl\-rustica.cnf rustica doctor
+cp /etc/ssl/openssl\-rustica.cnf "$(openssl version \-d | cut \-d\(dq \-f2)/openssl.cnf"
 .RE
 .fi
 .PP

@@ -6,8 +6,12 @@ use std::process::{Command, Output};
 
 /// A value from `openssl version -d` (OPENSSLDIR) or `-m` (MODULESDIR).
 pub fn openssl_dir(flag: &str) -> Result<PathBuf, String> {
+    // Without the caller's OPENSSL_CONF: the openssl command loads its
+    // configuration (and the modules it names) even for `version`, and
+    // nothing here needs one.
     let out = Command::new("openssl")
         .args(["version", flag])
+        .env_remove("OPENSSL_CONF")
         .output()
         .map_err(|e| format!("cannot run openssl: {e} (is it installed and on PATH?)"))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -17,6 +21,15 @@ pub fn openssl_dir(flag: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("unexpected `openssl version {flag}` output: {text}"))?;
     Ok(PathBuf::from(value))
 }
+
+/// Where the documentation, the package's postinst and `rustica install`
+/// tell the administrator to have `rustica config` write the merged
+/// openssl.cnf: beside Debian's own /etc/ssl/openssl.cnf (which
+/// `openssl version -d`, /usr/lib/ssl, links to), in a directory that
+/// exists on every Debian system with OpenSSL and that only root may
+/// change; never a shared directory such as /tmp, where another user
+/// could have put a file of theirs at the name first.
+pub const RECOMMENDED_CONFIG: &str = "/etc/ssl/openssl-rustica.cnf";
 
 /// The system's openssl.cnf (`$OPENSSLDIR/openssl.cnf`).
 pub fn system_config() -> Result<PathBuf, String> {

@@ -4,9 +4,10 @@
 
 use super::openssl::{self, LoadMode, SideEnv};
 use super::{LabArgs, FULL_EXTRA, QUICK_SIZES};
-use crate::paths;
+use crate::{paths, safe_fs};
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -174,16 +175,33 @@ fn rustica_provider_name(list: &str) -> Option<String> {
 }
 
 /// The output directory, created with its A, B and logs subdirectories.
+/// Every file of the run goes into it by a fixed name, so it must be a
+/// directory only the caller can write to, in a path nobody else can
+/// change (safe_fs::own_dir): an existing directory that another user
+/// could have filled with links (say `--out /tmp/lab` made by someone
+/// else first) is refused.
 pub fn output_dir(args: &LabArgs, stamp: &str) -> Result<PathBuf, String> {
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("lab-results").join(stamp));
+    let out = paths::absolute(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    // 0755 whatever the umask adds (it can only remove bits).
+    match fs::DirBuilder::new().mode(0o755).create(&out) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", out.display())),
+    }
+    let out = safe_fs::own_dir(&out).map_err(|e| format!("output directory: {e}"))?;
     for d in ["A", "B", "logs"] {
         fs::create_dir_all(out.join(d))
             .map_err(|e| format!("cannot create {}: {e}", out.join(d).display()))?;
     }
-    fs::canonicalize(&out).map_err(|e| format!("{}: {e}", out.display()))
+    Ok(out)
 }
 
 fn write(out: &Path, name: &str, text: &str) -> Result<(), String> {
