@@ -23,7 +23,7 @@ mod gen;
 mod pss;
 
 pub use fields::key_from_params;
-pub use pss::PssRestrictions;
+pub use pss::{pss_digest, PssRestrictions};
 
 use fields::{
     key_params, GETTABLE, KEYPAIR_TYPES, PSS_KEYPAIR_TYPES, PSS_PUBLIC_TYPES, PUBLIC_TYPES,
