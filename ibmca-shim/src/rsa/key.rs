@@ -389,6 +389,26 @@ impl RsaKey {
         self.n.cmp(&other.n) == Ordering::Equal && self.e.cmp(&other.e) == Ordering::Equal
     }
 
+    /// True when both keys have a private exponent and the two are equal,
+    /// compared in constant time: both are written out at the larger
+    /// modulus size (a public length) and every byte is compared.
+    pub fn private_exponent_eq(&self, other: &RsaKey) -> bool {
+        let (Some(a), Some(b)) = (&self.private, &other.private) else {
+            return false;
+        };
+        let len = self.size.max(other.size);
+        // d has at most n's bits (the import rule), so both fit `len`
+        // bytes.
+        let (Ok(x), Ok(y)) = (a.d.to_be_padded(len), b.d.to_be_padded(len)) else {
+            return false;
+        };
+        let diff = x
+            .iter()
+            .zip(y.iter())
+            .fold(0u8, |acc, (p, q)| acc | (p ^ q));
+        std::hint::black_box(diff) == 0
+    }
+
     /// Validates the key; the error says what does not match.
     pub fn check(&self, level: KeyCheck) -> Result<(), RsaError> {
         self.check_in(LibCtx::DEFAULT, level)

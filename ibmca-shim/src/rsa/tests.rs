@@ -329,6 +329,41 @@ fn bad_parts_rejected() {
 }
 
 #[test]
+fn private_exponents_compare_equal_only_when_equal() {
+    let (a, b) = (key(1024), key(2048));
+    assert!(a.private_exponent_eq(a));
+    // The same d in the d-only form, and with leading zeros.
+    assert!(a.private_exponent_eq(&d_only(a)));
+    let mut full = a.export_private().unwrap();
+    let mut d = Zeroizing::new(vec![0u8; 3]);
+    d.extend_from_slice(full.d.as_ref().unwrap());
+    full.d = Some(d);
+    assert!(a.private_exponent_eq(&RsaKey::from_parts(full).unwrap()));
+    // Another key, one of another size, a public key.
+    assert!(!a.private_exponent_eq(key(1025)));
+    assert!(!a.private_exponent_eq(b) && !b.private_exponent_eq(a));
+    let public = RsaKey::from_parts(RsaParts {
+        n: a.n(),
+        e: a.e(),
+        ..RsaParts::default()
+    })
+    .unwrap();
+    assert!(!public.private_exponent_eq(a) && !a.private_exponent_eq(&public));
+    // One bit apart.
+    let mut full = a.export_private().unwrap();
+    let mut d = full.d.take().unwrap();
+    d[0] ^= 0x80;
+    let other = RsaKey::from_parts(RsaParts {
+        n: full.n,
+        e: full.e,
+        d: Some(d),
+        ..RsaParts::default()
+    })
+    .unwrap();
+    assert!(!a.private_exponent_eq(&other));
+}
+
+#[test]
 fn inconsistent_crt_parts_are_refused() {
     let k = key(1024);
     let full = k.export_private().unwrap();
