@@ -51,6 +51,15 @@ impl ProvCtx {
             .map_err(|e| Error::new(Reason::Internal, format!("random generator: {e}")))
     }
 
+    /// Fills `buf` with secret random bytes (the context's private
+    /// generator), in place: the caller's buffer (a zeroizing one) is the
+    /// only copy.
+    pub fn secret_random(&self, buf: &mut [u8]) -> Result<()> {
+        ibmca_shim::Random::new(self.rand_ctx())
+            .fill(buf, ibmca_shim::Secrecy::Private)
+            .map_err(|e| Error::new(Reason::Internal, format!("random generator: {e}")))
+    }
+
     /// The library context the RSA primitive draws random numbers from
     /// (blinding, primes): the context rustica was loaded into.
     pub fn rand_ctx(&self) -> ibmca_shim::LibCtx {
