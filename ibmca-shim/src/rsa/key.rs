@@ -202,20 +202,30 @@ impl RsaKey {
         ctx: &mut BnCtx,
     ) -> Result<RsaKey, RsaError> {
         let mont_n = MontCtx::new(&n, ctx)?;
+        // The secrets the key keeps are copied into BIGNUMs of their own,
+        // in the secure heap when the application has one (the values they
+        // come from, made during import or generation, are cleared when
+        // they drop here).
         let private = match (d, crt) {
             (None, None) => None,
-            (Some(mut d), None) => {
-                d.set_consttime();
-                Some(Private {
-                    d,
-                    crt: None,
-                    libica: OnceLock::new(),
-                })
-            }
+            (Some(d), None) => Some(Private {
+                d: d.secret_copy()?,
+                crt: None,
+                libica: OnceLock::new(),
+            }),
             (d, Some(c)) => {
                 let (d, crt) = Self::complete_crt(&n, &e, d, c, ctx)?;
+                let crt = Crt {
+                    p: crt.p.secret_copy()?,
+                    q: crt.q.secret_copy()?,
+                    dp: crt.dp.secret_copy()?,
+                    dq: crt.dq.secret_copy()?,
+                    qinv: crt.qinv.secret_copy()?,
+                    qinv_mont: crt.qinv_mont.secret_copy()?,
+                    ..crt
+                };
                 Some(Private {
-                    d,
+                    d: d.secret_copy()?,
                     crt: Some(crt),
                     libica: OnceLock::new(),
                 })
