@@ -442,8 +442,10 @@ pub fn tls_premaster(
 ) -> Zeroizing<[u8; TLS_PREMASTER_LEN]> {
     // A block too short to hold a padded premaster secret (a public fact:
     // the modulus size) gets the random one.
+    let mut out = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
     if em.len() < TLS_PREMASTER_LEN + 11 {
-        return Zeroizing::new(*random);
+        out.copy_from_slice(random);
+        return out;
     }
     let d = pkcs1_type2_decode(em);
     let mut good = d.good & ct::eq(d.len as u32, TLS_PREMASTER_LEN as u32);
@@ -455,7 +457,6 @@ pub fn tls_premaster(
         versions |= version_ok(alt_version);
     }
     good &= versions;
-    let mut out = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
     for i in 0..TLS_PREMASTER_LEN {
         out[i] = ct::select_u8(good, pms[i], random[i]);
     }

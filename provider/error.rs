@@ -34,10 +34,11 @@ pub enum Reason {
     OutOfOrder = 19,
     PubExponentOutOfRange = 20,
     KeySizeTooLarge = 21,
+    InvalidDigest = 22,
 }
 
 impl Reason {
-    const ALL: [Reason; 21] = [
+    const ALL: [Reason; 22] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -59,6 +60,7 @@ impl Reason {
         Reason::OutOfOrder,
         Reason::PubExponentOutOfRange,
         Reason::KeySizeTooLarge,
+        Reason::InvalidDigest,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -84,6 +86,7 @@ impl Reason {
             Reason::OutOfOrder => b"call out of order\0",
             Reason::PubExponentOutOfRange => b"pub exponent out of range\0",
             Reason::KeySizeTooLarge => b"key size too large\0",
+            Reason::InvalidDigest => b"invalid digest\0",
         }
     }
 }

@@ -257,30 +257,37 @@ impl<'a> Pss<'a> {
     /// bytes in front of EM must be zero). `saltlen` is OpenSSL's value;
     /// SALT_AUTO recovers the salt length.
     pub fn verify(&self, mhash: &[u8], em_full: &[u8], saltlen: i32) -> Result<bool> {
+        Ok(self.verify_salt(mhash, em_full, saltlen)?.is_some())
+    }
+
+    /// [`Pss::verify`], returning the length of the salt of a valid
+    /// encoding (what SALT_AUTO recovers), `None` for an invalid one.
+    pub fn verify_salt(&self, mhash: &[u8], em_full: &[u8], saltlen: i32) -> Result<Option<usize>> {
         let (em_len, h_len) = (self.em_len, self.md.size());
+        let no = Ok(None);
         if mhash.len() != h_len || em_full.len() < em_len {
-            return Ok(false);
+            return no;
         }
         let (lead, em) = em_full.split_at(em_full.len() - em_len);
         if lead.iter().any(|&b| b != 0) || em[em_len - 1] != 0xbc {
-            return Ok(false);
+            return no;
         }
         let db_len = em_len - h_len - 1;
         let (masked_db, rest) = em.split_at(db_len);
         let h = &rest[..h_len];
         let unused_bits = self.unused_bits();
         if unused_bits > 0 && masked_db[0] >> (8 - unused_bits) != 0 {
-            return Ok(false);
+            return no;
         }
         let mask = mgf1(self.digests, self.mgf1, h, db_len)?;
         let mut db = Zeroizing::new(Vec::with_capacity(db_len));
         db.extend(masked_db.iter().zip(&mask).map(|(d, m)| d ^ m));
         db[0] &= 0xff >> unused_bits;
         let Some(one) = db.iter().position(|&b| b != 0) else {
-            return Ok(false);
+            return no;
         };
         if db[one] != 1 {
-            return Ok(false);
+            return no;
         }
         let salt = &db[one + 1..];
         let expected = match saltlen {
@@ -289,13 +296,13 @@ impl<'a> Pss<'a> {
             SALT_MAX => Some(self.max_salt()),
             n => match usize::try_from(n) {
                 Ok(n) => Some(n),
-                Err(_) => return Ok(false),
+                Err(_) => return no,
             },
         };
         if expected.is_some_and(|s| s != salt.len()) {
-            return Ok(false);
+            return no;
         }
-        Ok(self.h_of(mhash, salt)? == h)
+        Ok((self.h_of(mhash, salt)? == h).then_some(salt.len()))
     }
 }
 
@@ -429,6 +436,8 @@ mod tests {
         assert_eq!(em.len(), 129);
         assert_eq!(em[0], 0);
         assert!(pss.verify(&mhash, &em, 20).unwrap());
+        assert_eq!(pss.verify_salt(&mhash, &em, SALT_AUTO).unwrap(), Some(20));
+        assert_eq!(pss.verify_salt(&mhash, &em, 21).unwrap(), None);
         assert!(pss.verify(&mhash, &em[1..], 20).unwrap());
         assert!(!pss.verify(&mhash, &em[2..], 20).unwrap());
         assert!(!pss.verify(&mhash, &[], SALT_AUTO).unwrap());

@@ -51,6 +51,15 @@ impl ProvCtx {
             .map_err(|e| Error::new(Reason::Internal, format!("random generator: {e}")))
     }
 
+    /// Fills `buf` with secret random bytes (the context's private
+    /// generator), in place: the caller's buffer (a zeroizing one) is the
+    /// only copy.
+    pub fn secret_random(&self, buf: &mut [u8]) -> Result<()> {
+        ibmca_shim::Random::new(self.rand_ctx())
+            .fill(buf, ibmca_shim::Secrecy::Private)
+            .map_err(|e| Error::new(Reason::Internal, format!("random generator: {e}")))
+    }
+
     /// The library context the RSA primitive draws random numbers from
     /// (blinding, primes): the context rustica was loaded into.
     pub fn rand_ctx(&self) -> ibmca_shim::LibCtx {
@@ -355,7 +364,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
             0
         }
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+    match crate::boundary::catch(body) {
         Ok(v) => v,
         Err(_) => quiet(0, || {
             sink.raise(&Error::new(
@@ -367,20 +376,12 @@ pub unsafe extern "C" fn OSSL_provider_init(
     }
 }
 
-/// Writes `line` to file descriptor 2, best effort. Unlike `eprintln!`, it
-/// never panics: stderr may be closed, a full device (/dev/full) or a pipe
-/// nobody reads, and the host program's stderr is not ours to fail on.
+/// Writes `line` to file descriptor 2, best effort: the host program's
+/// stderr may be closed, a socket, a full device (/dev/full), a pipe nobody
+/// reads or whose reader is gone; nothing written there may block, raise
+/// SIGPIPE or panic (ibmca_shim::fd2).
 fn stderr_line(line: &str) {
-    let mut rest = line.as_bytes();
-    while !rest.is_empty() {
-        // SAFETY: writes from a live slice of `rest.len()` bytes; fd 2 may
-        // be closed or anything else, in which case write fails harmlessly.
-        let n = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
-        if n <= 0 {
-            return;
-        }
-        rest = &rest[(n as usize).min(rest.len())..];
-    }
+    ibmca_shim::fd2::write(line.as_bytes());
 }
 
 /// Live provider instances in this process (one per library context that
@@ -403,6 +404,9 @@ unsafe extern "C" fn teardown(provctx: *mut c_void) {
 }
 
 const BACKEND_PARAM: &[u8] = b"backend\0";
+/// See `get_params`: debug builds panic when asked for it.
+#[cfg(debug_assertions)]
+const TEST_PANIC_PARAM: &[u8] = b"rustica-test-panic\0";
 const LIBICA_PATH_PARAM: &[u8] = b"libica-path\0";
 const LIBICA_VERSION_PARAM: &[u8] = b"libica-version\0";
 const ASYNC_PARAM: &[u8] = b"async\0";
@@ -448,6 +452,13 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
     // SAFETY: provctx is ours (or NULL).
     let prov = unsafe { ProvCtx::from_ptr(provctx) };
     guard(prov, 0, || {
+        // Debug builds only: a parameter that panics, so the tests can prove
+        // a panic inside the boundary prints nothing (tests/e2e_fd2.rs).
+        #[cfg(debug_assertions)]
+        // SAFETY: `out` is the caller's terminated array (or NULL).
+        if unsafe { params::find_mut(out, TEST_PANIC_PARAM) }.is_some() {
+            panic!("rustica-test-panic requested");
+        }
         // Strings handed out by pointer (UTF8_PTR) must outlive the caller's
         // use: each distinct one is kept for the life of the process. There
         // are a handful (one per backend state and libica seen).

@@ -83,14 +83,25 @@ fn validate_and_match_tell_consistent_keys_from_mismatched_ones() {
     lib.check(&good, RUSTICA)
         .expect("a consistent key passes rustica's check");
 
-    // p from another key: import accepts the parts, validation names the fault.
+    // p from another key: refused at import (p * q != n).
+    let mut mixed = a.clone();
+    mixed[3].1 = b[3].1.clone();
+    let errs = import(&lib, &mixed).expect_err("the CRT parts of another key are refused");
+    assert!(
+        errs.contains("p * q does not equal the modulus n"),
+        "{errs}"
+    );
+    // A d that does not match the CRT parts: import keeps it (CRT
+    // operations do not use d), validation names the fault.
     let mut bad = a.clone();
-    bad[3].1 = b[3].1.clone();
-    let bad = import(&lib, &bad).expect("import keeps mismatched parts for validate to report");
+    let last = bad[2].1.len() - 1;
+    bad[2].1[last] ^= 2;
+    let bad = import(&lib, &bad).expect("import keeps a mismatched d for validate to report");
     let errs = lib
         .check(&bad, RUSTICA)
         .expect_err("a mismatched key fails");
     assert!(errs.contains("rustica: RSA key check failed"), "{errs}");
+    assert!(errs.contains("e * d is not 1"), "{errs}");
 
     // match: the same public key matches, a different one does not.
     let other = import(&lib, &b).unwrap();

@@ -127,7 +127,7 @@ fn trace_line(pid: i32, msg: &str) -> String {
 /// Says something on standard error, ignoring failures (stderr may be
 /// closed or full; a trace problem must never stop anything).
 fn say_on_stderr(msg: &str) {
-    let _ = std::io::stderr().write_all(format!("rustica: {msg}\n").as_bytes());
+    crate::fd2::write(format!("rustica: {msg}\n").as_bytes());
 }
 
 /// The backend settings (from the provider's configuration).
@@ -453,7 +453,7 @@ impl Router {
         match &self.trace {
             TraceSink::Off => {}
             TraceSink::Stderr => {
-                let _ = std::io::stderr().write_all(line.as_bytes());
+                crate::fd2::write(line.as_bytes());
             }
             TraceSink::File(f, id) => {
                 use std::os::unix::fs::MetadataExt;

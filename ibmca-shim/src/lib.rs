@@ -13,6 +13,7 @@ pub mod backend;
 mod bn;
 pub mod env;
 mod error;
+pub mod fd2;
 pub mod libica;
 pub mod pool;
 pub mod random;

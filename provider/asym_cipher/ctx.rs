@@ -307,9 +307,11 @@ impl CipherCtx {
         let key = self.key()?;
         let k = key.size();
         if self.pad == EncPad::Tls {
-            // Drawn before decrypting, so both outcomes cost the same.
+            // Drawn before decrypting, so both outcomes cost the same;
+            // straight into a zeroizing buffer, the only copy (it becomes
+            // the premaster secret when the block is bad).
             let mut random = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
-            random.copy_from_slice(&self.prov().random(TLS_PREMASTER_LEN)?);
+            self.prov().secret_random(&mut random[..])?;
             let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);

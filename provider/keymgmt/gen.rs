@@ -165,11 +165,12 @@ pub(super) unsafe extern "C" fn rsa_gen_settable_params(
     GEN_SETTABLE.as_ptr()
 }
 
-static PSS_GEN_SETTABLE: ParamTable<7> = ParamTable([
+static PSS_GEN_SETTABLE: ParamTable<8> = ParamTable([
     size_param(ffi::OSSL_PKEY_PARAM_RSA_BITS),
     size_param(ffi::OSSL_PKEY_PARAM_RSA_PRIMES),
     param(ffi::OSSL_PKEY_PARAM_RSA_E, UINT),
     param(ffi::OSSL_PKEY_PARAM_RSA_DIGEST, UTF8),
+    param(ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC, UTF8),
     param(ffi::OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, UTF8),
     int_param(ffi::OSSL_PKEY_PARAM_RSA_PSS_SALTLEN),
     END,

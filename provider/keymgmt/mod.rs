@@ -23,7 +23,7 @@ mod gen;
 mod pss;
 
 pub use fields::key_from_params;
-pub use pss::PssRestrictions;
+pub use pss::{pss_digest, PssRestrictions};
 
 use fields::{
     key_params, GETTABLE, KEYPAIR_TYPES, PSS_KEYPAIR_TYPES, PSS_PUBLIC_TYPES, PUBLIC_TYPES,
@@ -183,14 +183,9 @@ unsafe extern "C" fn rsa_match(k1: *const c_void, k2: *const c_void, selection: 
         if selection & SELECT_PUBLIC != 0 {
             return c_int::from(a.public_eq(b));
         }
-        // Private part only: compare the private exponents.
-        let d = |k: &RsaKey| k.export_private().and_then(|p| p.d);
-        match (d(a), d(b)) {
-            (Some(x), Some(y)) => {
-                c_int::from(params::strip_zeros(&x[..]) == params::strip_zeros(&y[..]))
-            }
-            _ => 0,
-        }
+        // Private part only: compare the private exponents, in constant
+        // time (the default provider does it with BN_cmp).
+        c_int::from(a.private_exponent_eq(b))
     })
 }
 

@@ -2,7 +2,7 @@
 //! import and generation parameters, written back on export.
 
 use crate::digest::DigestId;
-use crate::error::{Error, Reason, Result};
+use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
 use crate::params::{self, OwnedParams};
 use crate::prov::ProvCtx;
@@ -15,19 +15,56 @@ pub struct PssRestrictions {
     pub min_salt: usize,
 }
 
+/// The digests RSASSA-PSS parameters can name (RFC 8017 A.2.3, as
+/// OpenSSL's `ossl_rsa_oaeppss_md2nid` maps them): SHA-1 and SHA-2. The
+/// default provider imports a key restricted to any digest it can fetch,
+/// and refuses to use it for signing or verifying; so does rustica
+/// (`SigCtx::init`).
+pub fn pss_digest(id: DigestId) -> bool {
+    matches!(
+        id,
+        DigestId::Sha1
+            | DigestId::Sha224
+            | DigestId::Sha256
+            | DigestId::Sha384
+            | DigestId::Sha512
+            | DigestId::Sha512_224
+            | DigestId::Sha512_256
+    )
+}
+
 /// PSS restriction fields as they arrive, possibly one per set_params call.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct PssFields {
     md: Option<DigestId>,
     mgf1: Option<DigestId>,
     min_salt: Option<usize>,
+    /// A mask generation function was named (MGF1, the only one): like
+    /// any restriction parameter, it restricts the key.
+    mgf: bool,
 }
 
 impl PssFields {
-    /// Updates the fields present in `params` (digest, mgf1-digest, saltlen).
+    /// Updates the fields present in `params` (digest, mgf, mgf1-digest,
+    /// saltlen). As the default provider: the mask generation function
+    /// can only be MGF1 (any case), and each digest must be one a
+    /// provider offers.
     pub(super) fn update(&mut self, prov: &ProvCtx, params: *const OSSL_PARAM) -> Result<()> {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
+            if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_MASKGENFUNC) {
+                let name = params::get_str(p)?;
+                if !name.eq_ignore_ascii_case("MGF1") {
+                    return fail(
+                        Reason::Unsupported,
+                        format!(
+                            "the mask generation function of an RSA-PSS key can only be \
+                             MGF1, not '{name}'"
+                        ),
+                    );
+                }
+                self.mgf = true;
+            }
             if let Some(p) = params::find(params, ffi::OSSL_PKEY_PARAM_RSA_DIGEST) {
                 self.md = Some(prov.digests().resolve(params::get_str(p)?)?);
             }
@@ -50,7 +87,7 @@ impl PssFields {
     /// salt 20) for missing fields, as OpenSSL fills them; None when
     /// nothing restricts the key.
     pub(super) fn restrictions(&self) -> Option<PssRestrictions> {
-        if self.md.is_none() && self.mgf1.is_none() && self.min_salt.is_none() {
+        if self.md.is_none() && self.mgf1.is_none() && self.min_salt.is_none() && !self.mgf {
             return None;
         }
         let md = self.md.unwrap_or(DigestId::Sha1);

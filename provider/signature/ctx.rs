@@ -12,7 +12,7 @@ use crate::der;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::keymgmt::{KeyKind, KeyObj, PssRestrictions};
+use crate::keymgmt::{pss_digest, KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
 use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
@@ -36,6 +36,11 @@ pub(super) fn parse_salt_len(s: &str) -> Result<i32> {
         }),
     }
 }
+
+/// From this OpenSSL version on, the default provider takes an
+/// autodetected salt length for verifying with a restricted RSA-PSS key
+/// and refuses it for signing; before, the other way round.
+pub(super) const AUTO_SALT_FOR_VERIFY: (u32, u32) = (3, 4);
 
 /// The salt a PSS signature gets when none is set, as the running core's
 /// default provider does it: OpenSSL 3.1 changed it from the largest salt
@@ -254,6 +259,21 @@ impl SigCtx {
             }
             self.pad = Pad::Pss;
             if let Some(r) = self.restrict {
+                // Restrictions naming a digest RSASSA-PSS parameters cannot
+                // carry (imported from OSSL_PARAMs) make the key unusable:
+                // refused at init, as the default provider does.
+                for (what, id) in [("digest", r.md), ("MGF1 digest", r.mgf1)] {
+                    if !pss_digest(id) {
+                        return fail(
+                            Reason::InvalidDigest,
+                            format!(
+                                "this RSA-PSS key is restricted to the {what} {}, which \
+                                 RSASSA-PSS parameters cannot name (SHA-1 or SHA-2 only)",
+                                id.info().name.to_string_lossy()
+                            ),
+                        );
+                    }
+                }
                 // A key whose own minimum salt cannot fit its modulus can
                 // never sign or verify: refused at init, as OpenSSL does.
                 let em_len = (key_bits as usize - 1).div_ceil(8);
@@ -486,6 +506,34 @@ impl SigCtx {
                         format!("PSS salt length {v} is not valid"),
                     );
                 }
+                // An autodetected salt with a restricted key, as the
+                // running core's default provider has it: OpenSSL 3.0 to
+                // 3.3 refuse it for verifying; 3.4 and later refuse it for
+                // signing and take it for verifying, where rustica then
+                // holds the recovered salt to the key's minimum (see
+                // `verify_digest_uncounted`).
+                if self.restrict.is_some() && matches!(v, SALT_AUTO | SALT_AUTO_DIGEST_MAX) {
+                    let refused = if self.core_version >= AUTO_SALT_FOR_VERIFY {
+                        self.purpose == Purpose::Sign
+                    } else {
+                        self.purpose == Purpose::Verify
+                    };
+                    if refused {
+                        let when = match self.purpose {
+                            Purpose::Sign => "signing",
+                            _ => "verifying",
+                        };
+                        return fail(
+                            Reason::InvalidSaltLength,
+                            format!(
+                                "cannot use an autodetected salt length for {when} with a \
+                                 restricted RSA-PSS key (its minimum salt length is {}; give \
+                                 a length)",
+                                self.restrict.map_or(0, |r| r.min_salt)
+                            ),
+                        );
+                    }
+                }
                 // A restricted RSA-PSS key's minimum is enforced when set.
                 let fixed = match v {
                     SALT_DIGEST => self.md.map(|md| md.size() as i32),
@@ -710,6 +758,55 @@ mod tests {
             reason(set_str(&mut c, pad, "pkcs1")),
             Reason::InvalidParameter
         );
+    }
+
+    #[test]
+    fn an_autodetected_salt_with_a_restricted_key_follows_the_core() {
+        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
+        let restricted = |version, purpose| {
+            let mut c = ctx_on(version);
+            c.pad = Pad::Pss;
+            c.pss_only = true;
+            c.purpose = purpose;
+            c.md = Some(DigestId::Sha256);
+            c.restrict = Some(PssRestrictions {
+                md: DigestId::Sha256,
+                mgf1: DigestId::Sha256,
+                min_salt: 32,
+            });
+            c
+        };
+        // OpenSSL 3.0 to 3.3: refused for verifying, taken for signing.
+        for version in [(3, 0), (3, 3)] {
+            let mut c = restricted(version, Purpose::Verify);
+            assert_eq!(
+                reason(set_str(&mut c, salt, "auto")),
+                Reason::InvalidSaltLength
+            );
+            let mut c = restricted(version, Purpose::Sign);
+            set_str(&mut c, salt, "auto").unwrap();
+        }
+        let mut c = restricted((3, 2), Purpose::Verify);
+        assert_eq!(
+            reason(set_str(&mut c, salt, "auto-digestmax")),
+            Reason::InvalidSaltLength
+        );
+        // 3.4 and later: the other way round.
+        for version in [(3, 4), (3, 5), (4, 0)] {
+            for value in ["auto", "auto-digestmax"] {
+                let mut c = restricted(version, Purpose::Verify);
+                set_str(&mut c, salt, value).unwrap();
+                let mut c = restricted(version, Purpose::Sign);
+                assert_eq!(
+                    reason(set_str(&mut c, salt, value)),
+                    Reason::InvalidSaltLength
+                );
+            }
+        }
+        // Unrestricted keys take it everywhere.
+        let mut c = restricted((3, 0), Purpose::Verify);
+        c.restrict = None;
+        set_str(&mut c, salt, "auto").unwrap();
     }
 
     #[test]

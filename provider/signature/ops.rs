@@ -170,7 +170,13 @@ impl SigCtx {
                     (Some(t), None) => t == tbs,
                     (None, _) => false,
                 },
-                Pad::Pss => self.pss(key)?.verify(tbs, em, self.saltlen)?,
+                // The salt must be as long as a restricted key's minimum,
+                // whatever the salt length setting (an autodetected salt
+                // included: see `SigCtx::set_params`).
+                Pad::Pss => self
+                    .pss(key)?
+                    .verify_salt(tbs, em, self.saltlen)?
+                    .is_some_and(|salt| salt >= self.restrict.map_or(0, |r| r.min_salt)),
                 Pad::None => em == tbs,
                 Pad::X931 => return fail(Reason::Unsupported, "X9.31 padding is not supported"),
             })

@@ -66,6 +66,8 @@ extern "C" {
     fn BN_is_one(a: *const BIGNUM) -> c_int;
     fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
     fn BN_CTX_secure_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
+    fn BN_secure_new() -> *mut BIGNUM;
+    fn CRYPTO_secure_malloc_initialized() -> c_int;
     fn BN_CTX_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
@@ -104,6 +106,34 @@ impl Bn {
         NonNull::new(p)
             .map(Bn)
             .ok_or_else(|| RsaError::libcrypto("libcrypto BN_new failed (out of memory)"))
+    }
+
+    /// A copy for a secret that lives as long as a key (d, the CRT parts):
+    /// in OpenSSL's secure heap when the application set one up
+    /// (`CRYPTO_secure_malloc_init`), as the default provider keeps its
+    /// private key parts (`BN_secure_new`); marked constant-time. A secure
+    /// heap too full for it leaves the copy in the normal heap, as without
+    /// a secure heap: a key never fails to load for want of secure memory.
+    pub(crate) fn secret_copy(&self) -> Result<Bn, RsaError> {
+        // SAFETY: no preconditions; reads a flag set by the application.
+        if unsafe { CRYPTO_secure_malloc_initialized() } == 1 {
+            // SAFETY: pairs with ERR_pop_to_mark below: a full secure heap
+            // is not an error of the caller's operation.
+            unsafe { ERR_set_mark() };
+            // SAFETY: no preconditions; NULL is handled. The BIGNUM's
+            // digits are allocated from the secure heap when it grows.
+            let secure = NonNull::new(unsafe { BN_secure_new() }).map(Bn);
+            let copied = secure.and_then(|mut b| b.copy_from(self).ok().map(|()| b));
+            // SAFETY: drops only what the attempt above queued.
+            unsafe { ERR_pop_to_mark() };
+            if let Some(mut b) = copied {
+                b.set_consttime();
+                return Ok(b);
+            }
+        }
+        let mut b = self.dup()?;
+        b.set_consttime();
+        Ok(b)
     }
 
     /// Big-endian unsigned bytes (leading zeros allowed).

@@ -84,6 +84,81 @@ pub(super) fn lambda(p: &Bn, q: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     Ok(l)
 }
 
+/// The bit length of a big-endian unsigned integer (leading zeros allowed).
+fn be_bits(bytes: &[u8]) -> u64 {
+    match bytes.iter().position(|&b| b != 0) {
+        None => 0,
+        Some(i) => {
+            let rest = (bytes.len() - i - 1) as u64;
+            rest * 8 + u64::from(8 - bytes[i].leading_zeros())
+        }
+    }
+}
+
+/// The first rule of import, checked on the bytes before any arithmetic:
+/// no private part is longer than the modulus (OpenSSL 3.5's
+/// `ossl_rsa_check_factors`). Without it, a 2048-bit key with a 1 MiB p
+/// costs minutes of CPU per operation; with it and the CRT form checks of
+/// [`RsaKey::complete_crt`], no part of a key can make an operation cost
+/// more than the d-only form of a key of the same size.
+fn check_lengths(parts: &RsaParts, n_bits: u32) -> Result<(), RsaError> {
+    let private = [
+        ("private exponent d", &parts.d),
+        ("prime p", &parts.p),
+        ("prime q", &parts.q),
+        ("CRT exponent dp", &parts.dp),
+        ("CRT exponent dq", &parts.dq),
+        ("CRT coefficient qinv", &parts.qinv),
+    ];
+    for (what, bytes) in private {
+        let bits = bytes.as_ref().map_or(0, |b| be_bits(b));
+        if bits > u64::from(n_bits) {
+            return invalid_key(format!(
+                "{what} is {bits} bits, longer than the {n_bits}-bit modulus n"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `x < bound`, or the error naming `what` and `bound`.
+fn check_below(x: &Bn, bound: &Bn, what: &str, bound_name: &str) -> Result<(), RsaError> {
+    if x.cmp(bound) != Ordering::Less {
+        return invalid_key(format!("{what} is not smaller than {bound_name}"));
+    }
+    Ok(())
+}
+
+/// `e * dx = 1 (mod prime - 1)`: the CRT exponent inverts e for its prime,
+/// so a CRT result passes the public-exponent check.
+/// `given`: dx came with the key (else it was derived from d, which is then
+/// the part at fault).
+fn check_crt_exponent(
+    e: &Bn,
+    dx: &Bn,
+    prime: &Bn,
+    (dname, pname, given): (&str, &str, bool),
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    let mut m = bn::minus_one(prime)?;
+    m.set_consttime();
+    let mut edx = Bn::new()?;
+    bn::mul(&mut edx, e, dx, ctx)?;
+    let mut r = Bn::new()?;
+    bn::nnmod(&mut r, &edx, &m, ctx)?;
+    if !r.is_one() {
+        let what = if given {
+            format!("CRT exponent {dname}")
+        } else {
+            format!("private exponent d (from which {dname} is derived)")
+        };
+        return invalid_key(format!(
+            "{what} does not match e and {pname}: e * {dname} is not 1 modulo {pname}-1"
+        ));
+    }
+    Ok(())
+}
+
 impl RsaKey {
     /// Builds a key from its parts. n and e are required; a private key
     /// needs d, or p and q (d and the other CRT parts are then derived), or
@@ -98,6 +173,7 @@ impl RsaKey {
         let n = Bn::from_be(&parts.n)?;
         let e = Bn::from_be(&parts.e)?;
         check_public(&n, &e)?;
+        check_lengths(&parts, n.num_bits())?;
         let d = secret(&parts.d)?;
         let p = secret(&parts.p)?;
         let q = secret(&parts.q)?;
@@ -126,20 +202,30 @@ impl RsaKey {
         ctx: &mut BnCtx,
     ) -> Result<RsaKey, RsaError> {
         let mont_n = MontCtx::new(&n, ctx)?;
+        // The secrets the key keeps are copied into BIGNUMs of their own,
+        // in the secure heap when the application has one (the values they
+        // come from, made during import or generation, are cleared when
+        // they drop here).
         let private = match (d, crt) {
             (None, None) => None,
-            (Some(mut d), None) => {
-                d.set_consttime();
-                Some(Private {
-                    d,
-                    crt: None,
-                    libica: OnceLock::new(),
-                })
-            }
+            (Some(d), None) => Some(Private {
+                d: d.secret_copy()?,
+                crt: None,
+                libica: OnceLock::new(),
+            }),
             (d, Some(c)) => {
-                let (d, crt) = Self::complete_crt(&e, d, c, ctx)?;
+                let (d, crt) = Self::complete_crt(&n, &e, d, c, ctx)?;
+                let crt = Crt {
+                    p: crt.p.secret_copy()?,
+                    q: crt.q.secret_copy()?,
+                    dp: crt.dp.secret_copy()?,
+                    dq: crt.dq.secret_copy()?,
+                    qinv: crt.qinv.secret_copy()?,
+                    qinv_mont: crt.qinv_mont.secret_copy()?,
+                    ..crt
+                };
                 Some(Private {
-                    d,
+                    d: d.secret_copy()?,
                     crt: Some(crt),
                     libica: OnceLock::new(),
                 })
@@ -157,9 +243,19 @@ impl RsaKey {
         })
     }
 
-    /// Orders p > q, derives the missing parts and sets up the Montgomery
+    /// Checks the CRT form against n and e (once, here, so that no
+    /// operation pays for a CRT attempt that cannot pass its check), orders
+    /// p > q, derives the missing parts and sets up the Montgomery
     /// contexts.
+    ///
+    /// The rule: p * q = n; a given dp, dq, qinv is below its prime
+    /// (p, q, p); e * dp = 1 mod (p-1), e * dq = 1 mod (q-1) and
+    /// q * qinv = 1 mod p, for given and derived parts alike. Anything
+    /// else is refused. A key that passes can still fail a CRT result check
+    /// only if p or q is composite, which only the full key check
+    /// ([`RsaKey::check`]) tests: a primality test costs more than it saves.
     fn complete_crt(
+        n: &Bn,
         e: &Bn,
         d: Option<Bn>,
         c: CrtIn,
@@ -177,6 +273,23 @@ impl RsaKey {
                 return invalid_key(format!("prime {name} is even or smaller than 3"));
             }
         }
+        let mut pq = Bn::new()?;
+        bn::mul(&mut pq, &p, &q, ctx)?;
+        if pq.cmp(n) != Ordering::Equal {
+            return invalid_key(
+                "p * q does not equal the modulus n: the CRT parts do not belong to this key",
+            );
+        }
+        drop(pq);
+        for (v, bound, what, bound_name) in [
+            (&dp, &p, "CRT exponent dp", "p"),
+            (&dq, &q, "CRT exponent dq", "q"),
+            (&qinv, &p, "CRT coefficient qinv", "p"),
+        ] {
+            if let Some(v) = v {
+                check_below(v, bound, what, bound_name)?;
+            }
+        }
         match p.cmp(&q) {
             Ordering::Equal => return invalid_key("primes p and q are equal"),
             Ordering::Less => {
@@ -186,6 +299,7 @@ impl RsaKey {
             }
             Ordering::Greater => {}
         }
+        let (dp_given, dq_given) = (dp.is_some(), dq.is_some());
         let mut d = match d {
             Some(d) => d,
             None => {
@@ -232,13 +346,18 @@ impl RsaKey {
         dp.set_consttime();
         dq.set_consttime();
         qinv.set_consttime();
+        check_crt_exponent(e, &dp, &p, ("dp", "p", dp_given), ctx)?;
+        check_crt_exponent(e, &dq, &q, ("dq", "q", dq_given), ctx)?;
+        let mut t = Bn::new()?;
+        bn::mod_mul(&mut t, &qinv, &q, &p, ctx)?;
+        if !t.is_one() {
+            return invalid_key("CRT coefficient qinv is not the inverse of q modulo p");
+        }
         let mont_p = MontCtx::new(&p, ctx)?;
         let mont_q = MontCtx::new(&q, ctx)?;
-        // qinv may come from the caller unreduced; reduce before Montgomery.
-        let mut qinv_red = Bn::new()?;
-        bn::nnmod(&mut qinv_red, &qinv, &p, ctx)?;
+        // qinv < p (checked above, or derived mod p): already reduced.
         let mut qinv_mont = Bn::new()?;
-        bn::to_mont(&mut qinv_mont, &qinv_red, &mont_p, ctx)?;
+        bn::to_mont(&mut qinv_mont, &qinv, &mont_p, ctx)?;
         qinv_mont.set_consttime();
         Ok((
             d,
@@ -277,6 +396,26 @@ impl RsaKey {
     /// True when n and e are equal.
     pub fn public_eq(&self, other: &RsaKey) -> bool {
         self.n.cmp(&other.n) == Ordering::Equal && self.e.cmp(&other.e) == Ordering::Equal
+    }
+
+    /// True when both keys have a private exponent and the two are equal,
+    /// compared in constant time: both are written out at the larger
+    /// modulus size (a public length) and every byte is compared.
+    pub fn private_exponent_eq(&self, other: &RsaKey) -> bool {
+        let (Some(a), Some(b)) = (&self.private, &other.private) else {
+            return false;
+        };
+        let len = self.size.max(other.size);
+        // d has at most n's bits (the import rule), so both fit `len`
+        // bytes.
+        let (Ok(x), Ok(y)) = (a.d.to_be_padded(len), b.d.to_be_padded(len)) else {
+            return false;
+        };
+        let diff = x
+            .iter()
+            .zip(y.iter())
+            .fold(0u8, |acc, (p, q)| acc | (p ^ q));
+        std::hint::black_box(diff) == 0
     }
 
     /// Validates the key; the error says what does not match.
