@@ -115,7 +115,12 @@ fn speed_with_16_async_jobs_runs_through_paused_jobs() {
             "rsa2048",
         ],
     );
-    assert!(out.contains("rsa 2048 bits"), "{out}");
+    // "rsa 2048 bits" on 3.0, "rsa  2048 bits" (more columns) from 3.4.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("rsa") && l.contains("2048 bits")),
+        "{out}"
+    );
     assert!(!out.contains("failure"), "{out}");
     let s = lab.stats();
     assert_private_ops_offloaded(&s);
