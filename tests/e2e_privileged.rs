@@ -176,6 +176,26 @@ err:
 }
 "#;
 
+/// [`SIGNER_C`] built for `conf` in `dir`: (the setuid-root program, the
+/// same program without the setuid bit, for the control run).
+fn signer_pair(dir: &SharedDir, conf: &Path) -> (PathBuf, PathBuf) {
+    let signer_src = dir.path("signer.c");
+    std::fs::write(&signer_src, SIGNER_C).unwrap();
+    let signer = dir.path("signer");
+    cc(&[
+        &format!("-DCONF_PATH=\"{}\"", conf.display()),
+        "-o",
+        signer.to_str().unwrap(),
+        signer_src.to_str().unwrap(),
+        "-lcrypto",
+    ]);
+    let plain = dir.path("signer-plain");
+    std::fs::copy(&signer, &plain).unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&signer, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    (signer, plain)
+}
+
 /// A library whose constructor leaves a marker file: loaded, it ran code.
 const MARKER_C: &str = r#"
 #include <fcntl.h>
@@ -232,21 +252,7 @@ fn setuid_program_ignores_rustica_environment() {
         marker_lib.to_str().unwrap(),
         marker_src.to_str().unwrap(),
     ]);
-    let signer_src = dir.path("signer.c");
-    std::fs::write(&signer_src, SIGNER_C).unwrap();
-    let signer = dir.path("signer");
-    cc(&[
-        &format!("-DCONF_PATH=\"{}\"", conf.display()),
-        "-o",
-        signer.to_str().unwrap(),
-        signer_src.to_str().unwrap(),
-        "-lcrypto",
-    ]);
-    // The same program without the setuid bit: the control run.
-    let plain = dir.path("signer-plain");
-    std::fs::copy(&signer, &plain).unwrap();
-    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&signer, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let (signer, plain) = signer_pair(&dir, &conf);
 
     let run = |program: &Path, tag: &str| -> (Output, PathBuf, PathBuf) {
         let marker = steer.join(format!("marker-{tag}"));
@@ -382,20 +388,7 @@ fn setuid_program_never_lets_libica_read_the_callers_environment() {
     let device = steer.join("device");
     std::fs::write(&device, b"").unwrap();
     std::os::unix::fs::chown(&device, Some(user.0), Some(user.1)).unwrap();
-    let signer_src = dir.path("signer.c");
-    std::fs::write(&signer_src, SIGNER_C).unwrap();
-    let signer = dir.path("signer");
-    cc(&[
-        &format!("-DCONF_PATH=\"{}\"", conf.display()),
-        "-o",
-        signer.to_str().unwrap(),
-        signer_src.to_str().unwrap(),
-        "-lcrypto",
-    ]);
-    let plain = dir.path("signer-plain");
-    std::fs::copy(&signer, &plain).unwrap();
-    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&signer, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let (signer, plain) = signer_pair(&dir, &conf);
     let run = |program: &Path, tag: &str| -> (bool, String) {
         let mut out = None;
         let opened = opened_during(&device, || {
