@@ -455,8 +455,8 @@ int main(int argc, char **argv)
     EVP_PKEY_CTX *check = decrypt_ctx(lib, key, "provider=default", family);
     unsigned char *ct = malloc(nc * POOL * k), *pt = malloc(nc * POOL * k);
     size_t *ptlen = malloc(nc * POOL * sizeof *ptlen);
-    unsigned char *out = malloc(k), em[MAXK];
-    if (ct == NULL || pt == NULL || ptlen == NULL || out == NULL)
+    unsigned char *out = malloc(k), *in = malloc(k), em[MAXK];
+    if (ct == NULL || pt == NULL || ptlen == NULL || out == NULL || in == NULL)
         die("malloc");
     for (size_t c = 0; c < nc; c++) {
         for (size_t i = 0; i < POOL; i++) {
@@ -521,7 +521,10 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < nc; i++) {
             size_t c = order[i], at = c * POOL + below(POOL), olen = k;
-            const unsigned char *in = ct + at * k;
+            /* Every class is decrypted from the same buffer (and into the
+             * same one): where a pool lies in memory (cache sets, pages)
+             * must not become a difference between classes. */
+            memcpy(in, ct + at * k, k);
             unsigned cpu;
             uint64_t t0 = tick_start();
             int ok = EVP_PKEY_decrypt(ctx, out, &olen, in, k);

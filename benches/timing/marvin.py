@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Statistics for benches/timing/marvin.c output (the Marvin method).
 
-usage: marvin.py [--markdown] FILE...
+usage: marvin.py [--markdown] [--drop CLASS,...] FILE...
 
 Files with the same first header line (padding, key size, provider) and
 the same "# config" line are one configuration: their rounds are pooled
@@ -12,6 +12,8 @@ interleaved with the others). Per configuration:
   - the Friedman test across the classes, the rounds as blocks (each
     round timed every class once, in random order): chi-square statistic
     with tie correction, k - 1 degrees of freedom, p-value;
+  - with --drop, the same without those classes (is a difference that
+    one class's alone?);
   - every pair of classes: the paired differences (class a minus class b
     in the same round), their median, its 95% confidence interval from
     the order statistics of the sign test (distribution-free), and the
@@ -167,6 +169,17 @@ class Config:
         self.moved = 0
 
 
+def drop_classes(g, names):
+    keep = [i for i, c in enumerate(g.classes) if c not in names]
+    if len(keep) == len(g.classes):
+        return g
+    h = Config(g.title, g.config + " without " + ",".join(sorted(names)))
+    h.header, h.files, h.wrong, h.moved = g.header, g.files, g.wrong, g.moved
+    h.classes = [g.classes[i] for i in keep]
+    h.rows = [[row[i] for i in keep] for row in g.rows]
+    return h
+
+
 def read(paths):
     groups = {}
     for path in paths:
@@ -312,12 +325,21 @@ def markdown_row(g, res):
 
 def main(argv):
     markdown = "--markdown" in argv
-    paths = [a for a in argv if a != "--markdown"]
+    argv = [a for a in argv if a != "--markdown"]
+    drop = set()
+    if "--drop" in argv:
+        at = argv.index("--drop")
+        if at + 1 >= len(argv):
+            raise SystemExit("--drop needs a class list")
+        drop = set(argv[at + 1].split(","))
+        del argv[at:at + 2]
+    paths = argv
     if not paths:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     results = []
     for g in read(paths):
+        g = drop_classes(g, drop)
         if len(g.rows) < 10:
             raise SystemExit(f"{g.title} / {g.config}: only {len(g.rows)} rounds")
         res = analyse(g)
