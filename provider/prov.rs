@@ -139,12 +139,32 @@ impl Drop for ProvCtx {
     /// make one.
     fn drop(&mut self) {
         if self.owns_libctx && !self.libctx.is_null() {
+            // The child context lives in rustica's libcrypto, which a core
+            // of another libcrypto (a 4.0 core beside libcrypto.so.3) may
+            // tear down at exit before its own: rustica's libcrypto then
+            // has run OPENSSL_cleanup (its atexit handler precedes the
+            // core's destructor) and freeing the context would take its
+            // freed locks. The process is exiting: leave the context.
+            if linked_libcrypto_stopped() {
+                return;
+            }
             // SAFETY: created by OSSL_LIB_CTX_new_child and owned by us;
             // nothing fetched from it outlives the operations that used it.
             unsafe { ffi::OSSL_LIB_CTX_free(self.libctx) };
             self.libctx = ptr::null_mut();
         }
     }
+}
+
+/// True once the libcrypto rustica links has run OPENSSL_cleanup.
+fn linked_libcrypto_stopped() -> bool {
+    extern "C" {
+        fn OPENSSL_init_crypto(opts: u64, settings: *const c_void) -> c_int;
+    }
+    // SAFETY: with no options OPENSSL_init_crypto only runs (or finds done)
+    // the base initialisation; after OPENSSL_cleanup it returns 0 and
+    // raises nothing (no error state exists any more).
+    unsafe { OPENSSL_init_crypto(0, ptr::null()) == 0 }
 }
 
 /// The pointer type OSSL_DISPATCH stores.

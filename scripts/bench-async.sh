@@ -8,12 +8,19 @@
 # `-elapsed` matters: speed otherwise divides by CPU time, which a paused
 # or waiting process does not spend.
 #
-# Usage: scripts/bench-async.sh [SECONDS]   (default 3 per measurement)
+# Usage: scripts/bench-async.sh [SECONDS [ROUNDS [BITS [JOBS]]]]
+#   SECONDS per measurement (default 3); ROUNDS (default 1): each cell is
+#   measured ROUNDS times, the three sides alternating within each round,
+#   and the table shows the median (with the range when ROUNDS > 1);
+#   BITS, JOBS: space-separated lists (defaults "1024 2048" and "1 8 32").
 # Prints a Markdown table of sign/s and each side's counters check. Reports
 # figures only; nothing here is a pass/fail target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-3}
+rounds=${2:-1}
+bits_list=${3:-1024 2048}
+jobs_list=${4:-1 8 32}
 profile=release
 [ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
 module=$PWD/target/$profile/rustica.so
@@ -54,19 +61,34 @@ sign_rate() { # conf jobs bits
     awk -v b="$3" '$1 == "rsa" && $2 == b { print $6 }'
 }
 
-echo "openssl speed -elapsed -seconds $seconds, emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+# "median" or "median (min-max)" of the numbers on stdin.
+summary() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    if (NR > 1) printf "%.1f (%.1f-%.1f)", m, v[1], v[NR]; else printf "%.1f", m }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "openssl speed -elapsed -seconds $seconds, $rounds round(s) per cell, emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 echo "| key | jobs | rustica async sign/s | rustica async = off sign/s | default provider sign/s | async / off |"
 echo "|---|---:|---:|---:|---:|---:|"
-for bits in 1024 2048; do
-  for jobs in 1 8 32; do
-    a=$(sign_rate async "$jobs" "$bits")
-    o=$(sign_rate off "$jobs" "$bits")
-    d=$(sign_rate default "$jobs" "$bits")
-    r=$(awk -v a="$a" -v o="$o" 'BEGIN { if (o > 0) printf "%.2f", a / o; else print "-" }')
-    echo "| $bits | $jobs | $a | $o | $d | $r |"
+for bits in $bits_list; do
+  for jobs in $jobs_list; do
+    : >"$work/a" && : >"$work/o" && : >"$work/d" && : >"$work/r"
+    for _ in $(seq "$rounds"); do
+      a=$(sign_rate async "$jobs" "$bits") && echo "$a" >>"$work/a"
+      o=$(sign_rate off "$jobs" "$bits") && echo "$o" >>"$work/o"
+      sign_rate default "$jobs" "$bits" >>"$work/d"
+      # The ratio of each round's adjacent pair, so slow drift in the
+      # machine's load cancels.
+      awk -v a="$a" -v o="$o" 'BEGIN { if (o > 0) printf "%.3f\n", a / o }' >>"$work/r"
+    done
+    r=$(median <"$work/r")
+    echo "| $bits | $jobs | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(printf %.2f "$r") |"
   done
 done
+echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 for side in async off; do
   echo "counters ($side): $(target/$profile/rustica stats --json --path "$work/stats-$side" |

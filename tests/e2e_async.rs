@@ -10,7 +10,14 @@
 //!   while requests are in flight; the thread count of a process that
 //!   never uses async and of one with `async = off`;
 //! - the largest key sizes inside jobs: 4096 bits on the emulator, 7680 in
-//!   software.
+//!   software;
+//! - key generation inside jobs (on the job's small stack), on the emulator
+//!   and in software;
+//! - PKCS#1 v1.5 implicit rejection inside jobs: the same synthetic
+//!   message as outside a job and as the default provider's;
+//! - a core of another libcrypto than rustica's (a 4.0 `openssl` with
+//!   rustica built for libcrypto.so.3, or the reverse): async off, said by
+//!   the build info and `rustica doctor`, operations still succeed.
 //!
 //! Behaviour and counters only: no timing is asserted (the figures are in
 //! docs/performance.md, from scripts/bench-async.sh).
@@ -43,6 +50,20 @@ fn async_jobs(
     mode: &str,
     jobs: u32,
 ) -> String {
+    async_jobs_with(lab, wrapper, env, key, mode, jobs, &[])
+}
+
+/// [`async_jobs`] with `extra` arguments after JOBS (reject mode's
+/// ciphertext file).
+fn async_jobs_with(
+    lab: &Lab,
+    wrapper: &[&str],
+    env: &[(&str, &str)],
+    key: &str,
+    mode: &str,
+    jobs: u32,
+    extra: &[&str],
+) -> String {
     let exe = compile_c(lab, "async_jobs");
     let (program, mut args): (String, Vec<String>) = match wrapper.split_first() {
         Some((w, rest)) => (
@@ -60,6 +81,7 @@ fn async_jobs(
         mode.to_string(),
         jobs.to_string(),
     ]);
+    args.extend(extra.iter().map(|s| s.to_string()));
     let mut cmd = Command::new("timeout");
     cmd.arg("300").arg(&program).args(&args);
     cmd.current_dir(lab.dir.path())
@@ -304,4 +326,255 @@ fn fips_mode_libica_sends_small_keys_to_software_by_rule() {
     assert_eq!(delta(Backend::Software), 1, "{}", s.to_json());
     assert_eq!(delta(Backend::Libica), 1, "{}", s.to_json());
     assert_eq!(delta(Backend::Fallback), 0, "{}", s.to_json());
+}
+
+#[test]
+fn key_generation_inside_jobs() {
+    // On the emulator: ica_rsa_key_generate_crt runs synchronously in the
+    // job (only the private-key modexp is offloaded to the pool), on the
+    // job's own stack, as does rustica's pair check of the new key.
+    let env = [("LIBICA_EMU_LATENCY_US", "1000")];
+    let lab = emu_lab(&[], &env);
+    // (The key only gives the size to generate.)
+    let key = implicit_rejection_fixture("RSA-2048.pem");
+    let out = async_jobs(&lab, &[], &env, &key, "keygen", 4);
+    assert_eq!(printed(&out, "paused"), 0, "{out}");
+    let s = lab.stats();
+    assert_eq!(s.get(Op::Keygen, Backend::Libica), 4, "{}", s.to_json());
+    assert_eq!(s.total(Op::Keygen), 4, "{}", s.to_json());
+    assert_eq!(s.asynchronous(Op::Keygen), 0, "{}", s.to_json());
+    // Each generated key signed once, outside the jobs, on libica.
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 4, "{}", s.to_json());
+    // In software (backend = software): OpenSSL's prime generation and
+    // rustica's checks inside the job.
+    let soft = Lab::with_rustica(&[("backend", "software")], &[]);
+    let out = async_jobs(&soft, &[], &[], &key, "keygen", 3);
+    assert_eq!(printed(&out, "paused"), 0, "{out}");
+    let s = soft.stats();
+    assert_eq!(s.get(Op::Keygen, Backend::Software), 3, "{}", s.to_json());
+    assert_eq!(s.total(Op::Keygen), 3, "{}", s.to_json());
+}
+
+fn implicit_rejection_fixture(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/implicit-rejection")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// (key file, ciphertext, synthetic message) of OpenSSL's implicit
+/// rejection vectors for the 2048-bit keys whose padding is invalid
+/// (their comment says wrong, invalid or corrupted), implicit rejection on.
+fn synthetic_vectors() -> Vec<(String, Vec<u8>, Vec<u8>)> {
+    let unhex = |h: &str| {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+            .collect::<Vec<u8>>()
+    };
+    let text = std::fs::read_to_string(implicit_rejection_fixture("vectors.txt")).unwrap();
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let field = |name: &str| {
+            block.lines().find_map(|l| {
+                l.strip_prefix(name)?
+                    .trim()
+                    .strip_prefix('=')
+                    .map(str::trim)
+            })
+        };
+        let invalid = block.lines().any(|l| {
+            let l = l.to_lowercase();
+            l.starts_with('#')
+                && ["wrong", "invalid", "corrupted"]
+                    .iter()
+                    .any(|w| l.contains(w))
+        });
+        let key = match field("Decrypt") {
+            Some(k @ ("RSA-2048" | "RSA-2048-2")) => k,
+            _ => continue,
+        };
+        if !invalid || field("Ctrl").is_some() {
+            continue;
+        }
+        if let (Some(input), Some(output)) = (field("Input"), field("Output")) {
+            if !output.starts_with('"') {
+                out.push((
+                    implicit_rejection_fixture(&format!("{key}.pem")),
+                    unhex(input),
+                    unhex(output),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The hex string printed after `what` by async_jobs.
+fn printed_hex(out: &str, what: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix(what)?.strip_prefix(' ').map(str::to_string))
+        .unwrap_or_else(|| panic!("no '{what}' in {out}"))
+}
+
+#[test]
+fn implicit_rejection_inside_jobs_matches_the_synchronous_path() {
+    let vectors = synthetic_vectors();
+    assert!(vectors.len() >= 3, "only {} vectors", vectors.len());
+    // The latency keeps every job's request in flight past its pause.
+    let env = [("LIBICA_EMU_LATENCY_US", "2000")];
+    let lab = emu_lab(&[], &env);
+    // The default provider does implicit rejection from OpenSSL 3.2 on;
+    // on older ones the vectors' messages (OpenSSL 3.5's) stand for it.
+    let live_default = openssl_version() >= (3, 2);
+    for (i, (key, ct, want)) in vectors.iter().take(3).enumerate() {
+        let ct_file = lab.write(&format!("ct{i}.bin"), ct);
+        let before = lab.stats();
+        let out = async_jobs_with(&lab, &[], &env, key, "reject", 6, &[&ct_file]);
+        let s = lab.stats();
+        // Every job paused for its libica call, and the seven decryptions
+        // (one outside a job) were rustica's, on libica.
+        assert_eq!(printed(&out, "paused"), 6, "{out}");
+        let delta = |b| s.get(Op::Decrypt, b) - before.get(Op::Decrypt, b);
+        assert_eq!(delta(Backend::Libica), 7, "{}", s.to_json());
+        assert_eq!(
+            s.asynchronous(Op::Decrypt) - before.asynchronous(Op::Decrypt),
+            6,
+            "{}",
+            s.to_json()
+        );
+        let sync = printed_hex(&out, "sync");
+        assert_eq!(printed_hex(&out, "async"), sync, "vector {i}");
+        assert_eq!(
+            sync,
+            hex(want),
+            "vector {i}: not OpenSSL's synthetic message"
+        );
+        if live_default {
+            let pt = format!("pt{i}.bin");
+            lab.ok(
+                Side::Default,
+                &[
+                    "pkeyutl", "-decrypt", "-inkey", key, "-in", &ct_file, "-out", &pt,
+                ],
+            );
+            let stock = std::fs::read(lab.path(&pt)).unwrap();
+            assert_eq!(
+                sync,
+                hex(&stock),
+                "vector {i}: the default provider differs"
+            );
+        }
+    }
+}
+
+/// An `openssl` command whose libcrypto is not the one rustica was built
+/// against: OpenSSL 4.0's (libcrypto.so.4, scripts/openssl-build.sh's
+/// cache) when rustica calls a 3.x libcrypto, the host's 3.x when rustica
+/// was built for 4.0 (scripts/test-openssl.sh 4.0). $RUSTICA_FOREIGN_OPENSSL
+/// overrides it.
+fn foreign_openssl() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("RUSTICA_FOREIGN_OPENSSL") {
+        return Some(p.into());
+    }
+    let linked = ibmca_shim::linked_openssl_version().0;
+    let candidate = if linked == 3 {
+        std::path::PathBuf::from("/var/tmp/rustica-cache/openssl-4.0/install/bin/openssl")
+    } else {
+        std::path::PathBuf::from("/usr/bin/openssl")
+    };
+    let major = Command::new(&candidate)
+        .arg("version")
+        .env("OPENSSL_CONF", "/dev/null")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            let v = String::from_utf8_lossy(&o.stdout).into_owned();
+            v.split_whitespace()
+                .nth(1)?
+                .split('.')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })?;
+    (major != linked).then_some(candidate)
+}
+
+#[test]
+fn a_core_of_another_libcrypto_keeps_async_off_and_operations_counted() {
+    let Some(openssl) = foreign_openssl() else {
+        eprintln!(
+            "no openssl of another libcrypto than rustica's (scripts/openssl-build.sh 4.0 \
+             caches one): skipped"
+        );
+        return;
+    };
+    let lab = emu_lab(&[], &[("LIBICA_EMU_LATENCY_US", "500")]);
+    let foreign = |args: &[&str]| {
+        let out = Command::new(&openssl)
+            .args(args)
+            .current_dir(lab.dir.path())
+            .env("OPENSSL_CONF", lab.path("rustica.cnf"))
+            .env("RUSTICA_STATS_PATH", lab.path("stats"))
+            .env("LIBICA_EMU_LATENCY_US", "500")
+            .env_remove("RUSTICA_BACKEND")
+            .output()
+            .expect("run the foreign openssl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {text}",
+            openssl.display()
+        );
+        text
+    };
+    // The build info line (the `backend` information) says why.
+    let listed = foreign(&["list", "-providers", "-verbose"]);
+    assert!(
+        listed.contains("async: off (the core is another libcrypto than rustica's"),
+        "{listed}"
+    );
+    // speed's jobs are the foreign libcrypto's: rustica runs every
+    // signature synchronously, on libica, and none fails.
+    let out = foreign(&["speed", "-seconds", "1", "-async_jobs", "4", "rsa2048"]);
+    assert!(out.contains("2048 bits"), "{out}");
+    let s = lab.stats();
+    assert!(s.get(Op::Sign, Backend::Libica) > 4, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.asynchronous(Op::Sign), 0, "{}", s.to_json());
+    assert_eq!(s.max_inflight(), 0, "{}", s.to_json());
+    // `rustica doctor` with that openssl first on PATH says the same.
+    let bin = lab.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&openssl, bin.join("openssl")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(rustica_bin())
+        .args([
+            "doctor",
+            "--module",
+            module_path().to_str().unwrap(),
+            "--config",
+            &lab.p("rustica.cnf"),
+        ])
+        .env("PATH", path)
+        .env("RUSTICA_STATS_PATH", lab.path("doctor-stats"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let line = t
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("async:"))
+        .unwrap_or_else(|| panic!("no async line: {t}"));
+    assert!(line.contains("off (the openssl command is OpenSSL"), "{t}");
 }

@@ -1,7 +1,7 @@
 /*
  * rustica inside OpenSSL ASYNC jobs, as an event-driven server uses them:
  *
- *   async_jobs CONFIG KEY MODE JOBS
+ *   async_jobs CONFIG KEY MODE JOBS [CIPHERTEXT]
  *
  * Loads CONFIG into a library context of its own, reads the private KEY
  * (PEM) into it, and then, by MODE:
@@ -19,6 +19,14 @@
  *          flight), and in the child signs and verifies once outside a
  *          job and once inside a new job; the parent finishes its jobs and
  *          checks the child's exit status.
+ *   keygen starts JOBS jobs at once, each generating a key of KEY's size
+ *          (EVP_PKEY_generate, by rustica), then signs and verifies with
+ *          every generated key outside the jobs.
+ *   reject decrypts the file CIPHERTEXT with PKCS#1 v1.5 padding and
+ *          implicit rejection on, once outside a job and in JOBS jobs at
+ *          once; every output must be the same. Prints "sync HEX" and
+ *          "async HEX" (the outputs), for the caller to compare with the
+ *          default provider's.
  * Prints "threads N" (entries of /proc/self/task after the operations,
  * before teardown) and "paused N" (jobs that paused at least once).
  * Exit 0 = every result checked.
@@ -41,10 +49,13 @@
 
 #define MAX_JOBS 256
 
+enum kind { SIGN, DECRYPT_OAEP, DECRYPT_PKCS1, KEYGEN };
+
 struct work {
     OSSL_LIB_CTX *lib;
     EVP_PKEY *key;
-    int decrypt;
+    enum kind kind;
+    EVP_PKEY *generated; /* KEYGEN's result */
     unsigned char in[32];
     unsigned char ct[1024];
     size_t ctlen;
@@ -58,6 +69,16 @@ static int fail(const char *what)
     fprintf(stderr, "async_jobs: %s failed\n", what);
     ERR_print_errors_fp(stderr);
     return 0;
+}
+
+static void print_hex(const char *what, const unsigned char *b, size_t n)
+{
+    size_t i;
+
+    printf("%s ", what);
+    for (i = 0; i < n; i++)
+        printf("%02x", b[i]);
+    printf("\n");
 }
 
 static int threads(void)
@@ -85,15 +106,32 @@ static int by_rustica(EVP_PKEY_CTX *ctx)
 /* The operation of one job (or of a plain call in sync mode). */
 static int operate(struct work *w)
 {
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(w->lib, w->key, NULL);
+    EVP_PKEY_CTX *ctx = w->kind == KEYGEN
+        ? EVP_PKEY_CTX_new_from_name(w->lib, "RSA", NULL)
+        : EVP_PKEY_CTX_new_from_pkey(w->lib, w->key, NULL);
     int ok = 0;
+    unsigned int implicit = 1;
+    OSSL_PARAM params[] = {
+        /* the name of OSSL_ASYM_CIPHER_PARAM_IMPLICIT_REJECTION (3.2+ headers) */
+        OSSL_PARAM_uint("implicit-rejection", &implicit),
+        OSSL_PARAM_END
+    };
 
     w->outlen = sizeof(w->out);
     if (ctx == NULL)
         return 0;
-    if (w->decrypt) {
+    if (w->kind == KEYGEN) {
+        ok = EVP_PKEY_keygen_init(ctx) == 1
+            && EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, EVP_PKEY_get_bits(w->key)) == 1
+            && EVP_PKEY_generate(ctx, &w->generated) == 1;
+    } else if (w->kind == DECRYPT_OAEP) {
         ok = EVP_PKEY_decrypt_init(ctx) == 1
             && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
+            && EVP_PKEY_decrypt(ctx, w->out, &w->outlen, w->ct, w->ctlen) == 1;
+    } else if (w->kind == DECRYPT_PKCS1) {
+        ok = EVP_PKEY_decrypt_init(ctx) == 1
+            && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) == 1
+            && EVP_PKEY_CTX_set_params(ctx, params) == 1
             && EVP_PKEY_decrypt(ctx, w->out, &w->outlen, w->ct, w->ctlen) == 1;
     } else {
         ok = EVP_PKEY_sign_init(ctx) == 1
@@ -121,7 +159,22 @@ static int check(struct work *w)
 
     if (!w->ok)
         return fail("an operation");
-    if (w->decrypt)
+    if (w->kind == KEYGEN) {
+        /* The generated key has the size asked for and signs verifiably. */
+        struct work use;
+
+        memset(&use, 0, sizeof(use));
+        use.lib = w->lib;
+        use.key = w->generated;
+        use.kind = SIGN;
+        memset(use.in, 0x5a, sizeof(use.in));
+        ok = EVP_PKEY_get_bits(w->generated) == EVP_PKEY_get_bits(w->key)
+            && operate(&use) && check(&use);
+        return ok ? 1 : fail("using a generated key");
+    }
+    if (w->kind == DECRYPT_PKCS1)
+        return 1; /* compared with the other outputs by the caller */
+    if (w->kind == DECRYPT_OAEP)
         return w->outlen == sizeof(w->in) && memcmp(w->out, w->in, w->outlen) == 0
             ? 1 : fail("decryption round trip");
     ctx = EVP_PKEY_CTX_new_from_pkey(w->lib, w->key, NULL);
@@ -133,6 +186,12 @@ static int check(struct work *w)
     return ok ? 1 : fail("signature verification");
 }
 
+/* The ciphertext of reject mode, and the kind every job runs when not
+ * the mixed signatures and decryptions. */
+static unsigned char reject_ct[1024];
+static size_t reject_ctlen;
+static int all_keygen;
+
 static int prepare(struct work *w, OSSL_LIB_CTX *lib, EVP_PKEY *key, int i)
 {
     EVP_PKEY_CTX *ctx;
@@ -141,10 +200,20 @@ static int prepare(struct work *w, OSSL_LIB_CTX *lib, EVP_PKEY *key, int i)
     memset(w, 0, sizeof(*w));
     w->lib = lib;
     w->key = key;
-    w->decrypt = i % 3 == 2;
+    w->kind = i % 3 == 2 ? DECRYPT_OAEP : SIGN;
     memset(w->in, i & 0xff, sizeof(w->in));
     w->in[0] = (unsigned char)(i >> 8);
-    if (!w->decrypt)
+    if (all_keygen) {
+        w->kind = KEYGEN;
+        return 1;
+    }
+    if (reject_ctlen > 0) {
+        w->kind = DECRYPT_PKCS1;
+        memcpy(w->ct, reject_ct, reject_ctlen);
+        w->ctlen = reject_ctlen;
+        return 1;
+    }
+    if (w->kind != DECRYPT_OAEP)
         return 1;
     ctx = EVP_PKEY_CTX_new_from_pkey(lib, key, NULL);
     w->ctlen = sizeof(w->ct);
@@ -283,8 +352,9 @@ int main(int argc, char **argv)
     int jobs, i, paused = 0, ok = 0, nthreads;
     const char *mode;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: async_jobs CONFIG KEY jobs|sync|fork JOBS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr,
+                "usage: async_jobs CONFIG KEY jobs|sync|fork|keygen|reject JOBS [CIPHERTEXT]\n");
         return 2;
     }
     mode = argv[3];
@@ -300,12 +370,40 @@ int main(int argc, char **argv)
     BIO_free(bio);
     if (key == NULL)
         return fail("reading the key") ? 0 : 1;
+    all_keygen = strcmp(mode, "keygen") == 0;
+    if (strcmp(mode, "reject") == 0) {
+        FILE *f = argc == 6 ? fopen(argv[5], "rb") : NULL;
+
+        if (f == NULL)
+            return fail("reading the ciphertext") ? 0 : 1;
+        reject_ctlen = fread(reject_ct, 1, sizeof(reject_ct), f);
+        fclose(f);
+        if (reject_ctlen == 0)
+            return fail("reading the ciphertext") ? 0 : 1;
+    }
 
     if (strcmp(mode, "sync") == 0) {
         ok = 1;
         for (i = 0; i < jobs && ok; i++)
             ok = prepare(&slots[i].w, lib, key, i) && operate(&slots[i].w)
                 && check(&slots[i].w);
+    } else if (strcmp(mode, "keygen") == 0) {
+        ok = start_all(slots, jobs, lib, key) && run_slots(slots, jobs, 0)
+            && check_all(slots, jobs, &paused);
+    } else if (strcmp(mode, "reject") == 0) {
+        struct work sync;
+
+        ok = prepare(&sync, lib, key, 0) && operate(&sync)
+            && start_all(slots, jobs, lib, key) && run_slots(slots, jobs, 0)
+            && check_all(slots, jobs, &paused);
+        for (i = 0; ok && i < jobs; i++)
+            if (slots[i].w.outlen != sync.outlen
+                || memcmp(slots[i].w.out, sync.out, sync.outlen) != 0)
+                ok = fail("the same output in every job and outside a job");
+        if (ok) {
+            print_hex("sync", sync.out, sync.outlen);
+            print_hex("async", slots[0].w.out, slots[0].w.outlen);
+        }
     } else if (strcmp(mode, "jobs") == 0) {
         ok = start_all(slots, jobs, lib, key) && run_slots(slots, jobs, 1)
             && check_all(slots, jobs, &paused);
@@ -331,8 +429,10 @@ int main(int argc, char **argv)
     nthreads = threads();
     printf("threads %d\npaused %d\n", nthreads, paused);
 
-    for (i = 0; i < jobs; i++)
+    for (i = 0; i < jobs; i++) {
         ASYNC_WAIT_CTX_free(slots[i].wctx);
+        EVP_PKEY_free(slots[i].w.generated);
+    }
     EVP_PKEY_free(key);
     /* Unloads rustica, possibly with abandoned requests still in flight. */
     OSSL_LIB_CTX_free(lib);
