@@ -13,6 +13,7 @@
 //!   the row's key pair and the checks across the two sides.
 //! - `results`: the data; `report`, `svg`: the outputs.
 
+mod async_jobs;
 mod columns;
 mod commands;
 mod counters;
@@ -118,6 +119,10 @@ pub struct LabArgs {
     /// Columns to leave out, comma separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     skip: Vec<SkipWhat>,
+    /// Also run `openssl speed -async_jobs N` on A and B after the matrix
+    /// (needs --backend libica); results in async-jobs.md and .json.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    async_jobs: Option<u32>,
     /// The openssl program [default: `openssl` on PATH].
     #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
     openssl: PathBuf,
@@ -130,6 +135,12 @@ fn fail(msg: impl std::fmt::Display) -> u8 {
 
 pub fn run(args: LabArgs) -> u8 {
     openssl::install_signal_handlers();
+    if let Some(m) = args
+        .async_jobs
+        .and_then(|n| async_jobs::refuse(args.backend.as_deref(), n))
+    {
+        return fail(m);
+    }
     let setup = match check_setup(&args) {
         Ok(s) => s,
         Err(m) => return fail(m),
@@ -208,10 +219,32 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
             break;
         }
     }
+    let async_valid = match args.async_jobs.filter(|_| !info.interrupted) {
+        Some(n) => {
+            let r = async_jobs::run(&mut ctx, &setup.sizes, n);
+            async_jobs::write(&out, &r, n)
+                .map_err(|e| format!("cannot write async-jobs.md: {e}"))?;
+            println!(
+                "rustica lab: speed -async_jobs {n}: {}",
+                if async_jobs::valid(&r) {
+                    "valid"
+                } else {
+                    "INVALID (see async-jobs.md)"
+                }
+            );
+            async_jobs::valid(&r)
+        }
+        None => true,
+    };
     prog.finish();
     info.duration_s = t0.elapsed().as_secs_f64();
     write_reports(&out, &mut info, &rows, &stats_path)?;
-    Ok(summarize(&out, &rows, &info))
+    let code = summarize(&out, &rows, &info);
+    Ok(if code == 0 && !async_valid {
+        EXIT_INVALID
+    } else {
+        code
+    })
 }
 
 /// How side B runs `openssl speed`, for the report.

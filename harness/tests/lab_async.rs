@@ -1,0 +1,171 @@
+//! `rustica lab --backend libica --async-jobs N`: `openssl speed
+//! -async_jobs N` on A and B after the matrix, B validated from rustica's
+//! counters (every signature counted, the timed loop's through paused
+//! jobs), reported in async-jobs.md and async-jobs.json.
+//!
+//! The real run needs the built module and the emulated libica beside it
+//! ($RUSTICA_MODULE, else target/release/rustica.so; scripts/build.sh).
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn rustica() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rustica"));
+    c.env_remove("RUSTICA_MODULE")
+        .env_remove("RUSTICA_STATS_PATH");
+    c.stdin(Stdio::null());
+    c
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    tempfile::Builder::new()
+        .prefix(&format!("rustica-harness-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep()
+}
+
+fn real_module() -> PathBuf {
+    let p = match std::env::var_os("RUSTICA_MODULE") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/rustica.so"),
+    };
+    assert!(
+        p.is_file(),
+        "the rustica module {} is missing: run scripts/build.sh first (or set RUSTICA_MODULE)",
+        p.display()
+    );
+    p
+}
+
+fn emulated_libica() -> PathBuf {
+    let p = match std::env::var_os("RUSTICA_LIBICA_EMU") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => real_module().with_file_name("libica_emu.so"),
+    };
+    assert!(
+        p.is_file(),
+        "the emulated libica {} is missing",
+        p.display()
+    );
+    p
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The smallest matrix (1024 bits, one of each process, no TLS, speed or
+/// new-key columns) plus the async measurement with 8 jobs.
+fn quick_async_lab(module: &Path, out: &Path) -> Output {
+    rustica()
+        .args(["lab", "--sizes", "1024", "--count", "1", "--reps", "1"])
+        .args(["--keygen-reps", "1", "--speed-seconds", "1"])
+        .args(["--skip", "tls,speed,newkey", "--async-jobs", "8"])
+        .args(["--backend", "libica", "--libica"])
+        .arg(emulated_libica())
+        .arg("--module")
+        .arg(module)
+        .arg("--out")
+        .arg(out)
+        // Each emulated call waits 1 ms for one of 16 units: jobs pause.
+        .env("LIBICA_EMU_LATENCY_US", "1000")
+        .env("LIBICA_EMU_UNITS", "16")
+        .output()
+        .unwrap()
+}
+
+fn async_report(out: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(out.join("async-jobs.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn real_async_jobs_are_counted_as_async() {
+    let dir = temp_dir("async-jobs");
+    let out = dir.join("out");
+    let o = quick_async_lab(&real_module(), &out);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("speed -async_jobs 8: valid"),
+        "{}",
+        text(&o)
+    );
+    let j = async_report(&out);
+    assert_eq!(j["valid"], true, "{j}");
+    assert_eq!(j["async_jobs"], 8);
+    let row = &j["rows"][0];
+    assert_eq!(row["bits"], 1024);
+    let loop_signs = row["b_loop_signs"].as_u64().unwrap();
+    let counted = row["b_counted_signs"].as_u64().unwrap();
+    let asynced = row["b_counted_async"].as_u64().unwrap();
+    assert!(loop_signs > 8, "{row}");
+    assert!(counted >= loop_signs, "{row}");
+    assert!(asynced >= loop_signs && asynced <= counted, "{row}");
+    assert!(row["a_median"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(row["b_median"].as_f64().unwrap() > 0.0, "{row}");
+    let commands = row["commands"].as_array().unwrap();
+    assert!(
+        commands.iter().all(|c| c
+            .as_str()
+            .unwrap()
+            .contains("speed -elapsed -seconds 1 -async_jobs 8 -mr rsa1024")),
+        "{row}"
+    );
+    let md = fs::read_to_string(out.join("async-jobs.md")).unwrap();
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| 1024 |") && l.ends_with("| yes |")),
+        "{md}"
+    );
+    fs::remove_dir_all(&dir).ok();
+}
+
+/// OpenSSL's legacy provider loaded as `rustica`: speed runs on the
+/// default provider, rustica counts nothing, the async rows are INVALID.
+#[test]
+fn async_jobs_are_invalid_when_b_does_not_run_on_rustica() {
+    let dir = temp_dir("async-invalid");
+    let out = Command::new("openssl")
+        .args(["version", "-m"])
+        .output()
+        .unwrap();
+    let text_m = String::from_utf8_lossy(&out.stdout).into_owned();
+    let modules = text_m.split('"').nth(1).expect("MODULESDIR");
+    let fake = dir.join("rustica.so");
+    fs::copy(Path::new(modules).join("legacy.so"), &fake).unwrap();
+    let out = dir.join("out");
+    let o = quick_async_lab(&fake, &out);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let j = async_report(&out);
+    assert_eq!(j["valid"], false, "{j}");
+    assert_eq!(j["rows"][0]["valid"], false, "{j}");
+    assert_eq!(j["rows"][0]["b_counted_async"], 0, "{j}");
+    let md = fs::read_to_string(out.join("async-jobs.md")).unwrap();
+    assert!(md.contains("| NO |"), "{md}");
+    fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn async_jobs_need_the_libica_backend() {
+    for backend in [None, Some("software")] {
+        let mut cmd = rustica();
+        cmd.args(["lab", "--sizes", "1024", "--async-jobs", "8"]);
+        if let Some(b) = backend {
+            cmd.args(["--backend", b]);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--async-jobs needs --backend libica"),
+            "{}",
+            text(&o)
+        );
+    }
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# TLS handshakes per second of HAProxy (Debian's haproxy, one thread:
+# nbthread 1) with an RSA-2048 certificate, for three sides: rustica on the
+# emulated adapter with HAProxy's `ssl-mode-async` (rustica's async = auto),
+# the same without `ssl-mode-async` (every handshake's RSA operation blocks
+# the thread for the adapter's latency), and the default provider. TLS 1.3
+# (RSA-PSS signature) and TLS 1.2 (ECDHE-RSA: a PKCS#1 v1.5 signature).
+# The load: ApacheBench (`ab`, Debian's apache2-utils), CONCURRENCY
+# connections at once, each a new, non-resumed handshake (no keep-alive;
+# ab does not resume sessions) and one small response.
+#
+# The emulated libica holds one of LIBICA_EMU_UNITS units for
+# LIBICA_EMU_LATENCY_US per call (defaults 16 and 2000: at most 8,000
+# calls/s), then computes in software on this CPU.
+#
+# Usage: scripts/bench-haproxy.sh [REQUESTS [ROUNDS [CONCURRENCY]]]
+#   (defaults 2000, 3, 4; see docs/performance.md for why 4). Each cell is measured ROUNDS times, the sides
+#   alternating within a round; the table shows the median handshakes/s
+#   (range in brackets) and rustica's counters (signatures on libica and
+#   how many of them through a paused ASYNC job). Figures only: nothing
+#   here is a pass/fail target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+requests=${1:-2000}
+rounds=${2:-3}
+concurrency=${3:-4}
+for tool in haproxy ab; do
+  command -v "$tool" >/dev/null || { echo "bench-haproxy: $tool is missing (apt-get install haproxy apache2-utils)" >&2; exit 1; }
+done
+profile=release
+[ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
+module=$PWD/target/$profile/rustica.so
+emu=$PWD/target/$profile/libica_emu.so
+rustica=$PWD/target/$profile/rustica
+work=$(mktemp -d)
+haproxy_pid=
+cleanup() {
+  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
+export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
+
+cat >"$work/rustica.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = alg
+[alg]
+default_properties = ?provider=rustica
+[provider_sect]
+rustica = rustica_sect
+default = default_sect
+[default_sect]
+activate = 1
+[rustica_sect]
+module = $module
+backend = libica
+libica = $emu
+activate = 1
+CNF
+printf 'openssl_conf = openssl_init\n[openssl_init]\nproviders = p\n[p]\ndefault = d\n[d]\nactivate = 1\n' >"$work/default.cnf"
+OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
+  -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+# haproxy.cfg for a side: "async", "sync" (rustica without ssl-mode-async)
+# or "default".
+haproxy_cfg() {
+  {
+    echo "global"
+    echo "  nbthread 1"
+    echo "  maxconn 4096"
+    echo "  tune.ssl.default-dh-param 2048"
+    # No session cache: every handshake does its RSA operation.
+    echo "  tune.ssl.cachesize 0"
+    [ "$1" != async ] || echo "  ssl-mode-async"
+    echo "defaults"
+    echo "  mode http"
+    echo "  timeout connect 5s"
+    echo "  timeout client 30s"
+    echo "  timeout server 30s"
+    echo "frontend tls"
+    echo "  bind 127.0.0.1:$port ssl crt $work/server.pem no-tls-tickets"
+    echo "  http-request return status 200 content-type text/plain string ok"
+  } >"$work/$1.cfg"
+}
+
+# Starts haproxy for a side; its stats file is $work/stats-SIDE.
+start_haproxy() {
+  local conf=rustica.cnf
+  [ "$1" != default ] || conf=default.cnf
+  OPENSSL_CONF="$work/$conf" RUSTICA_STATS_PATH="$work/stats-$1" \
+    haproxy -db -f "$work/$1.cfg" >"$work/haproxy-$1.log" 2>&1 &
+  haproxy_pid=$!
+  for _ in $(seq 100); do
+    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "bench-haproxy: haproxy ($1) did not start:" >&2
+  cat "$work/haproxy-$1.log" >&2
+  exit 1
+}
+
+# Stops haproxy; says "crashed" (and keeps its log) when it had died.
+stop_haproxy() {
+  local status=alive
+  kill -0 "$haproxy_pid" 2>/dev/null || status=crashed
+  kill "$haproxy_pid" 2>/dev/null || true
+  wait "$haproxy_pid" 2>/dev/null || true
+  haproxy_pid=
+  if [ "$status" = crashed ]; then
+    crashes=$((crashes + 1))
+    cp "$work/haproxy-$1.log" "${TMPDIR:-/tmp}/bench-haproxy-crash-$1-$crashes.log" 2>/dev/null || true
+  fi
+}
+crashes=0
+
+# Handshakes/s of one ab run against the running haproxy, TLS version $1.
+rate() {
+  local proto cipher=()
+  if [ "$1" = 1.3 ]; then proto=TLS1.3; else proto=TLS1.2; cipher=(-Z ECDHE-RSA-AES128-GCM-SHA256); fi
+  ab -q -n "$requests" -c "$concurrency" -f "$proto" "${cipher[@]}" "https://127.0.0.1:$port/" 2>&1 |
+    awk '/^Failed requests:/ { failed = $3 } /^Requests per second:/ { rate = $4 }
+         END { if (failed > 0) rate = rate " (" failed " failed)"; print rate }'
+}
+
+# "median (min-max)" of the numbers on stdin.
+summary() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    if (NR > 1) printf "%.0f (%.0f-%.0f)", m, v[1], v[NR]; else printf "%.0f", m }'
+}
+
+# signatures on libica / async, from a side's counters.
+counters() {
+  "$rustica" stats --json --path "$work/stats-$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d["ops"]["sign"]
+print("%d on libica, %d async, %d fallback, %d failed; max %d in flight"
+      % (s["libica"], s["async"], s["fallback"], s["failed"], d["async_max_inflight"]))'
+}
+
+for side in async sync default; do haproxy_cfg "$side"; done
+echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread 1, ab -n $requests -c $concurrency, $rounds round(s); emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async |"
+echo "|---|---:|---:|---:|---:|"
+for tls in 1.3 1.2; do
+  for side in async sync default; do : >"$work/rates-$side"; done
+  : >"$work/ratios"
+  for _ in $(seq "$rounds"); do
+    for side in async sync default; do
+      start_haproxy "$side"
+      rate "$tls" | awk '{ print $1 }' >>"$work/rates-$side"
+      stop_haproxy "$side"
+    done
+    a=$(tail -1 "$work/rates-async") s=$(tail -1 "$work/rates-sync")
+    awk -v a="$a" -v s="$s" 'BEGIN { if (s > 0) printf "%.3f\n", a / s }' >>"$work/ratios"
+  done
+  ratio=$(sort -g "$work/ratios" | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $ratio |"
+done
+echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
+if [ "$crashes" -gt 0 ]; then
+  echo "haproxy died during $crashes run(s); logs in ${TMPDIR:-/tmp}/bench-haproxy-crash-*.log (see docs/performance.md)"
+fi
+echo
+for side in async sync; do
+  echo "counters (rustica, $side): $(counters "$side")"
+done
