@@ -25,8 +25,11 @@
 # each signature on the host with the default provider, compare with the
 # host's signature; encrypt and decrypt (OAEP and PKCS#1 v1.5) across
 # s390x and the host in both directions; and check rustica's s390x counters
-# show libica for every operation. Prints each part's OpenSSL and libica
-# versions and counters. Exits non-zero, saying what failed.
+# show libica for every operation; then `openssl speed -async_jobs 8` and
+# TLS handshakes against `s_server -async` on s390x, every private
+# operation counted on libica and those inside a job counted as async.
+# Prints each part's OpenSSL and libica versions and counters. Exits
+# non-zero, saying what failed.
 #
 # Work directory: $S390X_LANE_DIR (default target/s390x-lane), reused on the
 # next run (sysroots and cross builds are cached there). bookworm keeps the
@@ -356,6 +359,77 @@ done
 [ -z "$bad" ] || die "operations not counted where expected:$bad"
 grep -q "backend = libica: libica.so.3" "$RUN/rustica-debug.log" \
   || die "rustica's debug log does not show libica.so.3 as the backend"
+
+# Asynchronous offload with the real libica: OpenSSL ASYNC jobs on s390x
+# (`speed -async_jobs`, `s_server -async`), each libica call made on one of
+# rustica's offload threads while its job pauses. Every private operation
+# must be counted on libica, and those speed's timed loop and the TLS
+# handshakes ran inside a job as async (the async counts follow the
+# backend counts in each shard, at offset 160).
+async_counter() { # op-index
+  local sum=0 s v
+  for s in $(seq 0 15); do
+    v=$(od -A n -t u8 --endian=big -j $((4096 + s * shard_size + 160 + $1 * 8)) -N 8 "$STATS" | tr -d ' ')
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+# "libica software fallback failed async" of op-index.
+counts() { echo "$(counter "$1" 0) $(counter "$1" 1) $(counter "$1" 2) $(counter "$1" 3) $(async_counter "$1")"; }
+# Checks the deltas of the private operations (keygen, sign, decrypt)
+# since $1 $2 $3 (each "libica software fallback failed async"): all on
+# libica; at least $4 signatures and $5 decryptions async.
+check_async() { # what before-keygen before-sign before-decrypt min-sign-async min-decrypt-async
+  local what=$1 op i before now d
+  local -a b n
+  for i in 0 1 2; do
+    op=$((i == 0 ? 0 : (i == 1 ? 1 : 4)))
+    before=${2}; [ "$i" = 1 ] && before=$3; [ "$i" = 2 ] && before=$4
+    read -r -a b <<<"$before"; read -r -a n <<<"$(counts "$op")"
+    say "$what: ${ops[$op]} +$((n[0] - b[0])) libica, +$((n[1] - b[1])) software, +$((n[2] - b[2])) fallback, +$((n[3] - b[3])) failed, +$((n[4] - b[4])) async"
+    [ $((n[1] - b[1] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
+      || die "$what: ${ops[$op]} not all on libica"
+    d=$((n[4] - b[4]))
+    if [ "$op" = 1 ] && [ "$d" -lt "$5" ]; then die "$what: only $d signatures async, expected at least $5"; fi
+    if [ "$op" = 4 ] && [ "$d" -lt "$6" ]; then die "$what: only $d decryptions async, expected at least $6"; fi
+  done
+}
+
+step "openssl speed -async_jobs 8 rsa2048 on s390x (real libica, offload threads)"
+bk=$(counts 0) bs=$(counts 1) bd=$(counts 4)
+s390x_openssl speed -elapsed -seconds 1 -async_jobs 8 -mr rsa2048 >"$RUN/speed-async.out" 2>&1 \
+  || { cat "$RUN/speed-async.out" >&2; die "openssl speed -async_jobs 8 on s390x failed"; }
+# +R1:count:bits:seconds: the timed signatures, all made inside jobs.
+loop_signs=$(awk -F: '/^\+R1:/ { print $2; exit }' "$RUN/speed-async.out")
+[ -n "$loop_signs" ] && [ "$loop_signs" -gt 0 ] || die "no +R1 line in speed -mr's output"
+say "speed -async_jobs 8: $loop_signs signatures in its timed loop"
+check_async "speed -async_jobs 8" "$bk" "$bs" "$bd" "$loop_signs" 0
+
+step "TLS 1.3 and 1.2 handshakes with s390x s_server -async (real libica)"
+host_openssl req -x509 -new -key "$RUN/key-2048.pem" -subj /CN=s390x-lane -days 2 \
+  -out "$RUN/cert-2048.pem" 2>/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+bk=$(counts 0) bs=$(counts 1) bd=$(counts 4)
+s390x_openssl s_server -async -accept "$port" -cert "$RUN/cert-2048.pem" -key "$RUN/key-2048.pem" \
+  -www -quiet </dev/null >"$RUN/s_server.out" 2>&1 &
+server=$!
+for _ in $(seq 100); do
+  python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null && break
+  sleep 0.2
+done
+# TLS 1.3: an RSA-PSS signature; TLS 1.2 with RSA key exchange: a PKCS#1
+# v1.5 decryption of the premaster secret.
+tls_ok=1
+for proto in "-tls1_3" "-tls1_2 -cipher AES128-GCM-SHA256"; do
+  # shellcheck disable=SC2086
+  echo "GET / HTTP/1.0" | host_openssl s_client -connect "127.0.0.1:$port" $proto -brief \
+    -ign_eof >"$RUN/s_client.out" 2>&1 || true
+  grep -q "CONNECTION ESTABLISHED" "$RUN/s_client.out" || { tls_ok=0; cat "$RUN/s_client.out" >&2; }
+done
+kill "$server" 2>/dev/null || true
+wait "$server" 2>/dev/null || true
+[ "$tls_ok" = 1 ] || die "a TLS handshake with the s390x s_server -async failed"
+check_async "s_server -async" "$bk" "$bs" "$bd" 1 1
 libica_deb=$(ls "$APTDIR"/debs/libica3_*.deb 2>/dev/null | head -n1)
 libica_pkg=unknown
 [ -n "$libica_deb" ] && libica_pkg=$(dpkg-deb -f "$libica_deb" Version)
