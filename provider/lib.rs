@@ -7,6 +7,7 @@
 pub mod asym_cipher;
 pub mod boundary;
 pub mod config;
+pub mod context;
 pub mod ct;
 pub mod der;
 pub mod digest;

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use ibmca_shim::{KeyCheck, RsaKey, RsaParts};
 
 use crate::boundary::{free_object, guard, into_object, quiet, ProviderObject};
+use crate::context::ProvCtx;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_DISPATCH, OSSL_PARAM};
 use crate::params::{self, OwnedParams, ParamTable, END};
-use crate::prov::ProvCtx;
 
 mod fields;
 mod gen;

@@ -1,11 +1,11 @@
 //! The RSASSA-PSS restrictions an RSA-PSS key may carry: parsed from
 //! import and generation parameters, written back on export.
 
+use crate::context::ProvCtx;
 use crate::digest::DigestId;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
 use crate::params::{self, OwnedParams};
-use crate::prov::ProvCtx;
 
 /// The RSASSA-PSS parameters an RSA-PSS key is restricted to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

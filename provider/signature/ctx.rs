@@ -8,6 +8,7 @@ use std::sync::Arc;
 use ibmca_shim::RsaKey;
 
 use crate::boundary::ProviderObject;
+use crate::context::ProvCtx;
 use crate::der;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
@@ -16,7 +17,6 @@ use crate::keymgmt::{pss_digest, KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
 use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
-use crate::prov::ProvCtx;
 
 /// A PSS salt length given by name: "digest", "max", "auto",
 /// "auto-digestmax" or a non-negative number of bytes.

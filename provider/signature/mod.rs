@@ -5,12 +5,12 @@ use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
 use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::context::ProvCtx;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, int_param, param, ParamTable, END, OCTETS, UTF8};
-use crate::prov::ProvCtx;
 
 mod composite;
 mod ctx;
