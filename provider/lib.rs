@@ -15,6 +15,7 @@ pub mod dispatch;
 pub mod enc_padding;
 pub mod error;
 pub mod ffi;
+pub mod key;
 pub mod keymgmt;
 pub mod pad_mode;
 pub mod padding;

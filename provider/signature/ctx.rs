@@ -13,7 +13,7 @@ use crate::der;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::keymgmt::{pss_digest, KeyKind, KeyObj, PssRestrictions};
+use crate::key::{pss_digest, KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
 use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
