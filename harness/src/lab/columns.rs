@@ -10,11 +10,9 @@ use super::commands::{
     verified_ok, verify_args,
 };
 pub use super::commands::{strings, Paths, TlsClient};
-use super::matrix::{Options, SECLEVEL1_BELOW, SPEED_SIZES};
 use super::openssl::Side;
+use super::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW, SPEED_SIZES};
 use super::progress::{est_cert, est_keygen, est_sign, est_verify};
-use super::results::Kind;
-use super::SkipWhat;
 use ibmca_shim::stats::Op;
 
 /// How a column's samples reduce to the figure of the lab-shaped table.
