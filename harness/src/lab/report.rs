@@ -570,6 +570,38 @@ pub mod tests {
         }
     }
 
+    /// The four outputs of the sample rows, byte for byte as recorded in
+    /// harness/tests/fixtures/lab-report/ (RUSTICA_RECORD_REPORT=1 records
+    /// them): moving code around must not change a report.
+    #[test]
+    fn outputs_match_the_recorded_reports() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab-report");
+        let (rows, info) = (sample_rows(), sample_info());
+        let outputs = [
+            ("report.md", markdown(&info, &rows)),
+            (
+                "report.json",
+                serde_json::to_string_pretty(&json_report(&info, &rows)).unwrap() + "\n",
+            ),
+            ("report.csv", csv(&rows)),
+            (
+                "chart.svg",
+                crate::lab::svg::chart(&rows, "RSA cost by key size: time per operation (median)"),
+            ),
+        ];
+        let record = std::env::var_os("RUSTICA_RECORD_REPORT").is_some();
+        for (name, text) in outputs {
+            let path = dir.join(name);
+            if record {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &text).unwrap();
+            }
+            let recorded = std::fs::read_to_string(&path).unwrap();
+            assert!(recorded == text, "{name} differs from {}", path.display());
+        }
+    }
+
     #[test]
     fn numbers() {
         assert_eq!(num(0.77), "0.770");
