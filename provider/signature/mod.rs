@@ -12,9 +12,13 @@ use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, int_param, param, ParamTable, END, OCTETS, UTF8};
 
+mod algorithm_id;
 mod composite;
 mod ctx;
 mod ops;
+mod pss;
+#[cfg(test)]
+mod tests;
 
 use ctx::Purpose;
 pub use ctx::{Pad, SigCtx};
