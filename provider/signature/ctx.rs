@@ -13,7 +13,7 @@ use crate::context::ProvCtx;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::key::{pss_digest, KeyKind, KeyObj, PssRestrictions};
+use crate::key::{KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
 use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
@@ -224,40 +224,7 @@ impl SigCtx {
             }
             self.pad = Pad::Pss;
             if let Some(r) = self.restrict {
-                // Restrictions naming a digest RSASSA-PSS parameters cannot
-                // carry (imported from OSSL_PARAMs) make the key unusable:
-                // refused at init, as the default provider does.
-                for (what, id) in [("digest", r.md), ("MGF1 digest", r.mgf1)] {
-                    if !pss_digest(id) {
-                        return fail(
-                            Reason::InvalidDigest,
-                            format!(
-                                "this RSA-PSS key is restricted to the {what} {}, which \
-                                 RSASSA-PSS parameters cannot name (SHA-1 or SHA-2 only)",
-                                id.info().name.to_string_lossy()
-                            ),
-                        );
-                    }
-                }
-                // A key whose own minimum salt cannot fit its modulus can
-                // never sign or verify: refused at init, as OpenSSL does.
-                let em_len = (key_bits as usize - 1).div_ceil(8);
-                let room = em_len.saturating_sub(r.md.size() + 2);
-                if r.min_salt > room {
-                    return fail(
-                        Reason::InvalidSaltLength,
-                        format!(
-                            "this RSA-PSS key requires a salt of at least {} bytes; \
-                             a {}-bit key with {} has room for {room}",
-                            r.min_salt,
-                            key_bits,
-                            r.md.info().name.to_string_lossy()
-                        ),
-                    );
-                }
-                self.md = Some(r.md);
-                self.mgf1 = Some(r.mgf1);
-                self.saltlen = r.min_salt as i32;
+                self.apply_restrictions(r, key_bits)?;
             }
         }
         self.set_params(params)

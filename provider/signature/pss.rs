@@ -7,6 +7,7 @@ use ibmca_shim::RsaKey;
 use super::ctx::SigCtx;
 use crate::digest::DigestId;
 use crate::error::{fail, Error, Reason, Result};
+use crate::key::{pss_digest, PssRestrictions};
 use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 
 /// A PSS salt length given by name: "digest", "max", "auto",
@@ -45,6 +46,46 @@ pub(super) fn default_salt_len(core_version: (u32, u32)) -> i32 {
 }
 
 impl SigCtx {
+    /// Takes on an RSA-PSS key's restrictions at init: its digest, MGF1
+    /// digest and minimum salt become the context's settings.
+    pub(super) fn apply_restrictions(&mut self, r: PssRestrictions, key_bits: u32) -> Result<()> {
+        // Restrictions naming a digest RSASSA-PSS parameters cannot
+        // carry (imported from OSSL_PARAMs) make the key unusable:
+        // refused at init, as the default provider does.
+        for (what, id) in [("digest", r.md), ("MGF1 digest", r.mgf1)] {
+            if !pss_digest(id) {
+                return fail(
+                    Reason::InvalidDigest,
+                    format!(
+                        "this RSA-PSS key is restricted to the {what} {}, which \
+                         RSASSA-PSS parameters cannot name (SHA-1 or SHA-2 only)",
+                        id.info().name.to_string_lossy()
+                    ),
+                );
+            }
+        }
+        // A key whose own minimum salt cannot fit its modulus can
+        // never sign or verify: refused at init, as OpenSSL does.
+        let em_len = (key_bits as usize - 1).div_ceil(8);
+        let room = em_len.saturating_sub(r.md.size() + 2);
+        if r.min_salt > room {
+            return fail(
+                Reason::InvalidSaltLength,
+                format!(
+                    "this RSA-PSS key requires a salt of at least {} bytes; \
+                     a {}-bit key with {} has room for {room}",
+                    r.min_salt,
+                    key_bits,
+                    r.md.info().name.to_string_lossy()
+                ),
+            );
+        }
+        self.md = Some(r.md);
+        self.mgf1 = Some(r.mgf1);
+        self.saltlen = r.min_salt as i32;
+        Ok(())
+    }
+
     pub(super) fn check_restricted(
         &self,
         what: &str,
