@@ -8,6 +8,7 @@ use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, 
 use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
 use super::results::{Check, Column, Row, Sample, Status};
+use super::steps;
 use columns::{strings, Expect};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ impl Options {
     /// Estimated seconds of one row (for the progress ETA): every step
     /// that is not skipped, both sides.
     pub fn estimate(&self, bits: u32) -> f64 {
-        columns::steps()
+        steps::steps()
             .filter(|s| s.skipped(self, bits).is_none())
             .map(|s| {
                 let runs = (s.runs)(self, bits) as f64;
@@ -163,7 +164,7 @@ impl Ctx<'_> {
                 return Ok(());
             }
         }
-        self.run_step(row, bits, &columns::KEY_GENERATION)?;
+        self.run_step(row, bits, &steps::KEY_GENERATION)?;
         if !self.paths(bits).key().is_file() {
             row.checks.push(Check::new(
                 "key pair",
@@ -173,7 +174,7 @@ impl Ctx<'_> {
             return Ok(());
         }
         self.public_key(row, bits)?;
-        for step in &columns::MEASURED {
+        for step in &steps::MEASURED {
             self.run_step(row, bits, step)?;
         }
         Ok(())

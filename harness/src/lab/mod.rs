@@ -25,6 +25,7 @@ mod progress;
 mod report;
 mod results;
 mod setup;
+mod steps;
 mod svg;
 
 use openssl::{Scratch, SideEnv};

@@ -1,7 +1,8 @@
 //! What a lab run measured and checked: the data every report is made from.
 
-use super::columns::{self, ColumnSpec, Reduce};
+use super::columns::{ColumnSpec, Reduce};
 pub use super::options::Kind;
+use super::steps;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -33,7 +34,7 @@ impl Kind {
 
     /// This column's entry in the column table.
     pub fn spec(self) -> &'static ColumnSpec {
-        columns::column(self)
+        steps::column(self)
     }
 
     /// Stable identifier (JSON, CSV).
