@@ -17,6 +17,7 @@ mod columns;
 mod commands;
 mod counters;
 mod crosscheck;
+mod markdown;
 mod matrix;
 mod method;
 mod openssl;
@@ -392,7 +393,7 @@ fn write_reports(
         fs::write(out.join(name), text)
             .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
     };
-    w("report.md", &report::markdown(info, rows))?;
+    w("report.md", &markdown::markdown(info, rows))?;
     let j = report::json_report(info, rows);
     w(
         "report.json",
