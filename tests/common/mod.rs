@@ -329,23 +329,6 @@ impl Lab {
         );
     }
 
-    /// A SHA-256 signature of `doc` made with `key` on `signer` into `sig`,
-    /// then verified with `public` on each side of `verifiers`.
-    pub fn sign_and_verify(
-        &self,
-        signer: Side,
-        key: &str,
-        public: &str,
-        doc: &str,
-        sig: &str,
-        verifiers: &[Side],
-    ) {
-        self.sign_sha256(signer, key, doc, sig);
-        for &side in verifiers {
-            self.verify_sha256(side, public, sig, doc);
-        }
-    }
-
     /// Generates an RSA key with rustica and proves rustica generated it.
     pub fn genkey(&self, bits: u32, name: &str) -> String {
         let before = self.done(Op::Keygen);
