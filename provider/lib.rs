@@ -1,8 +1,11 @@
 //! rustica: an OpenSSL 3 provider doing RSA, with modular exponentiation in
 //! `ibmca-shim` (libica offload or software).
 //!
-//! Layers, top to bottom: `prov` (entry point) → `keymgmt` / `signature`
-//! (operations, padding, digests) → `ibmca_shim::RsaKey` (the primitive).
+//! Layers, top to bottom: `prov` (entry point, operation table) →
+//! `keymgmt` / `signature` / `asym_cipher` (operations) → `key` →
+//! `boundary` → `context` → padding, digests, parameters → `ibmca_shim`
+//! (the primitive). docs/architecture.md ("Layers") has the whole table;
+//! scripts/check-layers.py enforces it.
 
 pub mod asym_cipher;
 pub mod boundary;

@@ -3,15 +3,20 @@
 //! validated from rustica's counters and across the two sides, reported as
 //! report.md, report.json, report.csv and chart.svg.
 //!
+//! - `options`: the command line, a run's options, the column kinds.
 //! - `setup`: the openssl program, the module, sides A and B.
 //! - `openssl`: configuration files, timed processes, servers.
-//! - `columns`: the matrix as a table of steps (what each column runs on A
+//! - `columns`: what a column and a step are (what each column runs on A
 //!   and B, what B's counters must show, how its samples reduce, which
-//!   cross-check follows); `commands`: their command lines.
+//!   cross-check follows); `steps`: the table of steps; `commands`: their
+//!   command lines.
 //! - `matrix`: the one runner of that table, row by row (key size);
 //!   `counters`: B's counter deltas against B's operations; `crosscheck`:
 //!   the row's key pair and the checks across the two sides.
-//! - `results`: the data; `report`, `svg`: the outputs.
+//! - `results`: the data; `report`, `markdown`, `svg`: the outputs.
+//!
+//! Each module uses only lower ones (docs/architecture.md, "Layers";
+//! scripts/check-layers.py).
 
 mod columns;
 mod commands;
