@@ -53,14 +53,16 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
         limbs_from_be(n, l),
     );
     let n_inv = neg_inverse(n[0]);
+    let (a, b, n): (&[u64], &[u64], &[u64]) = (&a, &b, &n);
     // CIOS: t accumulates a * b[i] and is then made divisible by 2^64 with
     // a multiple of n and shifted down one limb. t stays below 2n.
-    let mut t = Zeroizing::new(vec![0u64; l + 2]);
-    for &bi in b.iter() {
+    let mut t_buf = Zeroizing::new(vec![0u64; l + 2]);
+    let t: &mut [u64] = &mut t_buf;
+    for &bi in b {
         let mut carry = 0u64;
-        for j in 0..l {
-            let s = u128::from(t[j]) + u128::from(a[j]) * u128::from(bi) + u128::from(carry);
-            t[j] = s as u64;
+        for (tj, &aj) in t[..l].iter_mut().zip(a) {
+            let s = u128::from(*tj) + u128::from(aj) * u128::from(bi) + u128::from(carry);
+            *tj = s as u64;
             carry = (s >> 64) as u64;
         }
         let s = u128::from(t[l]) + u128::from(carry);
