@@ -11,8 +11,9 @@
 //! adapter busy), so it has its own small report.
 
 use super::counters::{compare, parse_speed};
-use super::matrix::{Ctx, SPEED_SIZES};
+use super::matrix::Ctx;
 use super::openssl::{RunError, Side};
+use super::options::SPEED_SIZES;
 use crate::lab::columns::{strings, Expect};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use serde_json::{json, Value};
@@ -190,6 +191,28 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
         rows.push(row);
     }
     rows
+}
+
+/// Runs, writes async-jobs.md and .json, says the verdict; true when
+/// every row is valid.
+pub fn run_and_write(
+    ctx: &mut Ctx<'_>,
+    out: &Path,
+    sizes: &[u32],
+    jobs: u32,
+) -> Result<bool, String> {
+    let rows = run(ctx, sizes, jobs);
+    write(out, &rows, jobs).map_err(|e| format!("cannot write async-jobs.md: {e}"))?;
+    let ok = valid(&rows);
+    println!(
+        "rustica lab: speed -async_jobs {jobs}: {}",
+        if ok {
+            "valid"
+        } else {
+            "INVALID (see async-jobs.md)"
+        }
+    );
+    Ok(ok)
 }
 
 pub fn valid(rows: &[AsyncRow]) -> bool {
