@@ -578,3 +578,34 @@ fn a_core_of_another_libcrypto_keeps_async_off_and_operations_counted() {
         .unwrap_or_else(|| panic!("no async line: {t}"));
     assert!(line.contains("off (the openssl command is OpenSSL"), "{t}");
 }
+
+/// A job that registers rustica's wait fd pauses at least once, so the
+/// application sees the fd (HAProxy aborted on a wait fd it had never been
+/// told of: with a fast adapter the result was there before the job's
+/// first check, and the job returned without pausing; and over
+/// `async-max-inflight` the fd was registered before the operation was
+/// sent to run synchronously). async_jobs fails on such a job.
+#[test]
+fn every_registered_wait_fd_is_announced_by_a_pause() {
+    // An instant adapter: results are often there before the job looks.
+    let lab = emu_lab(&[], &[]);
+    let key = lab.genkey(2048, "key.pem");
+    let instant = [("LIBICA_EMU_LATENCY_US", "0")];
+    for _ in 0..3 {
+        let out = async_jobs(&lab, &[], &instant, &key, "jobs", 40);
+        assert!(printed(&out, "paused") > 0, "{out}");
+    }
+    // Over async-max-inflight: those operations run synchronously and
+    // must not leave a wait fd behind.
+    let capped = emu_lab(&[("async-max-inflight", "2")], &[]);
+    let slow = [("LIBICA_EMU_LATENCY_US", "5000")];
+    let out = async_jobs(&capped, &[], &slow, &key, "jobs", 30);
+    let paused = printed(&out, "paused");
+    assert!(paused > 0 && paused < 30, "{out}");
+    let s = capped.stats();
+    assert!(s.max_inflight() <= 2, "{}", s.to_json());
+    // Some operations ran synchronously (over the cap), the others async.
+    let asynced = s.asynchronous(Op::Sign) + s.asynchronous(Op::Decrypt);
+    let total = s.total(Op::Sign) + s.total(Op::Decrypt);
+    assert!(asynced > 0 && asynced < total, "{}", s.to_json());
+}

@@ -316,12 +316,21 @@ static int start_all(struct slot *slots, int jobs, OSSL_LIB_CTX *lib, EVP_PKEY *
 static int check_all(struct slot *slots, int jobs, int *paused)
 {
     int i;
+    size_t nfds;
 
     *paused = 0;
     for (i = 0; i < jobs; i++) {
         *paused += slots[i].paused;
         if (slots[i].state == 1 && !check(&slots[i].w))
             return 0;
+        /* An application learns of a wait fd at a pause only (HAProxy adds
+         * it to its poller on SSL_ERROR_WANT_ASYNC and removes every fd of
+         * the wait context at close): a job that registered one must have
+         * paused. */
+        nfds = 0;
+        if (slots[i].wctx != NULL && !slots[i].paused
+            && ASYNC_WAIT_CTX_get_all_fds(slots[i].wctx, NULL, &nfds) && nfds > 0)
+            return fail("a wait fd registered by a job that never paused");
     }
     return 1;
 }

@@ -274,17 +274,22 @@ where
     let Some(pool) = pool() else {
         return Err(call);
     };
-    let Some((np, wake)) = ossl::notifier(w) else {
-        return Err(call);
-    };
-    // SAFETY: np is the wait context's reference, valid while it exists,
-    // which is at least while this job runs.
-    let n = unsafe { &*np };
+    // Checked before the wait fd is registered: a job that registers one
+    // must pause (below), as applications learn of the fd only from a
+    // pause (HAProxy adds it to its poller on SSL_ERROR_WANT_ASYNC and
+    // removes every registered fd at close: a fd it never saw aborts it).
     let now = pool.inflight.fetch_add(1, Ordering::AcqRel) + 1;
     if now > limits.max_inflight {
         pool.inflight.fetch_sub(1, Ordering::AcqRel);
         return Err(call);
     }
+    let Some((np, wake)) = ossl::notifier(w) else {
+        pool.inflight.fetch_sub(1, Ordering::AcqRel);
+        return Err(call);
+    };
+    // SAFETY: np is the wait context's reference, valid while it exists,
+    // which is at least while this job runs.
+    let n = unsafe { &*np };
     crate::stats::record_inflight(now as u64);
     n.drain();
     let shared = Arc::new(Shared {
@@ -312,8 +317,13 @@ where
     let req = unsafe { &*req };
     let asynchronous = match pool.push(task, limits.threads) {
         Ok(()) => {
+            // At least one pause, even when the result is already there:
+            // the application must see the wait fd (see above). The
+            // completion always signals after `done`, so that pause
+            // returns at once.
             let mut idle = 0;
-            while !req.done.load(Ordering::Acquire) {
+            let mut paused = false;
+            while !paused || !req.done.load(Ordering::Acquire) {
                 if getpid() != req.pid {
                     // A copy of the parent's job, resumed in a child.
                     return Ok(Ran::Lost);
@@ -322,6 +332,7 @@ where
                     req.wait();
                     break;
                 }
+                paused = true;
                 n.drain();
                 if !req.done.load(Ordering::Acquire) {
                     idle += 1;
@@ -330,7 +341,12 @@ where
             true
         }
         Err(task) => {
+            // No thread: the call runs here, and signals the wait fd when
+            // done; pause once so that the application sees that fd.
             task();
+            if ossl::pause() {
+                n.drain();
+            }
             false
         }
     };

@@ -146,11 +146,15 @@ impl Notifier {
                 unsafe { cb(arg as *mut c_void) };
             }
             None => {
-                self.signalled.store(true, Ordering::Release);
                 let one = 1u64;
                 // SAFETY: writes 8 bytes to our eventfd (open until this
                 // notifier drops); it cannot block (counter far from max).
                 unsafe { libc::write(self.fd, (&one as *const u64).cast(), 8) };
+                // After the write: a drain that sees the flag finds the
+                // count to read. (Set before it, a drain could read an
+                // empty eventfd and clear the flag, and the count written
+                // next would stay, a readable fd no drain empties.)
+                self.signalled.store(true, Ordering::Release);
             }
         }
     }
