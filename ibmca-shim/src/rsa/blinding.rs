@@ -4,7 +4,7 @@
 //! the same time), uses it, advances it outside any lock and puts it back.
 //! A pair is renewed after [`BLINDING_USES`] uses and in a forked child.
 
-use std::sync::{Mutex, PoisonError, TryLockError};
+use std::sync::{Mutex, TryLockError};
 
 use zeroize::Zeroizing;
 
@@ -77,7 +77,9 @@ impl BlindingSlots {
     #[cfg(test)]
     pub(super) fn with_each(&self, mut f: impl FnMut(&mut Blinding)) {
         for slot in &self.slots {
-            let mut g = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut g = slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(b) = g.as_mut() {
                 f(b);
             }
