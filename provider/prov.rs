@@ -171,6 +171,9 @@ unsafe fn read_core(handle: *const ffi::OSSL_CORE_HANDLE, input: *const OSSL_DIS
             new_error: None,
             set_error_debug: None,
             vset_error: None,
+            set_error_mark: None,
+            clear_last_error_mark: None,
+            pop_error_to_mark: None,
         },
     };
     let mut cur = input;
@@ -200,6 +203,20 @@ unsafe fn read_core(handle: *const ffi::OSSL_CORE_HANDLE, input: *const OSSL_DIS
                 ffi::OSSL_FUNC_CORE_VSET_ERROR => {
                     fns.sink.vset_error =
                         std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_vset_error_fn>(f)
+                }
+                ffi::OSSL_FUNC_CORE_SET_ERROR_MARK => {
+                    fns.sink.set_error_mark =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_set_error_mark_fn>(f)
+                }
+                ffi::OSSL_FUNC_CORE_CLEAR_LAST_ERROR_MARK => {
+                    fns.sink.clear_last_error_mark = std::mem::transmute::<
+                        Generic,
+                        ffi::OSSL_FUNC_core_clear_last_error_mark_fn,
+                    >(f)
+                }
+                ffi::OSSL_FUNC_CORE_POP_ERROR_TO_MARK => {
+                    fns.sink.pop_error_to_mark =
+                        std::mem::transmute::<Generic, ffi::OSSL_FUNC_core_pop_error_to_mark_fn>(f)
                 }
                 _ => {}
             }

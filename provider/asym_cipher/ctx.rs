@@ -300,6 +300,17 @@ impl CipherCtx {
         Ok(())
     }
 
+    /// Whether a decryption can end in a padding error: PKCS#1 v1.5 with
+    /// implicit rejection off, and OAEP (no padding, the TLS rule and
+    /// implicit rejection always return a block).
+    pub(super) fn may_reject(&self) -> bool {
+        match self.pad {
+            EncPad::Pkcs1 => !self.implicit_rejection,
+            EncPad::Oaep => true,
+            EncPad::None | EncPad::Tls => false,
+        }
+    }
+
     /// Decrypts into `out` (checked by `check_decrypt`). From the private
     /// operation on, success and failure do the same work: the message is
     /// copied under a mask and the outcome decided at the very end.
