@@ -696,7 +696,7 @@ fn concurrent_operations_never_share_a_blinding_value() {
                     (0..OPS)
                         .map(|_| {
                             let (a, ai) = k.blind(one, &rng, &mut bn).unwrap();
-                            let ai = k.unblind(&one, &ai, &mut bn, false).unwrap();
+                            let ai = k.unblind(one, &ai, &mut bn, false).unwrap();
                             (a.to_be_padded(k.size()).unwrap().to_vec(), ai.to_vec())
                         })
                         .collect()
