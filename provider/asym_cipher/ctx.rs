@@ -10,15 +10,15 @@ use zeroize::Zeroizing;
 
 use super::IMPLICIT_REJECTION;
 use crate::boundary::ProviderObject;
+use crate::context::ProvCtx;
 use crate::ct;
 use crate::digest::{DigestCache, DigestId};
 use crate::enc_padding::{self, Decoded, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::keymgmt::{KeyKind, KeyObj};
+use crate::key::{KeyKind, KeyObj};
 use crate::pad_mode::{self, PadMode};
 use crate::params::{self, UTF8};
-use crate::prov::ProvCtx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum EncPad {

@@ -9,13 +9,13 @@ use ibmca_shim::stats::{self, Backend};
 use ibmca_shim::Op;
 
 use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::context::ProvCtx;
 use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::enc_padding::TLS_PREMASTER_LEN;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
 use crate::params::{self, int_param, param, uint_param, ParamTable, END, OCTETS, OCTET_PTR, UTF8};
-use crate::prov::ProvCtx;
 
 mod ctx;
 

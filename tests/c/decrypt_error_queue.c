@@ -14,6 +14,7 @@
  *   PAD OUTCOME reason=TEXT   the newest error's reason text ("-" if none)
  *   PAD OUTCOME kept=0|1      popping to the application's mark succeeds
  *                             and leaves its own error on top
+ *   PAD OUTCOME from_empty=N  errors a decryption leaves on an empty queue
  *   provider=NAME             who decrypted (EVP_PKEY_CTX_get0_provider)
  */
 #include <stdio.h>
@@ -85,7 +86,7 @@ static void decrypt(const char *propq, const char *name, int pad, const char *ou
 {
     EVP_PKEY_CTX *ctx = ctx_for(propq, pad, 1);
     unsigned long mine, top, got;
-    int ok, n = 0, seen_mine = 0, kept;
+    int ok, n = 0, seen_mine = 0, kept, empty = 0;
     char reason[256] = "-";
 
     /* First: what is new on the queue (ERR_get_error yields the oldest
@@ -104,6 +105,16 @@ static void decrypt(const char *propq, const char *name, int pad, const char *ou
     }
     if (!seen_mine)
         n = -1;
+    /* From an empty queue (where libcrypto sets no mark at all). */
+    {
+        unsigned char out[1024];
+        size_t outlen = sizeof(out);
+
+        ERR_clear_error();
+        EVP_PKEY_decrypt(ctx, out, &outlen, ct, ctlen);
+        while (ERR_get_error() != 0)
+            empty++;
+    }
     /* Then: the application's mark is still where it put it. */
     decrypt_once(ctx, ct, ctlen, &mine);
     kept = ERR_pop_to_mark() == 1 && ERR_peek_last_error() == mine
@@ -114,6 +125,7 @@ static void decrypt(const char *propq, const char *name, int pad, const char *ou
     printf("%s %s new=%d\n", name, outcome, n);
     printf("%s %s reason=%s\n", name, outcome, reason);
     printf("%s %s kept=%d\n", name, outcome, kept);
+    printf("%s %s from_empty=%d\n", name, outcome, empty);
     printf("provider=%s\n", OSSL_PROVIDER_get0_name(EVP_PKEY_CTX_get0_provider(ctx)));
     EVP_PKEY_CTX_free(ctx);
 }

@@ -126,7 +126,7 @@ fn derived_and_normalised_crt() {
         q: full.p.clone(),
         dp: full.dq.clone(),
         dq: full.dp.clone(),
-        qinv: Some(Zeroizing::new(vec![2])),
+        qinv: Some(vec![2].into()),
         ..full.clone()
     })
     .unwrap();
