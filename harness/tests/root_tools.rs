@@ -731,8 +731,8 @@ fn recommendations_name_no_shared_directory() {
     let system_wide = read("docs/system-wide.md");
     let texts = [
         (
-            "packaging/debian/postinst",
-            read("packaging/debian/postinst"),
+            "debian/rustica.postinst",
+            read("debian/rustica.postinst"),
         ),
         (
             "packaging/openssl.cnf.example",
