@@ -6,7 +6,9 @@
 #
 # Sources: Source0 is this tree (tracked and new files, as git sees them),
 # Source1 the vendored crates (scripts/cargo-vendor.sh --tarball); the spec
-# builds with cargo --frozen, offline. rpmbuild runs with --nodeps: the
+# builds with cargo --frozen, offline. Here the spec takes the crates from
+# the unpacked vendor directory itself (rustica_vendor_dir), which lets it
+# share cargo's target directory with scripts/package.sh. rpmbuild runs with --nodeps: the
 # build requirements are RHEL's and SLES's package names, which this
 # machine's empty rpm database cannot know (their Debian equivalents are
 # installed by scripts/setup.sh, the Rust toolchain by rustup). s390x is
@@ -35,10 +37,25 @@ mkdir -p "$TOP/SOURCES" "$TOP/SPECS" "$TOP/BUILD"
 git ls-files -z --cached --others --exclude-standard \
   | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
   | tar --null -T - --transform "s|^|rustica-$VERSION/|" -cf - | gzip -1n >"$TOP/SOURCES/rustica-$VERSION.tar.gz"
-cp "$(scripts/cargo-vendor.sh --tarball)" "$TOP/SOURCES/"
+ln -sf "$(scripts/cargo-vendor.sh --tarball)" "$TOP/SOURCES/"
 cp "$SPEC" "$TOP/SPECS/"
 
-DEFS=(--define "_topdir $TOP" --define "rustica_cargo_target_dir $TOP/cargo-target")
+# As RHEL's and SUSE's build systems do: the packager set at build time
+# (not in the spec), the doc and license directories named after the
+# package alone (RHEL's layout; SLES puts docs in /usr/share/doc/packages),
+# and man pages compressed by brp-compress, which Debian's rpm runs under
+# /bin/sh although it needs bash (`read -d`).
+# The crates from the vendor directory the Debian build uses, and cargo's
+# target directory shared with the Debian build of the same architecture:
+# compiled crates are reused (only rustica's own crates build again), which
+# halves a cold package stage.
+case "$ARCH" in x86_64) DEB_ARCH=amd64 ;; s390x) DEB_ARCH=s390x ;; esac
+VENDOR=$(scripts/cargo-vendor.sh) || die "the crates could not be vendored"
+DEFS=(--define "_topdir $TOP" --define "rustica_cargo_target_dir $CACHE/deb-build/$DEB_ARCH/cargo-target"
+      --define "rustica_vendor_dir $VENDOR"
+      --define "packager rustica maintainers <maintainers@users.noreply.a-seed-80ea45b3.example>"
+      --define "_docdir_fmt %%{NAME}"
+      --define "__brp_compress bash %{_rpmconfigdir}/brp-compress %{?_prefix}")
 if [ "$ARCH" = s390x ]; then
   LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
   SYSROOT=$(S390X_LANE_DIR=$LANE scripts/s390x-lane.sh --sysroot-only) \
@@ -46,6 +63,21 @@ if [ "$ARCH" = s390x ]; then
   DEFS+=(--target s390x --define "rustica_sysroot $SYSROOT"
          --define "__strip s390x-linux-gnu-strip" --define "__objdump s390x-linux-gnu-objdump")
 fi
+# openssl-sys's and rustica's build scripts rerun when CFLAGS or
+# SOURCE_DATE_EPOCH change, and with them everything above them: in the
+# shared target directory the RPM build sees what dpkg-buildpackage gives
+# the Debian build (Debian's hardening flags for the one C file), so
+# neither build undoes the other's work.
+DEB_SRC=$CACHE/deb-build/$DEB_ARCH/rustica-$(dpkg-parsechangelog -l debian/changelog -S Version)
+mkdir -p "$DEB_SRC"
+CFLAGS=$(cd "$DEB_SRC" && dpkg-architecture -a "$DEB_ARCH" -c dpkg-buildflags --get CFLAGS 2>/dev/null)
+SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l debian/changelog -S Timestamp)
+export CFLAGS SOURCE_DATE_EPOCH
+# And OpenSSL's location as debian/rules gives it (not pkg-config, whose
+# PKG_CONFIG_PATH rpmbuild sets and dpkg-buildpackage does not), for the
+# build machine's own build too when cross-building.
+export X86_64_UNKNOWN_LINUX_GNU_OPENSSL_LIB_DIR=/usr/lib/x86_64-linux-gnu
+export X86_64_UNKNOWN_LINUX_GNU_OPENSSL_INCLUDE_DIR=/usr/include
 say "rpmbuild -bb $SPEC for $ARCH (log: $TOP/build.log)"
 nice -n 19 rpmbuild -bb --nodeps "${DEFS[@]}" "$TOP/SPECS/rustica.spec" >"$TOP/build.log" 2>&1 \
   || { tail -n 40 "$TOP/build.log" >&2; die "rpmbuild failed (whole log: $TOP/build.log)"; }
@@ -54,7 +86,9 @@ RPM=$(ls "$TOP"/RPMS/"$ARCH"/rustica-"$VERSION"-*."$ARCH".rpm | head -n1)
 say "Requires: $(rpm -qp --requires "$RPM" 2>/dev/null | grep -v '^rpmlib(' | tr '\n' ' ')"
 
 say "rpmlint $(rpmlint --version) on $(basename "$RPM") and the spec"
-rpmlint "$RPM" "$SPEC" >"$TOP/rpmlint.log" 2>&1 || true
+# packaging/rpm/rpmlint.toml filters what is not the spec's to fix, each
+# with its reason; everything else rpmlint says is printed.
+rpmlint -c packaging/rpm/rpmlint.toml "$RPM" "$SPEC" >"$TOP/rpmlint.log" 2>&1 || true
 sed 's/^/package-rpm: rpmlint: /' "$TOP/rpmlint.log" >&2
 summary=$(grep -E '[0-9]+ errors?, [0-9]+ warnings?' "$TOP/rpmlint.log" | tail -n1)
 [ -n "$summary" ] || die "rpmlint printed no summary"

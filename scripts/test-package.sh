@@ -162,15 +162,16 @@ scripts/test-trixie.sh "$DEB" || die "the trixie run failed"
 # Debian ships its changelog as a file and refers to
 # /usr/share/common-licenses for the Apache text, where the RPM keeps its
 # changelog in the header and ships the text in /usr/share/licenses; the
-# copyright file moves from the doc directory to the licenses directory.
+# copyright file moves from the doc directory to the licenses directory;
+# rpm adds /usr/lib/.build-id symbolic links (regular files are compared).
 deb_files() {
-  dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed -e 's|^\./|/|' \
+  dpkg-deb -c "$1" | awk '$1 ~ /^-/ {print $6}' | sed -e 's|^\./|/|' \
     -e 's|^/usr/lib/[a-z0-9_]*-linux-gnu/ossl-modules/|MODULES/|' \
     -e 's|^/usr/share/doc/rustica/copyright$|/usr/share/licenses/rustica/copyright|' \
     | grep -vx /usr/share/doc/rustica/changelog.gz | sort
 }
 rpm_files() {
-  rpm -qlvp "$1" 2>/dev/null | awk '$1 !~ /^d/ {print $NF}' \
+  rpm -qlvp "$1" 2>/dev/null | awk '$1 ~ /^-/ {print $NF}' \
     | sed -e 's|^/usr/lib64/ossl-modules/|MODULES/|' \
     | grep -vx /usr/share/licenses/rustica/LICENSE | sort
 }
