@@ -14,8 +14,8 @@ use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
+use crate::context::ProvCtx;
 use crate::error::{Error, Reason, Result};
-use crate::prov::ProvCtx;
 
 thread_local! {
     /// How many boundaries this thread is inside (they nest: an upcall

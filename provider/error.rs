@@ -172,6 +172,9 @@ pub struct ErrorSink {
     pub new_error: ffi::OSSL_FUNC_core_new_error_fn,
     pub set_error_debug: ffi::OSSL_FUNC_core_set_error_debug_fn,
     pub vset_error: ffi::OSSL_FUNC_core_vset_error_fn,
+    pub set_error_mark: ffi::OSSL_FUNC_core_set_error_mark_fn,
+    pub clear_last_error_mark: ffi::OSSL_FUNC_core_clear_last_error_mark_fn,
+    pub pop_error_to_mark: ffi::OSSL_FUNC_core_pop_error_to_mark_fn,
 }
 
 extern "C" {
@@ -234,6 +237,80 @@ impl ErrorSink {
                 debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
             }
             rustica_raise_reason(self.vset_error, self.handle, reason as u32);
+        }
+    }
+}
+
+/// An error raised before the outcome it reports is known, so that the
+/// work done on the error queue does not depend on that outcome: a
+/// decryption raises "decryption failed" before it looks at the padding,
+/// and then keeps or withdraws it. The two endings are the core's
+/// clear-last-mark and pop-to-mark, which walk the same entries. As the
+/// default provider does (it raises in every padding check and clears in
+/// constant time); without the mark upcalls (never the case from 3.0 on)
+/// the error is only raised when kept.
+pub struct Provisional<'a> {
+    sink: &'a ErrorSink,
+    reason: Reason,
+    marked: bool,
+}
+
+impl ErrorSink {
+    pub fn provisional(&self, reason: Reason) -> Provisional<'_> {
+        let marked = match (
+            self.set_error_mark,
+            self.clear_last_error_mark,
+            self.pop_error_to_mark,
+        ) {
+            (Some(set_mark), Some(_), Some(_)) if self.new_error.is_some() => {
+                // Its result is ignored: libcrypto sets no mark on an empty
+                // queue (it returns 0), and then popping to the mark empties
+                // the queue again and clearing the last mark leaves it as
+                // it is, which is what is wanted here too. (Requiring 1 left
+                // the failure-only raise in place for the common case of an
+                // empty queue.)
+                // SAFETY: an upcall from the core's dispatch table, valid
+                // until teardown, given the core's handle.
+                unsafe { set_mark(self.handle) };
+                true
+            }
+            _ => false,
+        };
+        if marked {
+            self.raise_reason(reason);
+        }
+        Provisional {
+            sink: self,
+            reason,
+            marked,
+        }
+    }
+}
+
+impl Provisional<'_> {
+    /// Leaves the error on the queue (and drops the mark under it).
+    pub fn keep(mut self) {
+        if !self.marked {
+            self.sink.raise_reason(self.reason);
+            return;
+        }
+        self.marked = false;
+        if let Some(clear) = self.sink.clear_last_error_mark {
+            // SAFETY: as in `ErrorSink::provisional`.
+            unsafe { clear(self.sink.handle) };
+        }
+    }
+}
+
+impl Drop for Provisional<'_> {
+    /// Withdraws the error: the queue is as it was before.
+    fn drop(&mut self) {
+        if !self.marked {
+            return;
+        }
+        if let Some(pop) = self.sink.pop_error_to_mark {
+            // SAFETY: as in `ErrorSink::provisional`.
+            unsafe { pop(self.sink.handle) };
         }
     }
 }

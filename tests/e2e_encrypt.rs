@@ -88,10 +88,7 @@ fn all_paddings(bits: u32, key: Option<std::path::PathBuf>) {
         None => lab.genkey(bits, "k.pem"),
     };
     let pubkey = lab.p("pub.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
-    );
+    lab.public_key(&key, &pubkey);
     round_trips(
         &lab,
         &key,

@@ -88,28 +88,13 @@ fn crt_parts_of_another_key_are_refused_at_import() {
     import(&lab, &exe, "default", &a, &[&other, "no-sign", &out_arg]);
     let doc = lab.write("doc.txt", b"a broken key");
     let signs = lab.stats().total(Op::Sign);
-    lab.ok(
-        Side::RusticaConfig,
-        &["dgst", "-sha256", "-sign", &mixed, "-out", "sig.bin", &doc],
-    );
+    lab.sign_sha256(Side::RusticaConfig, &mixed, &doc, "sig.bin");
     assert_eq!(
         lab.stats().total(Op::Sign),
         signs,
         "rustica served a key whose CRT parts belong to another key"
     );
-    let out = lab.ok(
-        Side::Default,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &lab.p("a-pub.pem"),
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
+    lab.verify_sha256(Side::Default, &lab.p("a-pub.pem"), "sig.bin", &doc);
 }
 
 /// CRT exponents and coefficient that do not match the key are refused at

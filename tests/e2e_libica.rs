@@ -87,53 +87,18 @@ fn assert_only(lab: &Lab, op: Op, backend: Backend, n: u64) {
     }
 }
 
-fn pubkey(lab: &Lab, key: &str, name: &str) -> String {
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", key, "-pubout", "-out", name],
-    );
-    lab.p(name)
-}
-
 /// keygen, sign, verify (both providers), encrypt and decrypt at one size,
 /// all on the emulator.
 fn every_operation_on_the_emulator(bits: u32) {
     let emu = Emu::new(&[], &[]);
     let lab = &emu.lab;
     let key = lab.genkey(bits, "key.pem");
-    let pubk = pubkey(lab, &key, "pub.pem");
+    let pubk = lab.public_key(&key, "pub.pem");
     let doc = lab.write("doc.txt", b"offloaded to the emulated adapter\n");
 
-    lab.ok(
-        Side::RusticaConfig,
-        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
-    );
-    let out = lab.ok(
-        Side::Default,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &pubk,
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
-    let out = lab.ok(
-        Side::RusticaConfig,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &pubk,
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
+    lab.sign_sha256(Side::RusticaConfig, &key, &doc, "sig.bin");
+    lab.verify_sha256(Side::Default, &pubk, "sig.bin", &doc);
+    lab.verify_sha256(Side::RusticaConfig, &pubk, "sig.bin", &doc);
 
     let secret = lab.write("secret.bin", b"session key material");
     let oaep = ["-pkeyopt", "rsa_padding_mode:oaep"];
@@ -259,12 +224,9 @@ fn large_keys_run_in_software_or_fallback() {
         let emu = Emu::new(&[], &[]);
         let lab = &emu.lab;
         let key = fixture(bits).display().to_string();
-        let pubk = pubkey(lab, &key, "pub.pem");
+        let pubk = lab.public_key(&key, "pub.pem");
         let doc = lab.write("doc.txt", doc_bytes);
-        lab.ok(
-            Side::RusticaConfig,
-            &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
-        );
+        lab.sign_sha256(Side::RusticaConfig, &key, &doc, "sig.bin");
         let out = lab.ok(
             Side::Default,
             &[
@@ -285,38 +247,11 @@ fn large_keys_run_in_software_or_fallback() {
     let emu = Emu::new(&[("offload-max-bits", "16384")], &[]);
     let lab = &emu.lab;
     let key = fixture(7680).display().to_string();
-    let pubk = pubkey(lab, &key, "pub.pem");
+    let pubk = lab.public_key(&key, "pub.pem");
     let doc = lab.write("doc.txt", doc_bytes);
-    lab.ok(
-        Side::RusticaConfig,
-        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
-    );
-    let out = lab.ok(
-        Side::RusticaConfig,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &pubk,
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
-    let out = lab.ok(
-        Side::Default,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &pubk,
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
+    lab.sign_sha256(Side::RusticaConfig, &key, &doc, "sig.bin");
+    lab.verify_sha256(Side::RusticaConfig, &pubk, "sig.bin", &doc);
+    lab.verify_sha256(Side::Default, &pubk, "sig.bin", &doc);
     assert_only(lab, Op::Sign, Backend::Fallback, 1);
     assert_only(lab, Op::Verify, Backend::Software, 1);
     assert_eq!(emu.count("rsa_crt", 7680, "EPERM"), 1, "{:?}", emu.calls());
@@ -334,40 +269,14 @@ fn signatures_under_faults(fault: (&str, &str), outcome: &str) -> Emu {
     let emu = Emu::new(&[("debug", "yes"), ("debug-path", &dir_s)], &[fault]);
     let lab = &emu.lab;
     // The key comes from the default provider: the emulator sees signatures only.
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "key.pem",
-        ],
-    );
+    lab.rsa_key(Side::Default, 2048, "key.pem");
     let key = lab.p("key.pem");
-    let pubk = pubkey(lab, &key, "pub.pem");
+    let pubk = lab.public_key(&key, "pub.pem");
     for i in 0..N {
         let doc = lab.write(&format!("doc{i}.txt"), format!("document {i}\n").as_bytes());
         let sig = format!("sig{i}.bin");
-        lab.ok(
-            Side::RusticaConfig,
-            &["dgst", "-sha256", "-sign", &key, "-out", &sig, &doc],
-        );
-        let out = lab.ok(
-            Side::Default,
-            &[
-                "dgst",
-                "-sha256",
-                "-verify",
-                &pubk,
-                "-signature",
-                &sig,
-                &doc,
-            ],
-        );
-        assert!(out.contains("Verified OK"), "signature {i}: {out}");
+        lab.sign_sha256(Side::RusticaConfig, &key, &doc, &sig);
+        lab.verify_sha256(Side::Default, &pubk, &sig, &doc);
     }
     let faulty = N / 3;
     let s = lab.stats();
@@ -438,23 +347,9 @@ fn a_wrong_generated_key_is_replaced() {
 fn auto_needs_hardware_libica_does_not() {
     let sign_once = |emu: &Emu| {
         let lab = &emu.lab;
-        lab.ok(
-            Side::Default,
-            &[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:1024",
-                "-out",
-                "k.pem",
-            ],
-        );
+        lab.rsa_key(Side::Default, 1024, "k.pem");
         let doc = lab.write("d.txt", b"x");
-        lab.ok(
-            Side::RusticaConfig,
-            &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
-        );
+        lab.sign_sha256(Side::RusticaConfig, "k.pem", &doc, "s.bin");
     };
     let emu = Emu::with_backend("auto", &[], &[]);
     sign_once(&emu);
@@ -481,23 +376,9 @@ fn config_keys_select_libica() {
         &[("backend", "libica"), ("libica", &emu_path)],
         &[("LIBICA_EMU_COUNTS", &counts_s)],
     );
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "k.pem",
-        ],
-    );
+    lab.rsa_key(Side::Default, 2048, "k.pem");
     let doc = lab.write("d.txt", b"x");
-    lab.ok(
-        Side::RusticaConfig,
-        &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
-    );
+    lab.sign_sha256(Side::RusticaConfig, "k.pem", &doc, "s.bin");
     assert_only(&lab, Op::Sign, Backend::Libica, 1);
     let calls = std::fs::read_to_string(&counts).unwrap();
     assert!(calls.contains(" rsa_crt 2048 ok"), "{calls}");
@@ -513,18 +394,7 @@ fn no_libica_on_this_host() {
         return;
     }
     let sign = |lab: &Lab| {
-        lab.ok(
-            Side::Default,
-            &[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:1024",
-                "-out",
-                "k.pem",
-            ],
-        );
+        lab.rsa_key(Side::Default, 1024, "k.pem");
         lab.write("d.txt", b"x");
         lab.run(
             Side::RusticaConfig,
@@ -584,37 +454,10 @@ fn libica4_without_an_adapter() {
         let lab = &emu.lab;
         lab.keypair(Side::RusticaConfig, 2048, "k.pem", "p.pem");
         let doc = lab.write("d.txt", b"libica 4, no adapter");
-        lab.ok(
-            Side::RusticaConfig,
-            &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
-        );
-        let out = lab.ok(
-            Side::RusticaConfig,
-            &[
-                "dgst",
-                "-sha256",
-                "-verify",
-                "p.pem",
-                "-signature",
-                "s.bin",
-                &doc,
-            ],
-        );
-        assert!(out.contains("Verified OK"), "{out}");
+        lab.sign_sha256(Side::RusticaConfig, "k.pem", &doc, "s.bin");
+        lab.verify_sha256(Side::RusticaConfig, "p.pem", "s.bin", &doc);
         // The default provider agrees with the signature.
-        let out = lab.ok(
-            Side::Default,
-            &[
-                "dgst",
-                "-sha256",
-                "-verify",
-                "p.pem",
-                "-signature",
-                "s.bin",
-                &doc,
-            ],
-        );
-        assert!(out.contains("Verified OK"), "{out}");
+        lab.verify_sha256(Side::Default, "p.pem", "s.bin", &doc);
     };
 
     let emu = Emu::with_backend("auto", &[("debug", "stderr")], &no_adapter);
@@ -669,23 +512,8 @@ fn a_faulty_adapter_never_touches_a_public_result() {
     let lab = &emu.lab;
     lab.keypair(Side::Default, 2048, "k.pem", "p.pem");
     let doc = lab.write("d.txt", b"verified despite a faulty adapter");
-    lab.ok(
-        Side::Default,
-        &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc],
-    );
-    let out = lab.ok(
-        Side::RusticaConfig,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            "p.pem",
-            "-signature",
-            "s.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
+    lab.sign_sha256(Side::Default, "k.pem", &doc, "s.bin");
+    lab.verify_sha256(Side::RusticaConfig, "p.pem", "s.bin", &doc);
     let mut bad = lab.read("s.bin");
     bad[10] ^= 0x40;
     lab.write("bad.bin", &bad);
@@ -781,18 +609,7 @@ fn an_unavailable_libica_reads_as_backend_unavailable() {
         ],
         &[],
     );
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "k.pem",
-        ],
-    );
+    lab.rsa_key(Side::Default, 2048, "k.pem");
     let key = lab.p("k.pem");
     let data = lab.write("d.txt", b"unavailable");
     let out = lab.run(

@@ -453,22 +453,7 @@ fn stats_file_bytes() -> Vec<u8> {
 fn sign_with_counters_at(lab: &Lab, stats_path: &Path) -> String {
     let key = lab.p("key.pem");
     if !lab.path("key.pem").exists() {
-        lab.ok(
-            Side::Default,
-            &[
-                "genpkey",
-                "-algorithm",
-                "RSA",
-                "-pkeyopt",
-                "rsa_keygen_bits:2048",
-                "-out",
-                &key,
-            ],
-        );
-        lab.ok(
-            Side::Default,
-            &["pkey", "-in", &key, "-pubout", "-out", &lab.p("pub.pem")],
-        );
+        lab.keypair(Side::Default, 2048, &key, &lab.p("pub.pem"));
         lab.write("doc.txt", b"counted or not, signed");
     }
     let _ = std::fs::remove_file(lab.path("sig.bin"));

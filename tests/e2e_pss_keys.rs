@@ -47,31 +47,13 @@ fn restricted_pss_key_signs_within_its_restrictions() {
     assert!(text.contains("MGF1 with SHA2-256"), "{text}");
     assert!(text.contains("Minimum Salt Length: 32"), "{text}");
     let pubkey = lab.p("pss-pub.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
-    );
+    lab.public_key(&key, &pubkey);
 
     let doc = lab.write("doc.txt", b"pss restricted");
     let before = lab.done(Op::Sign);
-    lab.ok(
-        Side::RusticaConfig,
-        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
-    );
+    lab.sign_sha256(Side::RusticaConfig, &key, &doc, "sig.bin");
     assert_eq!(lab.done(Op::Sign), before + 1);
-    let out = lab.ok(
-        Side::Default,
-        &[
-            "dgst",
-            "-sha256",
-            "-verify",
-            &pubkey,
-            "-signature",
-            "sig.bin",
-            &doc,
-        ],
-    );
-    assert!(out.contains("Verified OK"), "{out}");
+    lab.verify_sha256(Side::Default, &pubkey, "sig.bin", &doc);
 
     // A digest the key does not allow is refused by rustica.
     let out = lab.fails(
@@ -257,10 +239,7 @@ fn restricted_pss_key_verifies_salt_lengths_as_the_default_provider() {
         ],
     );
     let public = lab.p("pss-pub.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &public],
-    );
+    lab.public_key(&key, &public);
     let plain = unrestricted_copy(&lab, &key, "plain.pem");
     let digest: Vec<u8> = (0..32u8).collect();
     lab.write("doc.sha256", &digest);

@@ -232,10 +232,7 @@ fn full_round(bits: u32, key: Option<std::path::PathBuf>) {
         "default provider rejects rustica's key: {out:?}"
     );
     let pubkey = lab.p("public.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
-    );
+    lab.public_key(&key, &pubkey);
 
     dgst_both_ways(&lab, &key, &pubkey, &[], "pkcs1");
     dgst_both_ways(
@@ -339,10 +336,7 @@ fn every_supported_digest_signs_and_verifies_across_providers() {
     let lab = Lab::new();
     let key = lab.genkey(2048, "k.pem");
     let pubkey = lab.p("pub.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
-    );
+    lab.public_key(&key, &pubkey);
     let doc = lab.write("doc.txt", b"rustica digests");
     let mut digests = vec![
         "sha1",

@@ -127,18 +127,7 @@ fn key_generation_uses_the_default_providers_method_for_each_size() {
 #[test]
 fn every_digest_the_default_provider_signs_with_works_through_rustica() {
     let lab = Lab::new();
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "key.pem",
-        ],
-    );
+    lab.rsa_key(Side::Default, 2048, "key.pem");
     let exe = compile_c(&lab, "digest_matrix");
     let mut counts = Vec::new();
     for extra in [&[][..], &["legacy"][..]] {
@@ -187,10 +176,7 @@ fn every_digest_the_default_provider_signs_with_works_through_rustica() {
         ],
     );
     assert_eq!(lab.done(Op::Sign), before + 1);
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", "key.pem", "-pubout", "-out", "pub.pem"],
-    );
+    lab.public_key("key.pem", "pub.pem");
     let verified = lab.ok(
         Side::Default,
         &[

@@ -372,18 +372,7 @@ fn hostile(section_body: &str, diagnostics: bool) -> (bool, String, u64) {
     let path = lab.write("hostile.cnf", conf.as_bytes());
     let key = lab.p("k.pem");
     // The key is made on the default side; the hostile side only signs.
-    lab.ok(
-        Side::Default,
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:1024",
-            "-out",
-            &key,
-        ],
-    );
+    lab.rsa_key(Side::Default, 1024, &key);
     lab.write("m.txt", b"m");
     let o = run_with(
         &path,

@@ -53,10 +53,7 @@ fn verify_short(lab: &Lab, side: Side, pubkey: &str, opts: &[&str]) -> (bool, St
 fn keypair(lab: &Lab) -> (String, String) {
     let key = lab.genkey(2048, "key.pem");
     let pubkey = lab.p("pub.pem");
-    lab.ok(
-        Side::Default,
-        &["pkey", "-in", &key, "-pubout", "-out", &pubkey],
-    );
+    lab.public_key(&key, &pubkey);
     (key, pubkey)
 }
 

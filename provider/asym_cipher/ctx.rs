@@ -10,15 +10,15 @@ use zeroize::Zeroizing;
 
 use super::IMPLICIT_REJECTION;
 use crate::boundary::ProviderObject;
+use crate::context::ProvCtx;
 use crate::ct;
 use crate::digest::{DigestCache, DigestId};
 use crate::enc_padding::{self, Decoded, Oaep, Sha256, SHA256_LEN, TLS_PREMASTER_LEN};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::keymgmt::{KeyKind, KeyObj};
+use crate::key::{KeyKind, KeyObj};
 use crate::pad_mode::{self, PadMode};
 use crate::params::{self, UTF8};
-use crate::prov::ProvCtx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum EncPad {
@@ -298,6 +298,17 @@ impl CipherCtx {
             );
         }
         Ok(())
+    }
+
+    /// Whether a decryption can end in a padding error: PKCS#1 v1.5 with
+    /// implicit rejection off, and OAEP (no padding, the TLS rule and
+    /// implicit rejection always return a block).
+    pub(super) fn may_reject(&self) -> bool {
+        match self.pad {
+            EncPad::Pkcs1 => !self.implicit_rejection,
+            EncPad::Oaep => true,
+            EncPad::None | EncPad::Tls => false,
+        }
     }
 
     /// Decrypts into `out` (checked by `check_decrypt`). From the private

@@ -9,13 +9,13 @@ use ibmca_shim::stats::{self, Backend};
 use ibmca_shim::Op;
 
 use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::context::ProvCtx;
 use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::enc_padding::TLS_PREMASTER_LEN;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_DISPATCH, OSSL_PARAM};
 use crate::params::{self, int_param, param, uint_param, ParamTable, END, OCTETS, OCTET_PTR, UTF8};
-use crate::prov::ProvCtx;
 
 mod ctx;
 
@@ -116,12 +116,21 @@ unsafe fn run(
     };
     let n = if decrypting {
         c.check_decrypt(input, out.len()).map_err(refused)?;
+        // Raised before the padding is looked at and kept or withdrawn
+        // after, so that a bad padding costs what a good one does (an error
+        // raised on failure alone showed as 150-200 ns at RSA-2048). Only
+        // the reason, whose text is in the reason strings: nothing is
+        // formatted, allocated or copied.
+        let pending = c
+            .may_reject()
+            .then(|| c.prov().sink.provisional(Reason::DecryptionFailed));
         match c.decrypt(input, out)? {
             Decrypted::Len(n) => n,
             Decrypted::BadPadding => {
-                // Only the reason, whose text is in the reason strings: the
-                // failure formats, allocates and copies nothing.
-                c.prov().sink.raise_reason(Reason::DecryptionFailed);
+                match pending {
+                    Some(p) => p.keep(),
+                    None => c.prov().sink.raise_reason(Reason::DecryptionFailed),
+                }
                 return Ok(0);
             }
         }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use ibmca_shim::RsaKey;
 
 use super::pss::PssFields;
-use super::{boxed, KeyKind, SELECT_KEYPAIR};
+use super::SELECT_KEYPAIR;
 use crate::boundary::{free_object, guard, into_object, ProviderObject};
+use crate::context::ProvCtx;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_PARAM};
+use crate::key::{boxed, KeyKind};
 use crate::params::{self, int_param, param, size_param, ParamTable, END, UINT, UTF8};
-use crate::prov::ProvCtx;
 
 pub struct GenCtx {
     prov: *const ProvCtx,

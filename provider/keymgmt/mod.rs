@@ -11,19 +11,19 @@ use std::sync::Arc;
 
 use ibmca_shim::{KeyCheck, RsaKey, RsaParts};
 
-use crate::boundary::{free_object, guard, into_object, quiet, ProviderObject};
+use crate::boundary::{free_object, guard, quiet, ProviderObject};
+use crate::context::ProvCtx;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
-use crate::error::{fail, Error, Reason, Result};
+use crate::error::{fail, Error, Reason};
 use crate::ffi::{self, OSSL_CALLBACK, OSSL_DISPATCH, OSSL_PARAM};
+use crate::key::{boxed, KeyKind, KeyObj};
 use crate::params::{self, OwnedParams, ParamTable, END};
-use crate::prov::ProvCtx;
 
 mod fields;
 mod gen;
 mod pss;
 
 pub use fields::key_from_params;
-pub use pss::{pss_digest, PssRestrictions};
 
 use fields::{
     key_params, GETTABLE, KEYPAIR_TYPES, PSS_KEYPAIR_TYPES, PSS_PUBLIC_TYPES, PUBLIC_TYPES,
@@ -37,55 +37,6 @@ use pss::{pss_from_params, push_pss};
 const SELECT_PRIVATE: c_int = ffi::OSSL_KEYMGMT_SELECT_PRIVATE_KEY as c_int;
 const SELECT_PUBLIC: c_int = ffi::OSSL_KEYMGMT_SELECT_PUBLIC_KEY as c_int;
 const SELECT_KEYPAIR: c_int = ffi::OSSL_KEYMGMT_SELECT_KEYPAIR as c_int;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyKind {
-    Rsa,
-    RsaPss,
-}
-
-pub struct KeyObj {
-    prov: *const ProvCtx,
-    pub kind: KeyKind,
-    pub key: Option<Arc<RsaKey>>,
-    /// Only RSA-PSS keys carry restrictions; None means unrestricted.
-    pub pss: Option<PssRestrictions>,
-}
-
-impl ProviderObject for KeyObj {
-    fn provider(&self) -> *const ProvCtx {
-        self.prov
-    }
-}
-
-impl KeyObj {
-    /// # Safety
-    /// `keydata` must be NULL or a pointer returned by this key manager.
-    pub unsafe fn from_ptr<'a>(keydata: *const c_void) -> Option<&'a KeyObj> {
-        // SAFETY: forwarded from the caller.
-        unsafe { (keydata as *const KeyObj).as_ref() }
-    }
-
-    pub fn rsa(&self) -> Result<&Arc<RsaKey>> {
-        self.key
-            .as_ref()
-            .ok_or_else(|| Error::new(Reason::MissingKey, "the key object holds no RSA key"))
-    }
-}
-
-fn boxed(
-    prov: *const ProvCtx,
-    kind: KeyKind,
-    key: Option<Arc<RsaKey>>,
-    pss: Option<PssRestrictions>,
-) -> *mut c_void {
-    into_object(KeyObj {
-        prov,
-        kind,
-        key,
-        pss,
-    })
-}
 
 const SELECT_OTHER: c_int = ffi::OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS as c_int;
 

@@ -1,37 +1,12 @@
 //! The RSASSA-PSS restrictions an RSA-PSS key may carry: parsed from
 //! import and generation parameters, written back on export.
 
+use crate::context::ProvCtx;
 use crate::digest::DigestId;
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
+use crate::key::PssRestrictions;
 use crate::params::{self, OwnedParams};
-use crate::prov::ProvCtx;
-
-/// The RSASSA-PSS parameters an RSA-PSS key is restricted to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PssRestrictions {
-    pub md: DigestId,
-    pub mgf1: DigestId,
-    pub min_salt: usize,
-}
-
-/// The digests RSASSA-PSS parameters can name (RFC 8017 A.2.3, as
-/// OpenSSL's `ossl_rsa_oaeppss_md2nid` maps them): SHA-1 and SHA-2. The
-/// default provider imports a key restricted to any digest it can fetch,
-/// and refuses to use it for signing or verifying; so does rustica
-/// (`SigCtx::init`).
-pub fn pss_digest(id: DigestId) -> bool {
-    matches!(
-        id,
-        DigestId::Sha1
-            | DigestId::Sha224
-            | DigestId::Sha256
-            | DigestId::Sha384
-            | DigestId::Sha512
-            | DigestId::Sha512_224
-            | DigestId::Sha512_256
-    )
-}
 
 /// PSS restriction fields as they arrive, possibly one per set_params call.
 #[derive(Clone, Copy, Debug, Default)]

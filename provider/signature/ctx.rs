@@ -7,51 +7,16 @@ use std::sync::Arc;
 
 use ibmca_shim::RsaKey;
 
+use super::pss::{default_salt_len, parse_salt_len, AUTO_SALT_FOR_VERIFY};
 use crate::boundary::ProviderObject;
-use crate::der;
+use crate::context::ProvCtx;
 use crate::digest::{DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
-use crate::keymgmt::{pss_digest, KeyKind, KeyObj, PssRestrictions};
+use crate::key::{KeyKind, KeyObj, PssRestrictions};
 use crate::pad_mode::{self, PadMode};
-use crate::padding::{Pss, SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
+use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, UTF8};
-use crate::prov::ProvCtx;
-
-/// A PSS salt length given by name: "digest", "max", "auto",
-/// "auto-digestmax" or a non-negative number of bytes.
-pub(super) fn parse_salt_len(s: &str) -> Result<i32> {
-    match s {
-        "digest" => Ok(SALT_DIGEST),
-        "max" => Ok(SALT_MAX),
-        "auto" => Ok(SALT_AUTO),
-        "auto-digestmax" => Ok(SALT_AUTO_DIGEST_MAX),
-        s => s.parse::<i32>().ok().filter(|v| *v >= 0).ok_or_else(|| {
-            Error::new(
-                Reason::InvalidParameter,
-                format!(
-                    "PSS salt length '{s}' is not digest, max, auto, auto-digestmax or a number"
-                ),
-            )
-        }),
-    }
-}
-
-/// From this OpenSSL version on, the default provider takes an
-/// autodetected salt length for verifying with a restricted RSA-PSS key
-/// and refuses it for signing; before, the other way round.
-pub(super) const AUTO_SALT_FOR_VERIFY: (u32, u32) = (3, 4);
-
-/// The salt a PSS signature gets when none is set, as the running core's
-/// default provider does it: OpenSSL 3.1 changed it from the largest salt
-/// ("auto") to the largest up to the digest length ("auto-digestmax").
-pub(super) fn default_salt_len(core_version: (u32, u32)) -> i32 {
-    if core_version >= (3, 1) {
-        SALT_AUTO_DIGEST_MAX
-    } else {
-        SALT_AUTO
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pad {
@@ -259,40 +224,7 @@ impl SigCtx {
             }
             self.pad = Pad::Pss;
             if let Some(r) = self.restrict {
-                // Restrictions naming a digest RSASSA-PSS parameters cannot
-                // carry (imported from OSSL_PARAMs) make the key unusable:
-                // refused at init, as the default provider does.
-                for (what, id) in [("digest", r.md), ("MGF1 digest", r.mgf1)] {
-                    if !pss_digest(id) {
-                        return fail(
-                            Reason::InvalidDigest,
-                            format!(
-                                "this RSA-PSS key is restricted to the {what} {}, which \
-                                 RSASSA-PSS parameters cannot name (SHA-1 or SHA-2 only)",
-                                id.info().name.to_string_lossy()
-                            ),
-                        );
-                    }
-                }
-                // A key whose own minimum salt cannot fit its modulus can
-                // never sign or verify: refused at init, as OpenSSL does.
-                let em_len = (key_bits as usize - 1).div_ceil(8);
-                let room = em_len.saturating_sub(r.md.size() + 2);
-                if r.min_salt > room {
-                    return fail(
-                        Reason::InvalidSaltLength,
-                        format!(
-                            "this RSA-PSS key requires a salt of at least {} bytes; \
-                             a {}-bit key with {} has room for {room}",
-                            r.min_salt,
-                            key_bits,
-                            r.md.info().name.to_string_lossy()
-                        ),
-                    );
-                }
-                self.md = Some(r.md);
-                self.mgf1 = Some(r.mgf1);
-                self.saltlen = r.min_salt as i32;
+                self.apply_restrictions(r, key_bits)?;
             }
         }
         self.set_params(params)
@@ -375,25 +307,6 @@ impl SigCtx {
             self.expected = Some(params::get_octets(p)?.to_vec());
         }
         Ok(())
-    }
-
-    pub(super) fn check_restricted(
-        &self,
-        what: &str,
-        allowed: Option<DigestId>,
-        id: DigestId,
-    ) -> Result<()> {
-        match allowed {
-            Some(a) if a != id => fail(
-                Reason::InvalidParameter,
-                format!(
-                    "this RSA-PSS key is restricted to {what} {}; {} is not allowed",
-                    a.info().name.to_string_lossy(),
-                    id.info().name.to_string_lossy()
-                ),
-            ),
-            _ => Ok(()),
-        }
     }
 
     pub(super) fn set_md(&mut self, id: DigestId) -> Result<()> {
@@ -565,24 +478,6 @@ impl SigCtx {
         Ok(())
     }
 
-    pub(super) fn pss(&self, key: &RsaKey) -> Result<Pss<'_>> {
-        let md = self
-            .md
-            .ok_or_else(|| Error::new(Reason::InvalidParameter, "PSS padding needs a digest"))?;
-        if !md.has_oid() {
-            return fail(
-                Reason::UnsupportedDigest,
-                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
-            );
-        }
-        Pss::new(
-            &self.digests,
-            md,
-            self.mgf1.unwrap_or(md),
-            key.bits() as usize,
-        )
-    }
-
     pub(super) fn check_digest_len(&self, tbs: &[u8]) -> Result<()> {
         match self.md {
             Some(md) if tbs.len() != md.size() => fail(
@@ -612,249 +507,5 @@ impl SigCtx {
         self.hasher = None;
         self.hashing = false;
         Ok(digest)
-    }
-
-    pub(super) fn algorithm_id(&self) -> Result<Option<Vec<u8>>> {
-        let Some(md) = self.md.filter(|md| md.has_oid()) else {
-            return Ok(None);
-        };
-        Ok(match self.pad {
-            Pad::Pkcs1 => Some(der::pkcs1_algorithm_id(md)),
-            Pad::Pss => {
-                let key = self.key()?;
-                let pss = self.pss(key)?;
-                let salt = pss.signing_salt_len(self.saltlen)?;
-                Some(der::pss_algorithm_id(md, pss.mgf1(), salt))
-            }
-            _ => None,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::params::{param, END, INT};
-
-    /// A context that never reaches the provider: none of these tests
-    /// names a digest by string, the only use of the provider context here.
-    fn ctx() -> SigCtx {
-        ctx_on((3, 0))
-    }
-
-    /// A context as under a core of OpenSSL `version`.
-    fn ctx_on(version: (u32, u32)) -> SigCtx {
-        SigCtx::new(
-            std::ptr::null(),
-            DigestCache::new(std::ptr::null_mut()),
-            version,
-        )
-    }
-
-    fn reason<T: std::fmt::Debug>(r: Result<T>) -> Reason {
-        r.expect_err("should have been refused").reason
-    }
-
-    /// Runs set_params with one UTF-8 string parameter.
-    fn set_str(c: &mut SigCtx, key: &'static [u8], value: &str) -> Result<()> {
-        let mut p = param(key, UTF8);
-        p.data = value.as_ptr() as *mut c_void;
-        p.data_size = value.len();
-        let list = [p, END];
-        c.set_params(list.as_ptr())
-    }
-
-    /// Runs set_params with one integer parameter.
-    fn set_int(c: &mut SigCtx, key: &'static [u8], mut value: i32) -> Result<()> {
-        let mut p = param(key, INT);
-        p.data = &mut value as *mut i32 as *mut c_void;
-        p.data_size = std::mem::size_of::<i32>();
-        let list = [p, END];
-        c.set_params(list.as_ptr())
-    }
-
-    #[test]
-    fn salt_lengths_parse_by_name_and_number() {
-        assert_eq!(parse_salt_len("digest").unwrap(), SALT_DIGEST);
-        assert_eq!(parse_salt_len("max").unwrap(), SALT_MAX);
-        assert_eq!(parse_salt_len("auto").unwrap(), SALT_AUTO);
-        assert_eq!(
-            parse_salt_len("auto-digestmax").unwrap(),
-            SALT_AUTO_DIGEST_MAX
-        );
-        assert_eq!(parse_salt_len("0").unwrap(), 0);
-        assert_eq!(parse_salt_len("32").unwrap(), 32);
-        assert_eq!(reason(parse_salt_len("-1")), Reason::InvalidParameter);
-        assert_eq!(reason(parse_salt_len("Max")), Reason::InvalidParameter);
-        assert_eq!(reason(parse_salt_len("")), Reason::InvalidParameter);
-    }
-
-    #[test]
-    fn padding_modes_parse_by_name_and_number_and_round_trip() {
-        for pad in [Pad::Pkcs1, Pad::Pss, Pad::None, Pad::X931] {
-            assert_eq!(Pad::from_int(pad.to_int()).unwrap(), pad);
-            assert_eq!(Pad::from_name(pad.name().to_str().unwrap()).unwrap(), pad);
-        }
-        assert_eq!(
-            Pad::from_int(ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap(),
-            Pad::Pss
-        );
-        // Encryption-only modes are not signature paddings.
-        assert_eq!(reason(Pad::from_name("oaep")), Reason::InvalidParameter);
-        let oaep = ffi::RSA_PKCS1_OAEP_PADDING as i32;
-        assert_eq!(reason(Pad::from_int(oaep)), Reason::InvalidParameter);
-        assert_eq!(reason(Pad::from_int(-1)), Reason::InvalidParameter);
-    }
-
-    #[test]
-    fn digests_are_checked_against_the_padding_when_set() {
-        let mut c = ctx();
-        c.pad = Pad::None;
-        assert_eq!(reason(c.set_md(DigestId::Sha256)), Reason::InvalidParameter);
-        c.pad = Pad::Pss;
-        assert_eq!(
-            reason(c.set_md(DigestId::Md5Sha1)),
-            Reason::UnsupportedDigest
-        );
-        c.pad = Pad::Pkcs1;
-        c.set_md(DigestId::Md5Sha1).unwrap();
-        assert_eq!(c.md, Some(DigestId::Md5Sha1));
-    }
-
-    #[test]
-    fn the_digest_cannot_change_once_data_is_hashed() {
-        let mut c = ctx();
-        c.set_md(DigestId::Sha256).unwrap();
-        c.hashing = true;
-        assert_eq!(reason(c.set_md(DigestId::Sha384)), Reason::InvalidParameter);
-        c.set_md(DigestId::Sha256).unwrap();
-    }
-
-    #[test]
-    fn a_restricted_pss_key_refuses_other_digests_and_short_salts() {
-        let mut c = ctx();
-        c.pad = Pad::Pss;
-        c.pss_only = true;
-        c.restrict = Some(PssRestrictions {
-            md: DigestId::Sha256,
-            mgf1: DigestId::Sha256,
-            min_salt: 32,
-        });
-        assert_eq!(reason(c.set_md(DigestId::Sha384)), Reason::InvalidParameter);
-        c.set_md(DigestId::Sha256).unwrap();
-        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
-        assert_eq!(
-            reason(set_str(&mut c, salt, "20")),
-            Reason::InvalidSaltLength
-        );
-        assert_eq!(reason(set_int(&mut c, salt, 31)), Reason::InvalidSaltLength);
-        set_str(&mut c, salt, "digest").unwrap();
-        assert_eq!(c.saltlen, SALT_DIGEST);
-        set_int(&mut c, salt, 40).unwrap();
-        assert_eq!(c.saltlen, 40);
-        // PSS-only keys take no other padding.
-        let pad = ffi::OSSL_SIGNATURE_PARAM_PAD_MODE;
-        assert_eq!(
-            reason(set_str(&mut c, pad, "pkcs1")),
-            Reason::InvalidParameter
-        );
-    }
-
-    #[test]
-    fn an_autodetected_salt_with_a_restricted_key_follows_the_core() {
-        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
-        let restricted = |version, purpose| {
-            let mut c = ctx_on(version);
-            c.pad = Pad::Pss;
-            c.pss_only = true;
-            c.purpose = purpose;
-            c.md = Some(DigestId::Sha256);
-            c.restrict = Some(PssRestrictions {
-                md: DigestId::Sha256,
-                mgf1: DigestId::Sha256,
-                min_salt: 32,
-            });
-            c
-        };
-        // OpenSSL 3.0 to 3.3: refused for verifying, taken for signing.
-        for version in [(3, 0), (3, 3)] {
-            let mut c = restricted(version, Purpose::Verify);
-            assert_eq!(
-                reason(set_str(&mut c, salt, "auto")),
-                Reason::InvalidSaltLength
-            );
-            let mut c = restricted(version, Purpose::Sign);
-            set_str(&mut c, salt, "auto").unwrap();
-        }
-        let mut c = restricted((3, 2), Purpose::Verify);
-        assert_eq!(
-            reason(set_str(&mut c, salt, "auto-digestmax")),
-            Reason::InvalidSaltLength
-        );
-        // 3.4 and later: the other way round.
-        for version in [(3, 4), (3, 5), (4, 0)] {
-            for value in ["auto", "auto-digestmax"] {
-                let mut c = restricted(version, Purpose::Verify);
-                set_str(&mut c, salt, value).unwrap();
-                let mut c = restricted(version, Purpose::Sign);
-                assert_eq!(
-                    reason(set_str(&mut c, salt, value)),
-                    Reason::InvalidSaltLength
-                );
-            }
-        }
-        // Unrestricted keys take it everywhere.
-        let mut c = restricted((3, 0), Purpose::Verify);
-        c.restrict = None;
-        set_str(&mut c, salt, "auto").unwrap();
-    }
-
-    #[test]
-    fn padding_settings_are_checked_against_each_other() {
-        let pad = ffi::OSSL_SIGNATURE_PARAM_PAD_MODE;
-        let salt = ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN;
-        let mut c = ctx();
-        // A salt length needs PSS; X9.31 is refused; none refuses a digest.
-        assert_eq!(
-            reason(set_str(&mut c, salt, "max")),
-            Reason::InvalidParameter
-        );
-        assert_eq!(reason(set_str(&mut c, pad, "x931")), Reason::Unsupported);
-        c.set_md(DigestId::Sha256).unwrap();
-        assert_eq!(
-            reason(set_str(&mut c, pad, "none")),
-            Reason::InvalidParameter
-        );
-        // PSS without a digest defaults to SHA-1, as OpenSSL does.
-        let mut c = ctx();
-        set_int(&mut c, pad, ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap();
-        assert_eq!((c.pad, c.md), (Pad::Pss, Some(DigestId::Sha1)));
-        // auto-digestmax (-4) exists from OpenSSL 3.1 on, as in the default
-        // provider; nothing below it anywhere.
-        assert_eq!(reason(set_int(&mut c, salt, -4)), Reason::InvalidParameter);
-        let mut c = ctx_on((3, 5));
-        set_int(&mut c, pad, ffi::RSA_PKCS1_PSS_PADDING as i32).unwrap();
-        set_str(&mut c, salt, "auto-digestmax").unwrap();
-        assert_eq!(c.saltlen, SALT_AUTO_DIGEST_MAX);
-        assert_eq!(reason(set_int(&mut c, salt, -5)), Reason::InvalidParameter);
-        assert_eq!(default_salt_len((3, 0)), SALT_AUTO);
-        assert_eq!(default_salt_len((3, 5)), SALT_AUTO_DIGEST_MAX);
-        assert_eq!(default_salt_len((4, 0)), SALT_AUTO_DIGEST_MAX);
-        // Recovery cannot use PSS.
-        let mut c = ctx();
-        c.purpose = Purpose::VerifyRecover;
-        assert_eq!(
-            reason(set_str(&mut c, pad, "pss")),
-            Reason::InvalidParameter
-        );
-    }
-
-    #[test]
-    fn a_digest_input_must_have_the_digest_length() {
-        let mut c = ctx();
-        c.check_digest_len(&[0; 7]).unwrap();
-        c.set_md(DigestId::Sha256).unwrap();
-        assert_eq!(reason(c.check_digest_len(&[0; 20])), Reason::BadLength);
-        c.check_digest_len(&[0; 32]).unwrap();
     }
 }

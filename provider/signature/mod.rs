@@ -5,16 +5,20 @@ use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
 use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::context::ProvCtx;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
 use crate::padding::{SALT_AUTO, SALT_AUTO_DIGEST_MAX, SALT_DIGEST, SALT_MAX};
 use crate::params::{self, int_param, param, ParamTable, END, OCTETS, UTF8};
-use crate::prov::ProvCtx;
 
+mod algorithm_id;
 mod composite;
 mod ctx;
 mod ops;
+mod pss;
+#[cfg(test)]
+mod tests;
 
 use ctx::Purpose;
 pub use ctx::{Pad, SigCtx};

@@ -277,9 +277,8 @@ impl Lab {
         std::fs::read(self.path(name)).unwrap()
     }
 
-    /// A `bits`-bit RSA key generated on `side` into `key`, and its public
-    /// key (extracted by the default provider) into `public`.
-    pub fn keypair(&self, side: Side, bits: u32, key: &str, public: &str) {
+    /// A `bits`-bit RSA key generated on `side` into `key`.
+    pub fn rsa_key(&self, side: Side, bits: u32, key: &str) {
         let keygen_bits = format!("rsa_keygen_bits:{bits}");
         self.ok(
             side,
@@ -293,9 +292,40 @@ impl Lab {
                 key,
             ],
         );
+    }
+
+    /// The public key of `key`, extracted by the default provider into
+    /// `public`; returns its path.
+    pub fn public_key(&self, key: &str, public: &str) -> String {
         self.ok(
             Side::Default,
             &["pkey", "-in", key, "-pubout", "-out", public],
+        );
+        self.p(public)
+    }
+
+    /// A `bits`-bit RSA key generated on `side` into `key`, and its public
+    /// key (extracted by the default provider) into `public`.
+    pub fn keypair(&self, side: Side, bits: u32, key: &str, public: &str) {
+        self.rsa_key(side, bits, key);
+        self.public_key(key, public);
+    }
+
+    /// `openssl dgst -sha256 -sign key -out sig doc` on `side`.
+    pub fn sign_sha256(&self, side: Side, key: &str, doc: &str, sig: &str) {
+        self.ok(side, &["dgst", "-sha256", "-sign", key, "-out", sig, doc]);
+    }
+
+    /// `openssl dgst -sha256 -verify public -signature sig doc` on `side`,
+    /// which must say "Verified OK".
+    pub fn verify_sha256(&self, side: Side, public: &str, sig: &str, doc: &str) {
+        let out = self.ok(
+            side,
+            &["dgst", "-sha256", "-verify", public, "-signature", sig, doc],
+        );
+        assert!(
+            out.contains("Verified OK"),
+            "{side:?} did not verify {sig}: {out}"
         );
     }
 

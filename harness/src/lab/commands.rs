@@ -1,8 +1,8 @@
 //! The command lines of the column table: the files of a row, and the
 //! `openssl` arguments each step runs on side A and side B.
 
-use super::matrix::{SECLEVEL1_BELOW, SUBJECT};
 use super::openssl::Side;
+use super::options::{SECLEVEL1_BELOW, SUBJECT};
 use std::path::PathBuf;
 
 /// The files of one row (one key size) under the output directory.

@@ -5,74 +5,19 @@
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
 use super::counters::{compare, parse_s_time, parse_speed};
 use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, Side, SideEnv};
+use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
 use super::results::{Check, Column, Row, Sample, Status};
-use super::SkipWhat;
+use super::steps;
 use columns::{strings, Expect};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::{Path, PathBuf};
 
-/// The certificate subject of the lab.
-pub const SUBJECT: &str = "/C=FR/ST=France/L=Montpellier/CN=PSSC";
-
-/// Key sizes `openssl speed` (3.0) knows.
-pub const SPEED_SIZES: &[u32] = &[512, 1024, 2048, 3072, 4096, 7680, 15360];
-
-/// Below this size, Debian's security level 2 refuses the key in TLS.
-pub const SECLEVEL1_BELOW: u32 = 2048;
-
-/// Key generations per side when `--keygen-reps` is not given: (largest
-/// key size, count). Key generation time is random, so a B/A ratio needs
-/// many samples; above 4096 bits a key takes seconds to minutes, so fewer.
-pub const KEYGEN_REPS: &[(u32, usize)] = &[(4096, 15), (7680, 3), (u32::MAX, 1)];
-
-/// The counts and switches of a run.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// A/B rounds of the TLS and speed columns.
-    pub reps: usize,
-    /// `--keygen-reps`; None: [`KEYGEN_REPS`].
-    pub keygen_reps: Option<usize>,
-    pub signatures: usize,
-    pub verifications: usize,
-    pub certs: usize,
-    /// None: `certs` up to 4096 bits, 1 above.
-    pub newkey_certs: Option<usize>,
-    pub tls_seconds: u32,
-    pub speed_seconds: u32,
-    pub keys: Option<PathBuf>,
-    pub port: Option<u16>,
-    /// `--skip` as given.
-    pub skip: Vec<SkipWhat>,
-    /// `--backend` as given (auto, software, libica).
-    pub backend: Option<String>,
-}
-
 impl Options {
-    /// Key generations per side for `bits`.
-    pub fn keygen_count(&self, bits: u32) -> usize {
-        self.keygen_reps.unwrap_or_else(|| {
-            KEYGEN_REPS
-                .iter()
-                .find(|&&(max, _)| bits <= max)
-                .map_or(1, |&(_, n)| n)
-        })
-    }
-
-    pub fn newkey_count(&self, bits: u32) -> usize {
-        self.newkey_certs
-            .unwrap_or(if bits <= 4096 { self.certs } else { 1 })
-    }
-
-    pub fn reused_key(&self, bits: u32) -> Option<PathBuf> {
-        let p = self.keys.as_ref()?.join(format!("private-{bits}.pem"));
-        p.is_file().then_some(p)
-    }
-
     /// Estimated seconds of one row (for the progress ETA): every step
     /// that is not skipped, both sides.
     pub fn estimate(&self, bits: u32) -> f64 {
-        columns::steps()
+        steps::steps()
             .filter(|s| s.skipped(self, bits).is_none())
             .map(|s| {
                 let runs = (s.runs)(self, bits) as f64;
@@ -219,7 +164,7 @@ impl Ctx<'_> {
                 return Ok(());
             }
         }
-        self.run_step(row, bits, &columns::KEY_GENERATION)?;
+        self.run_step(row, bits, &steps::KEY_GENERATION)?;
         if !self.paths(bits).key().is_file() {
             row.checks.push(Check::new(
                 "key pair",
@@ -229,7 +174,7 @@ impl Ctx<'_> {
             return Ok(());
         }
         self.public_key(row, bits)?;
-        for step in &columns::MEASURED {
+        for step in &steps::MEASURED {
             self.run_step(row, bits, step)?;
         }
         Ok(())

@@ -3,125 +3,51 @@
 //! validated from rustica's counters and across the two sides, reported as
 //! report.md, report.json, report.csv and chart.svg.
 //!
+//! - `options`: the command line, a run's options, the column kinds.
 //! - `setup`: the openssl program, the module, sides A and B.
 //! - `openssl`: configuration files, timed processes, servers.
-//! - `columns`: the matrix as a table of steps (what each column runs on A
+//! - `columns`: what a column and a step are (what each column runs on A
 //!   and B, what B's counters must show, how its samples reduce, which
-//!   cross-check follows); `commands`: their command lines.
+//!   cross-check follows); `steps`: the table of steps; `commands`: their
+//!   command lines.
 //! - `matrix`: the one runner of that table, row by row (key size);
 //!   `counters`: B's counter deltas against B's operations; `crosscheck`:
 //!   the row's key pair and the checks across the two sides.
-//! - `results`: the data; `report`, `svg`: the outputs.
+//! - `results`: the data; `report`, `markdown`, `svg`: the outputs.
+//!
+//! Each module uses only lower ones (docs/architecture.md, "Layers";
+//! scripts/check-layers.py).
 
 mod columns;
 mod commands;
 mod counters;
 mod crosscheck;
+mod markdown;
 mod matrix;
 mod method;
 mod openssl;
+mod options;
 mod progress;
 mod report;
 mod results;
 mod setup;
+mod steps;
 mod svg;
 
-use crate::paths;
-use clap::Args;
-use openssl::{LoadMode, Scratch, SideEnv};
+use openssl::{Scratch, SideEnv};
+pub use options::LabArgs;
+use options::Options;
 use serde_json::{json, Value};
 use setup::{check_setup, Setup};
 use std::fs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 /// Exit codes.
 const EXIT_INVALID: u8 = 1;
 const EXIT_SETUP: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
-
-const QUICK_SIZES: &[u32] = &[1024, 2048, 3072, 4096];
-const FULL_EXTRA: &[u32] = &[7680, 15360];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SkipWhat {
-    /// The certificates-with-a-new-key column.
-    Newkey,
-    /// The TLS handshake columns.
-    Tls,
-    /// The `openssl speed` columns.
-    Speed,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct LabArgs {
-    /// Output directory [default: lab-results/<date-time>/].
-    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
-    out: Option<PathBuf>,
-    /// Add 7680 and 15360 bits to the default sizes (slow: use --keys).
-    #[arg(long)]
-    full: bool,
-    /// Key sizes, comma separated [default: 1024,2048,3072,4096].
-    #[arg(long, value_delimiter = ',', value_name = "BITS")]
-    sizes: Vec<u32>,
-    /// A/B rounds of the TLS and `openssl speed` columns.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    reps: u32,
-    /// Key generations per side, A and B alternating [default: 15 up to
-    /// 4096 bits, 3 up to 7680, 1 above].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    keygen_reps: Option<u32>,
-    /// Processes per side for signatures, verifications and certificates
-    /// (overrides the lab's 100, 100 and 10).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    count: Option<u32>,
-    /// Signatures per side [default: 100].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    signatures: Option<u32>,
-    /// Verifications per side [default: 100].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    verifications: Option<u32>,
-    /// Certificates per side, reusing the key [default: 10].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    certs: Option<u32>,
-    /// Certificates per side with a new key each (`req -x509 -newkey`)
-    /// [default: as --certs up to 4096 bits, 1 above].
-    #[arg(long, value_name = "N")]
-    newkey_certs: Option<u32>,
-    /// Seconds of each `openssl s_time` run (whole seconds).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
-    tls_seconds: u32,
-    /// Seconds of each `openssl speed` measurement.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
-    speed_seconds: u32,
-    /// Reuse private-N.pem from DIR (e.g. an earlier run's output) instead
-    /// of generating keys; key generation is then not measured for N.
-    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
-    keys: Option<PathBuf>,
-    /// How side B loads rustica.
-    #[arg(long, value_enum, default_value = "config")]
-    load: LoadMode,
-    /// rustica's backend for side B.
-    #[arg(long, value_parser = ["auto", "software", "libica"])]
-    backend: Option<String>,
-    /// libica library for side B (path or soname).
-    #[arg(long, value_name = "PATH", value_parser = paths::parse_path_or_name)]
-    libica: Option<String>,
-    /// The rustica module [default: $RUSTICA_MODULE, else rustica.so or
-    /// librustica.so beside this program, else the installed one].
-    #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
-    module: Option<PathBuf>,
-    /// TCP port for the TLS servers on 127.0.0.1 [default: a free one].
-    #[arg(long)]
-    port: Option<u16>,
-    /// Columns to leave out, comma separated.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    skip: Vec<SkipWhat>,
-    /// The openssl program [default: `openssl` on PATH].
-    #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
-    openssl: PathBuf,
-}
 
 fn fail(msg: impl std::fmt::Display) -> u8 {
     eprintln!("rustica lab: {msg}");
@@ -231,9 +157,9 @@ fn speed_load(b: &SideEnv, out: &Path) -> String {
 }
 
 /// The counts and switches of the matrix, from the command line.
-fn matrix_options(args: &LabArgs) -> matrix::Options {
+fn matrix_options(args: &LabArgs) -> Options {
     let count = |specific: Option<u32>, dflt: u32| specific.or(args.count).unwrap_or(dflt) as usize;
-    matrix::Options {
+    Options {
         reps: args.reps as usize,
         keygen_reps: args.keygen_reps.map(|n| n as usize),
         signatures: count(args.signatures, 100),
@@ -294,7 +220,7 @@ fn environment(
 }
 
 /// The options of the run, as the report records them.
-fn options_json(args: &LabArgs, setup: &Setup, opts: &matrix::Options, out: &Path) -> Value {
+fn options_json(args: &LabArgs, setup: &Setup, opts: &Options, out: &Path) -> Value {
     json!({
         "sizes": setup.sizes,
         "reps": opts.reps,
@@ -399,7 +325,7 @@ fn stock_rsa_path(
     }
 }
 
-fn standard_notes(o: &matrix::Options, sizes: &[u32]) -> Vec<String> {
+fn standard_notes(o: &Options, sizes: &[u32]) -> Vec<String> {
     let keygens: Vec<String> = sizes
         .iter()
         .map(|&b| format!("{} at {b} bits", o.keygen_count(b)))
@@ -472,7 +398,7 @@ fn write_reports(
         fs::write(out.join(name), text)
             .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
     };
-    w("report.md", &report::markdown(info, rows))?;
+    w("report.md", &markdown::markdown(info, rows))?;
     let j = report::json_report(info, rows);
     w(
         "report.json",
@@ -490,6 +416,7 @@ fn write_reports(
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::PathBuf;
 
     #[derive(Parser)]
     struct Lab {

@@ -1,26 +1,14 @@
 //! What a lab run measured and checked: the data every report is made from.
 
-use super::columns::{self, ColumnSpec, Reduce};
+use super::columns::{ColumnSpec, Reduce};
+pub use super::options::Kind;
+use super::steps;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// Operations counted by rustica, by operation name and backend name
 /// ("keygen" -> "software" -> 15).
 pub type Counted = BTreeMap<String, BTreeMap<String, u64>>;
-
-/// The columns of the matrix (LAB.md, plus the in-process `openssl speed`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Keygen,
-    Signatures,
-    Verifications,
-    Certificates,
-    CertificatesNewKey,
-    Tls13,
-    Tls12,
-    SpeedSign,
-    SpeedVerify,
-}
 
 /// How a column's samples read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +34,7 @@ impl Kind {
 
     /// This column's entry in the column table.
     pub fn spec(self) -> &'static ColumnSpec {
-        columns::column(self)
+        steps::column(self)
     }
 
     /// Stable identifier (JSON, CSV).

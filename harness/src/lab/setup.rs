@@ -3,7 +3,7 @@
 //! loaded by configuration file or by flags), and B is seen to load rustica.
 
 use super::openssl::{self, LoadMode, SideEnv};
-use super::{LabArgs, FULL_EXTRA, QUICK_SIZES};
+use super::options::{LabArgs, FULL_EXTRA, QUICK_SIZES};
 use crate::{paths, safe_fs};
 use std::fs;
 use std::io::Write;

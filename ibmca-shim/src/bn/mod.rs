@@ -378,6 +378,7 @@ impl MontCtx {
 }
 
 mod arith;
+pub(crate) mod ct_mont;
 pub(crate) mod prime;
 
 pub(crate) use arith::*;

@@ -24,13 +24,26 @@ pub(super) struct Blinding {
 }
 
 impl RsaKey {
-    /// Unblinds in constant time: m * (Ai * R) * R^-1 = m * Ai mod n.
+    /// Unblinds: m * (Ai * R) * R^-1 = m * Ai mod n. Where the result is
+    /// secret (a decryption's block), its own shape (leading zero bytes)
+    /// must not change the time taken: the multiplication runs on
+    /// fixed-width limbs (bn::ct_mont) and the result never becomes a
+    /// BIGNUM. m and Ai are uniform in [0, n), so their conversion to bytes
+    /// reveals nothing. A signature is public: libcrypto's assembly is
+    /// several times faster there.
     pub(super) fn unblind(
         &self,
         m: &Bn,
         ai: &Bn,
         ctx: &mut BnCtx,
+        secret_result: bool,
     ) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+        if secret_result && bn::ct_mont::matches_libcrypto() {
+            let n = self.n.to_be_padded_public(self.size)?;
+            let m = m.to_be_padded(self.size)?;
+            let ai = ai.to_be_padded(self.size)?;
+            return Ok(bn::ct_mont::mul(&m, &ai, &n, self.size));
+        }
         let mut out = Bn::new()?;
         out.set_consttime();
         bn::mont_mul(&mut out, m, ai, &self.mont_n, ctx)?;

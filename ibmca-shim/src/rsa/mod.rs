@@ -235,7 +235,8 @@ impl RsaKey {
                             if !self.result_ok(&m, &job.blinded, &mut job.bn)? {
                                 return Ok(None);
                             }
-                            self.unblind(&m, &job.ai, &mut job.bn).map(Some)
+                            self.unblind(&m, &job.ai, &mut job.bn, op == Op::Decrypt)
+                                .map(Some)
                         },
                     )
                 },
@@ -247,7 +248,7 @@ impl RsaKey {
                         ));
                     };
                     let m = self.software_private(private, &job.blinded, &mut job.bn)?;
-                    self.unblind(&m, &job.ai, &mut job.bn)
+                    self.unblind(&m, &job.ai, &mut job.bn, op == Op::Decrypt)
                 },
             )
             .map(|(v, _)| v)

@@ -1,0 +1,354 @@
+//! report.md: the verdict, the lab-shaped table, key generation methods,
+//! time per operation, validation, notes and command lines. An INVALID row
+//! never shows a B number: its B cells say INVALID.
+
+use super::method;
+use super::report::{all_valid, dur, num, RunInfo};
+use super::results::{Column, Kind, Row, Status, Summary, Unit};
+use std::fmt::Write as _;
+
+fn ratio_cell(s: Option<Summary>) -> String {
+    match s {
+        Some(s) => format!("{}×", num(s.median)),
+        None => "-".into(),
+    }
+}
+
+fn ratio_range(s: Option<Summary>) -> String {
+    match s {
+        Some(s) => format!("{}× [{}–{}]", num(s.median), num(s.min), num(s.max)),
+        None => "-".into(),
+    }
+}
+
+fn status_cell(c: &Column) -> Option<String> {
+    match &c.status {
+        Status::Measured => None,
+        Status::Skipped(_) => Some("skipped".into()),
+        Status::Failed(_) => Some("FAILED".into()),
+    }
+}
+
+fn figure_cell(c: &Column, b: bool) -> String {
+    if let Status::Skipped(_) = c.status {
+        return "skipped".into();
+    }
+    let f = match c.figure(b) {
+        Some(f) => num(f),
+        None => "-".into(),
+    };
+    if c.failed() {
+        format!("FAILED ({f})")
+    } else {
+        f
+    }
+}
+
+/// The columns in table order, with their counts (from the first row that
+/// has them).
+fn column_order(rows: &[Row]) -> Vec<(Kind, usize)> {
+    Kind::ALL
+        .iter()
+        .filter_map(|&k| {
+            let counts: Vec<usize> = rows
+                .iter()
+                .filter_map(|r| r.column(k))
+                .filter(|c| !matches!(c.status, Status::Skipped(_)))
+                .map(|c| c.count)
+                .collect();
+            let any = rows.iter().any(|r| r.column(k).is_some());
+            any.then(|| (k, counts.iter().copied().max().unwrap_or(0)))
+        })
+        .collect()
+}
+
+pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica\n"
+    );
+    md_summary(&mut md, info, rows);
+    md_results(&mut md, rows);
+    md_keygen_methods(&mut md, rows);
+    md_per_operation(&mut md, rows);
+    md_validation(&mut md, rows);
+    md_notes(&mut md, info, rows);
+    md_commands(&mut md, rows);
+    md
+}
+
+/// The verdict, and what ran where.
+fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
+    let valid = all_valid(rows);
+    let verdict = if info.interrupted {
+        "**INCOMPLETE**: interrupted; the rows below are what was measured.".to_string()
+    } else if valid {
+        "**VALID**: every row passed validation; every B operation was counted by rustica."
+            .to_string()
+    } else {
+        let bad: Vec<String> = rows
+            .iter()
+            .filter(|r| !r.valid())
+            .map(|r| r.bits.to_string())
+            .collect();
+        format!(
+            "**INVALID**: rows {} failed validation; their B figures are withheld (see Validation).",
+            bad.join(", ")
+        )
+    };
+    let _ = writeln!(md, "{verdict}\n");
+    let env = &info.environment;
+    let _ = writeln!(
+        md,
+        "- Run: {} ({} s), `{}`",
+        info.started,
+        num(info.duration_s),
+        info.command_line
+    );
+    let _ = writeln!(
+        md,
+        "- Host: {}, {} cores, {}; {}",
+        env["cpu"].as_str().unwrap_or("?"),
+        env["cores"],
+        env["arch"].as_str().unwrap_or("?"),
+        env["openssl_version"].as_str().unwrap_or("?")
+    );
+    let _ = writeln!(
+        md,
+        "- A: stock `openssl`, default provider only (`openssl-A.cnf`); RSA path: {}.",
+        env["a_rsa_path"].as_str().unwrap_or("not recorded")
+    );
+    let _ = writeln!(md, "{}", side_b_line(info));
+    let _ = writeln!(md, "- B for `openssl speed`: {}.\n", info.speed_load);
+}
+
+/// How B ran rustica, and on which backends its operations were counted.
+fn side_b_line(info: &RunInfo) -> String {
+    let backend = info
+        .backend
+        .clone()
+        .unwrap_or_else(|| "auto (default)".into());
+    let mut b = format!(
+        "- B: rustica loaded by {} (`{}`), module `{}`, backend requested: {backend}",
+        info.load,
+        if info.load == "config" {
+            "openssl-B.cnf"
+        } else {
+            "-provider-path/-provider/-propquery"
+        },
+        info.module
+    );
+    if let Some(l) = &info.libica {
+        let _ = write!(b, ", libica `{l}`");
+    }
+    let observed = &info.environment["b_backends_observed"];
+    if let Some(o) = observed.as_object() {
+        if !o.is_empty() {
+            let v: Vec<String> = o.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = write!(b, "; B operations by backend (counters): {}", v.join(", "));
+        }
+    }
+    b
+}
+
+/// The lab-shaped table: one A, B and B/A line per key size.
+fn md_results(md: &mut String, rows: &[Row]) {
+    let cols = column_order(rows);
+    let _ = writeln!(md, "## Results\n");
+    let _ = writeln!(
+        md,
+        "How to read: time columns are the total wall seconds of that many separate `openssl` processes, \
+         as in the lab's shell loops (key generation: the median of the runs); rate columns are medians. \
+         The B/A row is the median of ratios taken pair by pair (A and B runs alternate, so drift hits both): \
+         for times, above 1× means B is slower; for rates (handshakes/s, sign/s, verify/s), above 1× means B is faster.\n"
+    );
+    let mut head = String::from("| RSA bits | side |");
+    let mut sep = String::from("|---:|---|");
+    for (k, n) in &cols {
+        let _ = write!(head, " {} |", k.heading(*n));
+        sep.push_str("---:|");
+    }
+    head.push_str(" validation |");
+    sep.push_str("---|");
+    let _ = writeln!(md, "{head}\n{sep}");
+    for r in rows {
+        let ok = r.valid();
+        for (label, side) in [("A", Some(false)), ("B", Some(true)), ("B/A", None)] {
+            let mut line = format!("| {} | {label} |", r.bits);
+            for (k, _) in &cols {
+                let cell = match r.column(*k) {
+                    None => "-".into(),
+                    Some(c) => match side {
+                        Some(false) => figure_cell(c, false),
+                        Some(true) if !ok => "INVALID".into(),
+                        Some(true) => figure_cell(c, true),
+                        None if !ok => "INVALID".into(),
+                        None => status_cell(c).unwrap_or_else(|| ratio_cell(c.ratio())),
+                    },
+                };
+                let _ = write!(line, " {cell} |");
+            }
+            let status = if label == "A" { r.status_word() } else { "" };
+            let _ = write!(line, " {status} |");
+            let _ = writeln!(md, "{line}");
+        }
+    }
+    md.push('\n');
+}
+
+/// Which method made each side's keys, per key size.
+fn md_keygen_methods(md: &mut String, rows: &[Row]) {
+    let lines: Vec<(u32, Kind, String, String)> = rows
+        .iter()
+        .flat_map(|r| {
+            method::of_row(r)
+                .into_iter()
+                .map(move |(k, a, b)| (r.bits, k, a, b))
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Key generation methods\n");
+    let _ = writeln!(md, "{}\n", method::EXPLANATION);
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | A (default provider) | B (rustica, from its counters) |"
+    );
+    let _ = writeln!(md, "|---:|---|---|---|");
+    for (bits, k, a, b) in lines {
+        let _ = writeln!(md, "| {bits} | {} | {a} | {b} |", k.op_name());
+    }
+    md.push('\n');
+}
+
+/// Wall and CPU time per operation, median [min–max].
+fn md_per_operation(md: &mut String, rows: &[Row]) {
+    let _ = writeln!(md, "## Per operation: median [min–max]\n");
+    let _ = writeln!(
+        md,
+        "Wall time per process (or per handshake, per in-process operation: rates inverted) and CPU time \
+         (user + system) of the process under test; for TLS, the server's CPU per handshake.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| RSA bits | operation | A wall | B wall | B/A [min–max] | A CPU | B CPU |"
+    );
+    let _ = writeln!(md, "|---:|---|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let ok = r.valid();
+        for c in &r.columns {
+            if matches!(c.status, Status::Skipped(_)) || (c.a.is_empty() && c.b.is_empty()) {
+                continue;
+            }
+            let wall = |b: bool| match (c.per_op(b), c.kind.unit()) {
+                (Some(s), Unit::Seconds) => {
+                    format!("{} [{}–{}]", dur(s.median), dur(s.min), dur(s.max))
+                }
+                (Some(s), Unit::PerSecond) => {
+                    format!("{}/s [{}–{}]", num(s.median), num(s.min), num(s.max))
+                }
+                (None, _) => "-".into(),
+            };
+            let cpu = |b: bool| match c.cpu(b) {
+                Some(s) if s.max > 0.0 => dur(s.median),
+                _ => "-".into(),
+            };
+            let (bw, br, bc) = if ok {
+                (wall(true), ratio_range(c.ratio()), cpu(true))
+            } else {
+                ("INVALID".into(), "INVALID".into(), "INVALID".into())
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {bw} | {br} | {} | {bc} |",
+                r.bits,
+                c.kind.op_name(),
+                wall(false),
+                cpu(false)
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// Every row's checks and failures.
+fn md_validation(md: &mut String, rows: &[Row]) {
+    let _ = writeln!(md, "## Validation\n");
+    let _ = writeln!(
+        md,
+        "B's counters are a statistics file private to this run (`RUSTICA_STATS_PATH`); each B step's delta \
+         must equal the operations it ran, at its key size, with none failed.\n"
+    );
+    for r in rows {
+        let _ = writeln!(md, "### {} bits: {}\n", r.bits, r.status_word());
+        if !r.key_source.is_empty() {
+            let _ = writeln!(md, "Key pair: {}.\n", r.key_source);
+        }
+        for c in &r.checks {
+            let mark = if c.ok { "ok" } else { "**FAILED**" };
+            let _ = writeln!(md, "- {mark}: {}: {}", c.name, c.detail.replace('\n', " "));
+        }
+        for c in &r.columns {
+            if let Status::Failed(m) = &c.status {
+                let _ = writeln!(
+                    md,
+                    "- **FAILED**: {}: {}",
+                    c.kind.op_name(),
+                    m.replace('\n', " ")
+                );
+            }
+        }
+        if r.incomplete {
+            let _ = writeln!(md, "- interrupted before the row was finished");
+        }
+        md.push('\n');
+    }
+}
+
+/// The run's notes, the columns' notes (once each), and what was skipped.
+fn md_notes(md: &mut String, info: &RunInfo, rows: &[Row]) {
+    let _ = writeln!(md, "## Notes\n");
+    for n in &info.notes {
+        let _ = writeln!(md, "- {n}");
+    }
+    let mut seen = Vec::new();
+    for r in rows {
+        for c in &r.columns {
+            if let Some(n) = &c.note {
+                if !seen.contains(n) {
+                    let _ = writeln!(md, "- {} bits, {}: {n}", r.bits, c.kind.op_name());
+                    seen.push(n.clone());
+                }
+            }
+        }
+    }
+    let mut skipped: Vec<String> = Vec::new();
+    for r in rows {
+        for c in &r.columns {
+            if let Status::Skipped(why) = &c.status {
+                let s = format!("{} bits, {}: skipped ({why})", r.bits, c.kind.op_name());
+                skipped.push(s);
+            }
+        }
+    }
+    for s in skipped {
+        let _ = writeln!(md, "- {s}");
+    }
+    md.push('\n');
+}
+
+/// The command lines of the first row.
+fn md_commands(md: &mut String, rows: &[Row]) {
+    if let Some(r) = rows.first() {
+        let _ = writeln!(md, "## Commands ({} bits)\n", r.bits);
+        md.push_str("```\n");
+        for c in &r.columns {
+            for cmd in &c.commands {
+                let _ = writeln!(md, "{cmd}");
+            }
+        }
+        md.push_str("```\n");
+    }
+}

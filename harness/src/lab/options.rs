@@ -1,0 +1,163 @@
+//! The lab's options and constants: the command line (`LabArgs`), the
+//! counts and switches of a run (`Options`), the column kinds and the
+//! fixed sizes. The bottom of the lab with `openssl` (whose `LoadMode` the
+//! command line names): columns, the matrix and the results build on it.
+
+use super::openssl::LoadMode;
+use crate::paths;
+use clap::Args;
+use std::path::PathBuf;
+
+/// The columns of the matrix (LAB.md, plus the in-process `openssl speed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Keygen,
+    Signatures,
+    Verifications,
+    Certificates,
+    CertificatesNewKey,
+    Tls13,
+    Tls12,
+    SpeedSign,
+    SpeedVerify,
+}
+
+/// The certificate subject of the lab.
+pub const SUBJECT: &str = "/C=FR/ST=France/L=Montpellier/CN=PSSC";
+
+/// Key sizes `openssl speed` (3.0) knows.
+pub const SPEED_SIZES: &[u32] = &[512, 1024, 2048, 3072, 4096, 7680, 15360];
+
+/// Below this size, Debian's security level 2 refuses the key in TLS.
+pub const SECLEVEL1_BELOW: u32 = 2048;
+
+/// Key generations per side when `--keygen-reps` is not given: (largest
+/// key size, count). Key generation time is random, so a B/A ratio needs
+/// many samples; above 4096 bits a key takes seconds to minutes, so fewer.
+pub const KEYGEN_REPS: &[(u32, usize)] = &[(4096, 15), (7680, 3), (u32::MAX, 1)];
+
+/// The counts and switches of a run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A/B rounds of the TLS and speed columns.
+    pub reps: usize,
+    /// `--keygen-reps`; None: [`KEYGEN_REPS`].
+    pub keygen_reps: Option<usize>,
+    pub signatures: usize,
+    pub verifications: usize,
+    pub certs: usize,
+    /// None: `certs` up to 4096 bits, 1 above.
+    pub newkey_certs: Option<usize>,
+    pub tls_seconds: u32,
+    pub speed_seconds: u32,
+    pub keys: Option<PathBuf>,
+    pub port: Option<u16>,
+    /// `--skip` as given.
+    pub skip: Vec<SkipWhat>,
+    /// `--backend` as given (auto, software, libica).
+    pub backend: Option<String>,
+}
+
+impl Options {
+    /// Key generations per side for `bits`.
+    pub fn keygen_count(&self, bits: u32) -> usize {
+        self.keygen_reps.unwrap_or_else(|| {
+            KEYGEN_REPS
+                .iter()
+                .find(|&&(max, _)| bits <= max)
+                .map_or(1, |&(_, n)| n)
+        })
+    }
+
+    pub fn newkey_count(&self, bits: u32) -> usize {
+        self.newkey_certs
+            .unwrap_or(if bits <= 4096 { self.certs } else { 1 })
+    }
+
+    pub fn reused_key(&self, bits: u32) -> Option<PathBuf> {
+        let p = self.keys.as_ref()?.join(format!("private-{bits}.pem"));
+        p.is_file().then_some(p)
+    }
+}
+
+pub const QUICK_SIZES: &[u32] = &[1024, 2048, 3072, 4096];
+pub const FULL_EXTRA: &[u32] = &[7680, 15360];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkipWhat {
+    /// The certificates-with-a-new-key column.
+    Newkey,
+    /// The TLS handshake columns.
+    Tls,
+    /// The `openssl speed` columns.
+    Speed,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LabArgs {
+    /// Output directory [default: lab-results/<date-time>/].
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
+    pub(super) out: Option<PathBuf>,
+    /// Add 7680 and 15360 bits to the default sizes (slow: use --keys).
+    #[arg(long)]
+    pub(super) full: bool,
+    /// Key sizes, comma separated [default: 1024,2048,3072,4096].
+    #[arg(long, value_delimiter = ',', value_name = "BITS")]
+    pub(super) sizes: Vec<u32>,
+    /// A/B rounds of the TLS and `openssl speed` columns.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) reps: u32,
+    /// Key generations per side, A and B alternating [default: 15 up to
+    /// 4096 bits, 3 up to 7680, 1 above].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) keygen_reps: Option<u32>,
+    /// Processes per side for signatures, verifications and certificates
+    /// (overrides the lab's 100, 100 and 10).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub(super) count: Option<u32>,
+    /// Signatures per side [default: 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub(super) signatures: Option<u32>,
+    /// Verifications per side [default: 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub(super) verifications: Option<u32>,
+    /// Certificates per side, reusing the key [default: 10].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub(super) certs: Option<u32>,
+    /// Certificates per side with a new key each (`req -x509 -newkey`)
+    /// [default: as --certs up to 4096 bits, 1 above].
+    #[arg(long, value_name = "N")]
+    pub(super) newkey_certs: Option<u32>,
+    /// Seconds of each `openssl s_time` run (whole seconds).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub(super) tls_seconds: u32,
+    /// Seconds of each `openssl speed` measurement.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub(super) speed_seconds: u32,
+    /// Reuse private-N.pem from DIR (e.g. an earlier run's output) instead
+    /// of generating keys; key generation is then not measured for N.
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
+    pub(super) keys: Option<PathBuf>,
+    /// How side B loads rustica.
+    #[arg(long, value_enum, default_value = "config")]
+    pub(super) load: LoadMode,
+    /// rustica's backend for side B.
+    #[arg(long, value_parser = ["auto", "software", "libica"])]
+    pub(super) backend: Option<String>,
+    /// libica library for side B (path or soname).
+    #[arg(long, value_name = "PATH", value_parser = paths::parse_path_or_name)]
+    pub(super) libica: Option<String>,
+    /// The rustica module [default: $RUSTICA_MODULE, else rustica.so or
+    /// librustica.so beside this program, else the installed one].
+    #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
+    pub(super) module: Option<PathBuf>,
+    /// TCP port for the TLS servers on 127.0.0.1 [default: a free one].
+    #[arg(long)]
+    pub(super) port: Option<u16>,
+    /// Columns to leave out, comma separated.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub(super) skip: Vec<SkipWhat>,
+    /// The openssl program [default: `openssl` on PATH].
+    #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
+    pub(super) openssl: PathBuf,
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""The layering check: every module of provider/ and of harness/src/lab/ may
+use only modules of a lower layer, so neither has an import circle.
+
+It reads the paths the code writes (`crate::X`, `$crate::X`, in the lab also
+`super::X` and `crate::lab::X`, braces included), not rustc's resolution:
+it needs no build and no tool, and runs in well under a second. Unit tests
+(`#[cfg(test)] mod ...` to the end of a file, files named tests.rs) may
+reach anything and are not read. A module missing from the tables below is
+an error too, so a new file is given its place on purpose.
+
+Usage: scripts/check-layers.py [ROOT]   (ROOT: the workspace, default: ..)
+Exit status 0: no upward use; 1: a list of them, file and line.
+docs/architecture.md ("Layers") draws the same tables.
+"""
+import os
+import re
+import sys
+
+# Lower numbers are lower layers. A module may use modules of a strictly
+# lower number only: two modules of one layer never use each other.
+PROVIDER = {
+    "ffi": 0, "ct": 0,
+    "error": 1, "dispatch": 1, "pad_mode": 1,
+    "params": 2, "config": 2, "digest": 2,
+    "der": 3, "padding": 3, "enc_padding": 3,
+    "context": 4,
+    "boundary": 5,
+    "key": 6,
+    "keymgmt": 7, "signature": 7, "asym_cipher": 7,
+    "prov": 8,
+}
+
+LAB = {
+    "openssl": 0, "progress": 0,
+    "options": 1,
+    "commands": 2,
+    "columns": 3, "setup": 3,
+    "steps": 4, "counters": 4,
+    "results": 5,
+    "method": 6, "matrix": 6,
+    "crosscheck": 7, "report": 7,
+    "markdown": 8, "svg": 8,
+    "mod": 9,
+}
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def code_lines(path):
+    """(line number, text) of the non-test code of a file, comments cut."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped == "#[cfg(test)]":
+            following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            if re.match(r"(pub(\([a-z]+\))? )?mod \w+ \{", following):
+                break  # the unit tests run to the end of the file
+            continue
+        if stripped.startswith("//"):
+            continue
+        out.append((i + 1, line.split(" //")[0]))
+    return out
+
+
+def brace_items(text, start):
+    """The first identifiers of the top-level items of `{...}` at start."""
+    depth, item, items = 0, "", []
+    for ch in text[start:]:
+        if ch == "{":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                items.append(item)
+                break
+        elif ch == "," and depth == 1:
+            items.append(item)
+            item = ""
+            continue
+        if depth >= 1:
+            item += ch
+    names = []
+    for it in items:
+        m = IDENT.search(it)
+        if m:
+            names.append(m.group(0))
+    return names
+
+
+def targets(text, prefix):
+    """Every name used right after `prefix` in text, braces expanded."""
+    found = []
+    for m in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(prefix), text):
+        rest = m.end()
+        while rest < len(text) and text[rest] in " \n":
+            rest += 1
+        if rest < len(text) and text[rest] == "{":
+            found.extend(brace_items(text, rest))
+        else:
+            n = IDENT.match(text, rest)
+            if n:
+                found.append(n.group(0))
+    return found
+
+
+def files(base):
+    for dirpath, _, names in os.walk(base):
+        for name in sorted(names):
+            if name.endswith(".rs") and name != "tests.rs":
+                yield os.path.join(dirpath, name)
+
+
+def statements(lines):
+    """Joins a `use` that spans lines onto its first line."""
+    joined, pending, first = [], "", 0
+    for number, text in lines:
+        if pending:
+            pending += " " + text.strip()
+            if ";" in text:
+                joined.append((first, pending))
+                pending = ""
+            continue
+        if re.match(r"\s*(pub(\([a-z]+\))? )?use .*\{", text) and ";" not in text:
+            pending, first = text, number
+            continue
+        joined.append((number, text))
+    if pending:
+        joined.append((first, pending))
+    return joined
+
+
+def check(root, base, ranks, module_of, prefixes, resolve):
+    problems = []
+    for path in files(os.path.join(root, base)):
+        rel = os.path.relpath(path, os.path.join(root, base))
+        me = module_of(rel)
+        if me is None:
+            continue
+        if me not in ranks:
+            problems.append(f"{base}/{rel}: module {me} has no layer in scripts/check-layers.py")
+            continue
+        for number, text in statements(code_lines(path)):
+            for prefix in prefixes:
+                for name in targets(text, prefix):
+                    dep = resolve(prefix, name)
+                    if dep is None or dep == me:
+                        continue
+                    if dep not in ranks:
+                        problems.append(f"{base}/{rel}:{number}: {me} uses {dep}, which has no layer")
+                    elif ranks[dep] >= ranks[me]:
+                        problems.append(
+                            f"{base}/{rel}:{number}: {me} (layer {ranks[me]}) uses "
+                            f"{dep} (layer {ranks[dep]}): only lower layers may be used"
+                        )
+    return problems
+
+
+def provider_module(rel):
+    if rel == "lib.rs":
+        return None  # the crate root only declares the modules
+    return rel.split(os.sep)[0].removesuffix(".rs")
+
+
+def provider_target(prefix, name):
+    return name if name in PROVIDER else None if name in ("self", "super") else name
+
+
+def lab_module(rel):
+    return rel.removesuffix(".rs")
+
+
+def lab_target(prefix, name):
+    if prefix == "crate::":
+        return None  # the rest of the harness (paths, safe_fs, system)
+    if prefix == "crate::lab::":
+        return name if name in LAB else "mod"
+    # super:: from a lab file: a sibling module, or an item of lab/mod.rs.
+    if name in ("self", "*"):
+        return None
+    return name if name in LAB else "mod"
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    problems = check(root, "provider", PROVIDER, provider_module, ["crate::"], provider_target)
+    problems += check(
+        root,
+        "harness/src/lab",
+        LAB,
+        lab_module,
+        ["crate::lab::", "super::"],
+        lab_target,
+    )
+    problems = list(dict.fromkeys(problems))
+    if problems:
+        print("check-layers: upward uses (see docs/architecture.md, Layers):", file=sys.stderr)
+        for p in problems:
+            print("  " + p, file=sys.stderr)
+        sys.exit(1)
+    print("check-layers: provider/ and harness/src/lab/ use only lower layers")
+
+
+if __name__ == "__main__":
+    main()
