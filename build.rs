@@ -73,4 +73,50 @@ fn main() {
         build.include(dir);
     }
     build.compile("rustica_raise");
+
+    static_unwinder(&out);
+}
+
+/// Links the module's unwinder (the panic boundary's `catch_unwind` needs
+/// one) statically from libgcc_eh.a instead of loading libgcc_s.so.1, which
+/// stock OpenSSL never loads: one library less to open, map and relocate in
+/// every process that loads rustica (about 0.2 ms of CPU per process,
+/// docs/performance.md). std asks for `-lgcc_s`; a linker script of that
+/// name, found first on the cdylib's search path, points at the static
+/// archive instead. Its symbols stay local (the module exports only
+/// OSSL_provider_init), and a panic never unwinds out of the module, so the
+/// copy never meets another unwinder's frames. Linux/glibc only;
+/// `RUSTICA_SHARED_UNWINDER=1` keeps libgcc_s.so.1.
+fn static_unwinder(out: &std::path::Path) {
+    println!("cargo:rerun-if-env-changed=RUSTICA_SHARED_UNWINDER");
+    let gnu_linux = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
+        && env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
+    if !gnu_linux || env::var_os("RUSTICA_SHARED_UNWINDER").is_some_and(|v| v == "1") {
+        return;
+    }
+    let compiler = cc::Build::new().get_compiler();
+    let Ok(found) = compiler
+        .to_command()
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+    else {
+        return;
+    };
+    let archive = PathBuf::from(String::from_utf8_lossy(&found.stdout).trim());
+    // The compiler prints the bare name when it has no such file.
+    if !archive.is_absolute() || !archive.is_file() {
+        println!("cargo:warning=no libgcc_eh.a: the module needs libgcc_s.so.1");
+        return;
+    }
+    let dir = out.join("static-unwinder");
+    std::fs::create_dir_all(&dir).expect("create the linker script directory");
+    std::fs::write(
+        dir.join("libgcc_s.so"),
+        format!(
+            "/* rustica: the unwinder, statically */\nINPUT ( {} )\n",
+            archive.display()
+        ),
+    )
+    .expect("write the linker script");
+    println!("cargo:rustc-link-arg-cdylib=-L{}", dir.display());
 }

@@ -6,6 +6,8 @@
 # `rand`, `dgst -sign`, `dgst -verify` and `req -x509` with an existing
 # 2048-bit key. Prints a Markdown table of medians, deltas and ratios, and
 # checks that every rustica-side signature and verification was counted.
+# Then the resident set of an idle process and of one after 1,000
+# signatures (benches/load/rss.c), per side.
 #
 # usage: scripts/bench-load.sh [ROUNDS]      (default 60)
 set -euo pipefail
@@ -86,3 +88,24 @@ if sign != 2 * want or verify != want:
 print(f"\nrustica counted {sign} signatures and {verify} verifications: every rustica-side "
       "operation ran on rustica.")
 PY
+
+# Memory: the resident set of an idle process (configuration loaded, no
+# RSA) and of one that made 1,000 signatures with the 2048-bit key (one
+# context each, the key kept), medians of 5 processes per side.
+cc -O2 -o "$work/rss" benches/load/rss.c -lcrypto
+export RUSTICA_STATS_PATH=$work/stats-rss
+echo
+echo "| process | side | VmRSS (kB) | RssAnon (kB) | RssFile (kB) | signed by |"
+echo "|---|---|---:|---:|---:|---|"
+for what in idle 1000; do
+  for side in stock idle rustica; do
+    args=(0); [ "$what" = 1000 ] && args=(1000 "$work/key.pem")
+    for _ in 1 2 3 4 5; do OPENSSL_CONF=$work/$side.cnf "$work/rss" "${args[@]}"; done >"$work/rss.txt"
+    med() { cut -d' ' -f"$1" "$work/rss.txt" | sort -n | sed -n 3p; }
+    by=$(cut -d' ' -f4 "$work/rss.txt" | sort -u | paste -sd' ')
+    want=default; [ "$side" = rustica ] && want=rustica; [ "$what" = idle ] && want=-
+    [ "$by" = "$want" ] || { echo "bench-load: $side signed with $by, not $want" >&2; exit 1; }
+    label="idle (no RSA)"; [ "$what" = 1000 ] && label="after 1,000 signatures"
+    echo "| $label | $side | $(med 1) | $(med 2) | $(med 3) | $by |"
+  done
+done

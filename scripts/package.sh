@@ -1,125 +1,120 @@
 #!/usr/bin/env bash
-# Builds rustica's Debian package for Debian 12 (bookworm):
+# Builds rustica's Debian package from the source package in debian/
+# (debhelper, dh_shlibdeps) and checks it with lintian:
 #
 #   scripts/package.sh [amd64|s390x]     -> target/deb/rustica_<version>_<arch>.deb
 #
-# The package holds the provider module in OpenSSL's modules directory, the
-# `rustica` command, its manual pages rustica(1) (generated from the
-# command's own --help by `rustica man`) and rustica-provider(7)
-# (docs/man/rustica-provider.7), bash completion (`rustica completions
-# bash`), an example openssl.cnf and the copyright file. Its maintainer
-# scripts (packaging/debian/) never edit openssl.cnf: postinst prints how to
-# enable rustica with `rustica config`; postrm warns loudly when a
-# configuration still loads the removed module.
-#
-# s390x is cross-built as scripts/s390x-lane.sh does, against the lane's
-# sysroot of Debian's s390x packages (`s390x-lane.sh --sysroot-only` sets it
-# up, or reuses it, under target/s390x-lane).
+# A thin wrapper over `dpkg-buildpackage -b`, which also works by hand
+# (debian/rules says how). It adds what a build machine here lacks:
+#  - the crates, vendored from Cargo.lock into the cache
+#    (scripts/cargo-vendor.sh): the build runs cargo --frozen, offline;
+#  - a build directory of its own under $RUSTICA_CACHE/deb-build, a copy of
+#    this tree (dpkg-buildpackage writes its results beside the source
+#    directory, and cargo's target directory there is kept between runs);
+#  - -d: the Rust toolchain is rustup's (Debian 12's rustc is too old for
+#    the crates), which dpkg does not know about;
+#  - for s390x, the cross sysroot of scripts/s390x-lane.sh (Debian 12's
+#    s390x libc and OpenSSL) and a dpkg database describing its packages,
+#    so dh_shlibdeps reads their symbols files as it would on s390x.
+# Then lintian (the build machine's, Debian 12's) must report no error and
+# no warning. None is overridden today; an override would go in
+# debian/rustica.lintian-overrides with its reason in a comment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 ARCH=${1:-amd64}
+CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
 say() { echo "package: $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
 
-for tool in dpkg-deb gzip; do
-  command -v "$tool" >/dev/null || die "$tool is missing (Debian: apt-get install dpkg gzip)"
+for tool in dpkg-buildpackage dh lintian cargo; do
+  command -v "$tool" >/dev/null \
+    || die "$tool is missing (scripts/setup.sh installs debhelper and lintian)"
 done
-VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
-[ -n "$VERSION" ] || die "no version in Cargo.toml's [workspace.package]"
+case "$ARCH" in amd64|s390x) ;; *) die "usage: $0 [amd64|s390x]" ;; esac
+VERSION=$(dpkg-parsechangelog -l debian/changelog -S Version)
+CARGO_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+[ "${VERSION%%-*}" = "$CARGO_VERSION" ] \
+  || die "debian/changelog's version $VERSION is not Cargo.toml's $CARGO_VERSION: add a changelog entry"
 
-# The host's `rustica` writes the manual page and the completion script
-# (text, the same for every architecture).
-say "building the host's rustica command"
-cargo build -q --release -p rustica-harness || die "host build failed"
-HOST_RUSTICA=$REPO/target/release/rustica
+VENDOR=$(scripts/cargo-vendor.sh) || die "the crates could not be vendored"
 
-case "$ARCH" in
-  amd64)
-    MULTIARCH=x86_64-linux-gnu
-    say "building rustica (release, amd64)"
-    cargo build -q --release -p rustica --lib || die "build failed"
-    BUILT=$REPO/target/release
-    STRIP=strip
-    OBJDUMP=objdump
-    LIBCRYPTO=/usr/lib/$MULTIARCH/libcrypto.so.3
-    ;;
-  s390x)
-    MULTIARCH=s390x-linux-gnu
-    TARGET=s390x-unknown-linux-gnu
-    LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
-    SYSROOT=$(S390X_LANE_DIR=$LANE scripts/s390x-lane.sh --sysroot-only) \
-      || die "the s390x sysroot could not be set up (scripts/s390x-lane.sh --sysroot-only)"
-    LIBDIR=$SYSROOT/usr/lib/$MULTIARCH
-    say "cross-building rustica (release, s390x) against $SYSROOT"
-    # The same cross settings as scripts/s390x-lane.sh's build step.
-    export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
-    export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=--sysroot=$SYSROOT"
-    export CC_s390x_unknown_linux_gnu=s390x-linux-gnu-gcc
-    export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
-    export RUSTICA_SYSROOT=$SYSROOT
-    for what in "-p rustica --lib" "-p rustica-harness --bin rustica"; do
-      # shellcheck disable=SC2086 # $what is two words on purpose
-      OPENSSL_LIB_DIR=$LIBDIR OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include \
-        cargo build -q --release --target "$TARGET" --target-dir "$LANE/target" $what \
-        || die "cross build failed ($what)"
+BUILD=$CACHE/deb-build/$ARCH
+SRC=$BUILD/rustica-$VERSION
+mkdir -p "$SRC"
+# The tree as git sees it (tracked and new files), never target/ or .git;
+# modification times are kept, so cargo rebuilds only what changed.
+git ls-files -z --cached --others --exclude-standard \
+  | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh \
+  | tar --null -T - -cf - | tar -C "$SRC" -xf -
+# Files that left the tree since the last copy go from the copy too.
+(cd "$SRC" && find . -type f ! -path './debian/*' -printf '%P\n') | sort >"$BUILD/copied"
+git ls-files --cached --others --exclude-standard | sort >"$BUILD/wanted"
+comm -23 "$BUILD/copied" "$BUILD/wanted" | (cd "$SRC" && xargs -r rm -f --)
+rm -f "$BUILD"/*.deb "$BUILD"/*.ddeb "$BUILD"/*.changes "$BUILD"/*.buildinfo
+
+export RUSTICA_VENDOR_DIR=$VENDOR
+export RUSTICA_CARGO_TARGET_DIR=$BUILD/cargo-target
+ARGS=(-b -d -us -uc)
+if [ "$ARCH" = s390x ]; then
+  LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
+  SYSROOT=$(S390X_LANE_DIR=$LANE scripts/s390x-lane.sh --sysroot-only) \
+    || die "the s390x sysroot could not be set up (scripts/s390x-lane.sh --sysroot-only)"
+  # The sysroot's packages as dpkg would record them had they been
+  # installed there: status, file lists (with the sysroot's prefix, as
+  # dpkg-shlibdeps finds the libraries there) and control files (symbols,
+  # shlibs). Made once per sysroot.
+  ADMIN=$(dirname "$SYSROOT")/dpkg-admin
+  if [ ! -f "$ADMIN/.complete" ]; then
+    say "a dpkg database for the s390x sysroot's packages ($ADMIN)"
+    rm -rf "$ADMIN" && mkdir -p "$ADMIN/info" "$ADMIN/updates"
+    : >"$ADMIN/status"
+    echo 1 >"$ADMIN/info/format"   # the multiarch layout: pkg:arch.* for Multi-Arch: same
+    for deb in "$(dirname "$SYSROOT")"/apt/debs/*.deb; do
+      pkg=$(dpkg-deb -f "$deb" Package)
+      name=$pkg
+      [ "$(dpkg-deb -f "$deb" Multi-Arch)" = same ] && name=$pkg:s390x
+      ctl=$(mktemp -d)
+      dpkg-deb -e "$deb" "$ctl"
+      for f in symbols shlibs; do
+        if [ -f "$ctl/$f" ]; then cp "$ctl/$f" "$ADMIN/info/$name.$f"; fi
+      done
+      rm -rf "$ctl"
+      dpkg-deb -c "$deb" | awk '{print $6}' | sed -e 's|^\./|/|' -e 's|/$||' \
+        | grep -v '^$' | sed "s|^|$SYSROOT|" >"$ADMIN/info/$name.list"
+      { echo "Package: $pkg"; echo "Status: install ok installed"
+        dpkg-deb -f "$deb" Version Architecture Multi-Arch Maintainer Source Provides Depends
+        echo "Description: $pkg (s390x sysroot)"; echo; } >>"$ADMIN/status"
     done
-    BUILT=$LANE/target/$TARGET/release
-    STRIP=s390x-linux-gnu-strip
-    OBJDUMP=s390x-linux-gnu-objdump
-    LIBCRYPTO=$LIBDIR/libcrypto.so.3
-    ;;
-  *) die "usage: $0 [amd64|s390x]" ;;
-esac
-[ "$ARCH" = amd64 ] && BUILT_RUSTICA=$HOST_RUSTICA || BUILT_RUSTICA=$BUILT/rustica
-for f in "$BUILT/librustica.so" "$BUILT_RUSTICA"; do
-  [ -f "$f" ] || die "no $f after the build"
+    touch "$ADMIN/.complete"
+  fi
+  export RUSTICA_SYSROOT=$SYSROOT RUSTICA_DPKG_ADMINDIR=$ADMIN
+  ARGS+=(-a s390x)
+  command -v s390x-linux-gnu-strip >/dev/null || die "s390x-linux-gnu-strip is missing (binutils-s390x-linux-gnu)"
+fi
+
+say "dpkg-buildpackage ${ARGS[*]} in $SRC (log: $BUILD/build.log)"
+(cd "$SRC" && nice -n 19 dpkg-buildpackage "${ARGS[@]}") >"$BUILD/build.log" 2>&1 \
+  || { tail -n 40 "$BUILD/build.log" >&2; die "dpkg-buildpackage failed (whole log: $BUILD/build.log)"; }
+DEB=$BUILD/rustica_${VERSION}_$ARCH.deb
+[ -f "$DEB" ] || die "no $DEB after the build"
+CHANGES=$BUILD/rustica_${VERSION}_$ARCH.changes
+say "Depends: $(dpkg-deb -f "$DEB" Depends)"
+
+say "lintian $(lintian --version | awk '{print $2}') on $(basename "$CHANGES")"
+lintian --fail-on error,warning --display-level '>=warning' --show-overrides \
+  "$CHANGES" >"$BUILD/lintian.log" 2>&1 || { cat "$BUILD/lintian.log" >&2; die "lintian reported errors or warnings"; }
+# Overridden tags are shown with an "O:"; anything else is a finding.
+if grep -Ev '^O: ' "$BUILD/lintian.log" | grep -E '^[EW]: ' >/dev/null; then
+  cat "$BUILD/lintian.log" >&2; die "lintian reported errors or warnings"
+fi
+sed 's/^/package: lintian: /' "$BUILD/lintian.log" >&2
+say "lintian: 0 errors, 0 warnings ($(grep -c '^O: ' "$BUILD/lintian.log" || true) overridden, each with its reason)"
+
+mkdir -p target/deb
+cp "$DEB" "target/deb/"
+for ddeb in "$BUILD"/rustica-dbgsym_*"_$ARCH".*deb; do
+  [ -f "$ddeb" ] && cp "$ddeb" target/deb/
 done
-
-# OpenSSL's modules directory on the target: where Debian 12's libcrypto
-# (the one the package depends on) looks; checked against the library.
-MODULES_DIR=/usr/lib/$MULTIARCH/ossl-modules
-grep -aqF "$MODULES_DIR" "$LIBCRYPTO" \
-  || die "$LIBCRYPTO does not name $MODULES_DIR as its modules directory"
-
-STAGE=$REPO/target/deb/stage-$ARCH
-DEB=$REPO/target/deb/rustica_${VERSION}_${ARCH}.deb
-rm -rf "$STAGE"
-install -d "$STAGE/DEBIAN" "$STAGE$MODULES_DIR" "$STAGE/usr/bin" \
-  "$STAGE/usr/share/man/man1" "$STAGE/usr/share/man/man7" \
-  "$STAGE/usr/share/bash-completion/completions" "$STAGE/usr/share/doc/rustica"
-
-install -m 0644 "$BUILT/librustica.so" "$STAGE$MODULES_DIR/rustica.so"
-install -m 0755 "$BUILT_RUSTICA" "$STAGE/usr/bin/rustica"
-$STRIP --strip-unneeded "$STAGE$MODULES_DIR/rustica.so" "$STAGE/usr/bin/rustica"
-
-"$HOST_RUSTICA" man >"$STAGE/usr/share/man/man1/rustica.1"
-cp docs/man/rustica-provider.7 "$STAGE/usr/share/man/man7/rustica-provider.7"
-gzip -9n "$STAGE/usr/share/man/man1/rustica.1" "$STAGE/usr/share/man/man7/rustica-provider.7"
-"$HOST_RUSTICA" completions bash >"$STAGE/usr/share/bash-completion/completions/rustica"
-sed "s|@MODULES_DIR@|$MODULES_DIR|g" packaging/openssl.cnf.example \
-  >"$STAGE/usr/share/doc/rustica/openssl.cnf.example"
-install -m 0644 packaging/copyright "$STAGE/usr/share/doc/rustica/copyright"
-
-for script in postinst postrm; do
-  sed "s|@MODULES_DIR@|$MODULES_DIR|g" "packaging/debian/$script" >"$STAGE/DEBIAN/$script"
-  chmod 0755 "$STAGE/DEBIAN/$script"
-done
-
-# Depends: the newest glibc symbol version either binary needs.
-GLIBC=$($OBJDUMP -T "$STAGE$MODULES_DIR/rustica.so" "$STAGE/usr/bin/rustica" \
-  | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)
-[ -n "$GLIBC" ] || die "cannot tell which glibc the binaries need"
-SIZE=$(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
-sed -e "s|@VERSION@|$VERSION|" -e "s|@ARCH@|$ARCH|" -e "s|@GLIBC@|$GLIBC|" \
-    -e "s|@SIZE@|$SIZE|" packaging/debian/control >"$STAGE/DEBIAN/control"
-(cd "$STAGE" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z \
-  | xargs -0 md5sum >DEBIAN/md5sums)
-find "$STAGE" -type d -exec chmod 0755 {} +
-find "$STAGE/usr/share" -type f -exec chmod 0644 {} +
-
-mkdir -p "$(dirname "$DEB")"
-dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null || die "dpkg-deb failed"
-rm -rf "$STAGE"
-say "built $DEB"
-echo "$DEB"
+say "built target/deb/$(basename "$DEB")"
+echo "$REPO/target/deb/$(basename "$DEB")"

@@ -159,6 +159,14 @@ if [ ! -f "$SYSROOT/.complete" ]; then
   ln -sf /dev/urandom "$SYSROOT/dev/prandom"
   touch "$SYSROOT/.complete"
 fi
+# Debian's development symlinks are absolute (libm.so -> /lib/s390x-linux-gnu/
+# libm.so.6): outside a chroot they point into the build machine's root,
+# so the linker would take libm.a instead, whose errno@GLIBC_PRIVATE ties
+# the binaries to this exact glibc. Made relative (the loader's /dev/prandom
+# link stays absolute on purpose); cheap, so done on every run.
+find "$SYSROOT" -path "$SYSROOT/dev" -prune -o -type l -lname '/*' -print | while read -r link; do
+  ln -sfn "$(realpath -ms --relative-to="$(dirname "$link")" "$SYSROOT$(readlink "$link")")" "$link"
+done
 LIBDIR=$SYSROOT/usr/lib/s390x-linux-gnu
 [ -e "$LIBDIR/libica.so.3" ] || die "libica.so.3 missing from the sysroot"
 [ -x "$SYSROOT/usr/bin/openssl" ] || die "the s390x openssl is missing from the sysroot"

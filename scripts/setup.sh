@@ -5,8 +5,11 @@ set -euo pipefail
 need=()
 # nginx-light, curl and python3 are peers of the system-wide tests; valgrind
 # runs the library-context lifecycle test (tests/lifecycle.rs); dpkg-dev
-# unpacks the OpenSSL source for scripts/evp-test.sh.
-for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3 valgrind dpkg-dev make perl; do
+# unpacks the OpenSSL source for scripts/evp-test.sh; debhelper, lintian,
+# rpm, rpmlint and debootstrap build and check the packages
+# (scripts/package.sh, scripts/package-rpm.sh, scripts/test-trixie.sh).
+for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3 valgrind dpkg-dev make perl \
+           debhelper lintian rpm rpmlint debootstrap; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The Debian packages, as an administrator uses them (run as root, on a
+# rustica's packages, as an administrator uses them (run as root, on a
 # Debian 12 machine where nothing else owns the package name rustica):
 #
-#  1. build the amd64 package (scripts/package.sh amd64);
+#  0. debian/copyright has a stanza for every crate linked into the binaries;
+#  1. build the amd64 package from debian/ (scripts/package.sh amd64:
+#     dpkg-buildpackage, then lintian with 0 errors and 0 warnings);
 #  2. dpkg -i it; the module is where `openssl version -m` says, `rustica`
 #     is on PATH, the manual pages and completion are in place;
 #  3. `rustica config` (to a temporary file, never the system openssl.cnf)
@@ -11,11 +13,19 @@
 #     config is counted by rustica;
 #  4. dpkg -r warns about the config still loading the module, then
 #     dpkg -P; no file the package listed (dpkg -c) remains;
-#  5. the s390x package builds, installs into the s390x lane's sysroot with
-#     dpkg -x, and the lane runs from it (scripts/s390x-lane.sh --from-deb).
+#  5. the s390x package cross-builds (lintian 0/0 too), installs into the
+#     s390x lane's sysroot with dpkg -x, and the lane runs from it
+#     (scripts/s390x-lane.sh --from-deb);
+#  6. the amd64 package on Debian 13 (trixie, OpenSSL 3.5) in a cached
+#     debootstrap chroot: install, doctor, a counted signature, removal
+#     (scripts/test-trixie.sh; skipped, saying so, if the archive is
+#     unreachable);
+#  7. the RPMs (scripts/package-rpm.sh x86_64 and s390x: rpmbuild, rpmlint
+#     with 0 errors), each listing the same files as the .deb of its
+#     architecture, but for the differences the two formats dictate.
 #
 #   scripts/test-package.sh            # all of it
-#   scripts/test-package.sh --amd64    # steps 1-4 only
+#   scripts/test-package.sh --amd64    # steps 0-4 only
 # (Pipelines end in `grep >/dev/null`, not `grep -q`: under pipefail, a grep
 # that stops reading early can kill the writer with SIGPIPE.)
 set -euo pipefail
@@ -36,7 +46,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say "1. building the amd64 package"
+say "0. debian/copyright names every crate linked into the binaries"
+for triple in x86_64-unknown-linux-gnu s390x-unknown-linux-gnu; do
+  # Normal dependencies without proc-macros: what ends up in the binaries.
+  cargo tree -q --offline --locked -e normal,no-proc-macro --target "$triple" \
+    -p rustica -p rustica-harness --prefix none --format '{p}' \
+    | grep -v '(/' | awk 'NF {print $1}'
+done | sort -u >"$WORK/crates"
+[ -s "$WORK/crates" ] || die "cargo tree listed no crates"
+missing=$(while read -r crate; do
+  grep -qxF "Files: vendor/$crate-[0-9]*" debian/copyright || echo "$crate"
+done <"$WORK/crates")
+[ -z "$missing" ] || die "debian/copyright has no stanza for: $missing"
+say "$(wc -l <"$WORK/crates") crates, each with its stanza"
+
+say "1. building the amd64 package (dpkg-buildpackage, lintian 0/0)"
 DEB=$(scripts/package.sh amd64 | tail -n1)
 [ -f "$DEB" ] || die "scripts/package.sh did not produce a package"
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$WORK/files"
@@ -125,5 +149,49 @@ S390X_DEB=$(scripts/package.sh s390x | tail -n1)
 dpkg-deb -c "$S390X_DEB" >"$WORK/s390x-files"
 grep -q "\./usr/lib/s390x-linux-gnu/ossl-modules/rustica.so$" "$WORK/s390x-files" \
   || die "the s390x package does not hold the module in s390x's modules directory"
+[ "$(dpkg-deb -f "$S390X_DEB" Depends)" = "$(dpkg-deb -f "$DEB" Depends)" ] \
+  || die "the s390x package's Depends ($(dpkg-deb -f "$S390X_DEB" Depends)) differ from amd64's ($(dpkg-deb -f "$DEB" Depends))"
 scripts/s390x-lane.sh --from-deb "$S390X_DEB" || die "the s390x lane failed from the package"
-say "OK: both packages built; amd64 installed, worked and removed cleanly; the s390x lane ran from its package"
+
+say "6. the amd64 package on Debian 13 (trixie chroot)"
+scripts/test-trixie.sh "$DEB" || die "the trixie run failed"
+
+# The files of an .rpm and of a .deb, under names both formats share: the
+# modules directory (Debian's multiarch one, the RPM's %{_libdir} one) as
+# MODULES. What the formats dictate differs, and nothing else may:
+# Debian ships its changelog as a file and refers to
+# /usr/share/common-licenses for the Apache text, where the RPM keeps its
+# changelog in the header and ships the text in /usr/share/licenses; the
+# copyright file moves from the doc directory to the licenses directory;
+# rpm adds /usr/lib/.build-id symbolic links (regular files are compared).
+deb_files() {
+  dpkg-deb -c "$1" | awk '$1 ~ /^-/ {print $6}' | sed -e 's|^\./|/|' \
+    -e 's|^/usr/lib/[a-z0-9_]*-linux-gnu/ossl-modules/|MODULES/|' \
+    -e 's|^/usr/share/doc/rustica/copyright$|/usr/share/licenses/rustica/copyright|' \
+    | grep -vx /usr/share/doc/rustica/changelog.gz | sort
+}
+rpm_files() {
+  rpm -qlvp "$1" 2>/dev/null | awk '$1 ~ /^-/ {print $NF}' \
+    | sed -e 's|^/usr/lib64/ossl-modules/|MODULES/|' \
+    | grep -vx /usr/share/licenses/rustica/LICENSE | sort
+}
+
+say "7. the RPMs: rpmbuild, rpmlint, the same files as the .deb"
+for arch in x86_64 s390x; do
+  RPM=$(scripts/package-rpm.sh "$arch" | tail -n1)
+  [ -f "$RPM" ] || die "scripts/package-rpm.sh $arch did not produce an rpm"
+  [ "$(rpm -qp --qf '%{ARCH}' "$RPM" 2>/dev/null)" = "$arch" ] || die "$RPM is not $arch"
+  rpm -qlp "$RPM" 2>/dev/null | grep -x /usr/lib64/ossl-modules/rustica.so >/dev/null \
+    || die "$RPM does not hold the module in %{_libdir}/ossl-modules"
+  if rpm -qlp "$RPM" 2>/dev/null | grep -E 'openssl\.cnf$' >/dev/null; then
+    die "$RPM ships an openssl.cnf"
+  fi
+  rpm -qp --scripts "$RPM" 2>/dev/null | grep openssl.cnf >/dev/null && die "$RPM has scriptlets touching openssl.cnf"
+  [ "$arch" = x86_64 ] && deb=$DEB || deb=$S390X_DEB
+  if ! diff <(deb_files "$deb") <(rpm_files "$RPM") >"$WORK/files-$arch.diff"; then
+    cat "$WORK/files-$arch.diff" >&2
+    die "$(basename "$RPM") and $(basename "$deb") do not list the same files (< deb, > rpm)"
+  fi
+  say "$(basename "$RPM"): $(rpm_files "$RPM" | wc -l) files, the same as $(basename "$deb")'s"
+done
+say "OK: both Debian packages built, lintian-clean; amd64 installed, worked and removed cleanly on Debian 12 and 13; the s390x lane ran from its package; both RPMs built, rpmlint-clean, with the .deb's files"

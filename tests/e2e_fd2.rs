@@ -156,6 +156,30 @@ fn a_panic_inside_the_boundary_prints_nothing() {
     assert_eq!(stderr, "", "the panic was printed on stderr");
 }
 
+/// The module carries its own unwinder (build.rs links libgcc_eh.a), so
+/// loading it does not load libgcc_s.so.1; the panic test above shows that
+/// unwinder catching a panic at the boundary (in the debug build).
+#[test]
+fn the_module_needs_no_libgcc_s() {
+    if std::env::var_os("RUSTICA_SHARED_UNWINDER").is_some_and(|v| v == "1") {
+        eprintln!("skipped: built with RUSTICA_SHARED_UNWINDER=1");
+        return;
+    }
+    let module = common::module_dir().join("rustica.so");
+    let out = Command::new("readelf")
+        .args(["-d", module.to_str().unwrap()])
+        .output()
+        .expect("run readelf");
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && dynamic.contains("(NEEDED)"),
+        "{}: {dynamic}{}",
+        module.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dynamic.contains("libgcc_s"), "{dynamic}");
+}
+
 /// `debug = stderr`: the trace of a key generation and a signature, with
 /// stderr a pipe without reader or a full one. The trace is written by
 /// ibmca-shim/src/backend.rs (`Router::log` and `say_on_stderr`), which

@@ -2,7 +2,8 @@
 that registers RSA names and does nothing, and rustica, run interleaved
 (one process of each side per round, in rotating order) so drift on a
 shared machine hits every side alike. Prints wall-time medians, deltas in
-ms and ratios. Called by scripts/bench-load.sh, which prepares WORK."""
+ms and ratios, then the same for CPU time (user + system of the process,
+less disturbed than wall time by other work on a loaded machine). Called by scripts/bench-load.sh, which prepares WORK."""
 import os
 import statistics
 import subprocess
@@ -24,29 +25,43 @@ commands = {
 def run(side, args):
     env = dict(os.environ, OPENSSL_CONF=conf[side])
     t0 = time.perf_counter_ns()
-    p = subprocess.run(["openssl"] + args, env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
+    p = subprocess.Popen(["openssl"] + args, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     t1 = time.perf_counter_ns()
+    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         sys.exit(f"bench-load: openssl {' '.join(args)} failed on side {side}:\n"
-                 + p.stderr.decode(errors="replace"))
-    return (t1 - t0) / 1e6
+                 + err.decode(errors="replace"))
+    return (t1 - t0) / 1e6, (usage.ru_utime + usage.ru_stime) * 1e3
 
-results = {}
+results, cpu = {}, {}
 for name, args in commands.items():
     samples = {s: [] for s in sides}
+    cpu_samples = {s: [] for s in sides}
     for s in sides:  # warm the page cache once per side
         run(s, args)
     for r in range(rounds):
         order = sides[r % 3:] + sides[:r % 3]
         for s in order:
-            samples[s].append(run(s, args))
+            wall, used = run(s, args)
+            samples[s].append(wall)
+            cpu_samples[s].append(used)
     results[name] = {s: statistics.median(v) for s, v in samples.items()}
+    cpu[name] = {s: statistics.median(v) for s, v in cpu_samples.items()}
 
-print(f"| command | stock (ms) | idle provider (ms) | rustica (ms) "
-      f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-for name, m in results.items():
-    print(f"| `openssl {name}` | {m['stock']:.2f} | {m['idle']:.2f} | {m['rustica']:.2f} "
-          f"| {m['rustica'] - m['idle']:+.2f} | {m['rustica'] - m['stock']:+.2f} "
-          f"| {m['rustica'] / m['stock']:.3f} |")
+def table(results, what):
+    print(f"| command ({what}) | stock (ms) | idle provider (ms) | rustica (ms) "
+          f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, m in results.items():
+        print(f"| `openssl {name}` | {m['stock']:.2f} | {m['idle']:.2f} | {m['rustica']:.2f} "
+              f"| {m['rustica'] - m['idle']:+.2f} | {m['rustica'] - m['stock']:+.2f} "
+              f"| {m['rustica'] / m['stock']:.3f} |")
+
+
+print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
+table(results, "wall")
+print()
+table(cpu, "CPU")

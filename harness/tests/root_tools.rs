@@ -730,10 +730,7 @@ fn recommendations_name_no_shared_directory() {
     let readme = read("README.md");
     let system_wide = read("docs/system-wide.md");
     let texts = [
-        (
-            "packaging/debian/postinst",
-            read("packaging/debian/postinst"),
-        ),
+        ("debian/rustica.postinst", read("debian/rustica.postinst")),
         (
             "packaging/openssl.cnf.example",
             read("packaging/openssl.cnf.example"),

@@ -1,8 +1,10 @@
 //! Blinding: each private operation runs on c * r^e mod n and is
-//! multiplied by r^-1 afterwards, with a pair that is renewed after
-//! [`BLINDING_USES`] uses and in a forked child.
+//! multiplied by r^-1 afterwards. A key keeps a few blinding pairs in
+//! slots; an operation takes one out (so no other operation can use it at
+//! the same time), uses it, advances it outside any lock and puts it back.
+//! A pair is renewed after [`BLINDING_USES`] uses and in a forked child.
 
-use std::sync::PoisonError;
+use std::sync::{Mutex, TryLockError};
 
 use zeroize::Zeroizing;
 
@@ -15,12 +17,74 @@ use crate::random::Random;
 /// a fresh one is drawn.
 pub(super) const BLINDING_USES: u32 = 32;
 
+/// Pairs kept per key: as many operations on one key as this can run at
+/// once without any of them drawing a fresh pair. Beyond it, an operation
+/// that finds no free pair draws its own and drops it afterwards.
+pub(super) const BLINDING_SLOTS: usize = 16;
+
 /// The blinding pair, both in Montgomery form for n: A = r^e, Ai = r^-1.
 pub(super) struct Blinding {
     pub(super) a: Bn,
     pub(super) ai: Bn,
     pub(super) uses: u32,
     pub(super) pid: libc::pid_t,
+}
+
+/// A key's spare blinding pairs. Each slot's lock is only ever tried, never
+/// waited for, and held only to move a pair in or out: no arithmetic runs
+/// under it, two threads never wait for each other, and a forked child
+/// never blocks on a slot that another thread of the parent held at fork.
+pub(super) struct BlindingSlots {
+    pub(super) slots: [Mutex<Option<Blinding>>; BLINDING_SLOTS],
+}
+
+impl BlindingSlots {
+    pub(super) fn new() -> BlindingSlots {
+        BlindingSlots {
+            slots: std::array::from_fn(|_| Mutex::new(None)),
+        }
+    }
+
+    /// Takes a pair out of the first slot that has one and is not busy.
+    fn take(&self) -> Option<Blinding> {
+        self.slots.iter().find_map(|slot| match slot.try_lock() {
+            Ok(mut pair) => pair.take(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
+            Err(TryLockError::WouldBlock) => None,
+        })
+    }
+
+    /// Puts a pair into the first empty slot that is not busy; drops it
+    /// (its digits wiped) when there is none.
+    fn put(&self, pair: Blinding) {
+        let mut pair = Some(pair);
+        // Pairs made before a fork stay in the child's slots until taken
+        // (and then dropped); the child's own pairs go to free slots.
+        for slot in &self.slots {
+            let mut guard = match slot.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            if guard.is_none() {
+                *guard = pair.take();
+                return;
+            }
+        }
+    }
+
+    /// The pairs currently in the slots (for tests).
+    #[cfg(test)]
+    pub(super) fn with_each(&self, mut f: impl FnMut(&mut Blinding)) {
+        for slot in &self.slots {
+            let mut g = slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(b) = g.as_mut() {
+                f(b);
+            }
+        }
+    }
 }
 
 impl RsaKey {
@@ -50,31 +114,28 @@ impl RsaKey {
         out.to_be_padded(self.size)
     }
 
-    /// Returns (c * A mod n, Ai in Montgomery form) and advances the pair.
+    /// Returns (c * A mod n, Ai in Montgomery form) with a pair that no
+    /// other operation holds, then advances that pair and gives it back.
     pub(super) fn blind(
         &self,
         c: &Bn,
         rng: &Random,
         ctx: &mut BnCtx,
     ) -> Result<(Bn, Bn), RsaError> {
-        let mut guard = self.blinding.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: getpid has no preconditions and cannot fail.
         let pid = unsafe { libc::getpid() };
-        let stale = match &*guard {
-            None => true,
-            Some(b) => b.uses >= BLINDING_USES || b.pid != pid,
-        };
-        if stale {
-            *guard = None;
-            *guard = Some(self.new_blinding(pid, rng, ctx)?);
-        }
-        let Some(b) = guard.as_mut() else {
-            return Err(RsaError::libcrypto("internal error: no blinding pair"));
+        // A pair made in the parent before fork is known to the parent: a
+        // child must not use it (nor its squares). Stale or used-up pairs
+        // are dropped here, wiped.
+        let mut b = match self.blinding.take() {
+            Some(b) if b.uses < BLINDING_USES && b.pid == pid => b,
+            _ => self.new_blinding(pid, rng, ctx)?,
         };
         // (A R) * c * R^-1 = A * c mod n.
         let mut blinded = Bn::new()?;
         bn::mont_mul(&mut blinded, c, &b.a, &self.mont_n, ctx)?;
-        let ai = b.ai.dup()?;
+        let mut ai = b.ai.dup()?;
+        ai.set_consttime();
         // Next pair: (A^2, Ai^2), still in Montgomery form.
         let mut a2 = Bn::new()?;
         bn::mont_mul(&mut a2, &b.a, &b.a, &self.mont_n, ctx)?;
@@ -85,8 +146,9 @@ impl RsaKey {
         b.a = a2;
         b.ai = ai2;
         b.uses += 1;
-        let mut ai = ai;
-        ai.set_consttime();
+        if b.uses < BLINDING_USES {
+            self.blinding.put(b);
+        }
         Ok((blinded, ai))
     }
 

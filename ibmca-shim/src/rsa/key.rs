@@ -1,12 +1,13 @@
 //! Key assembly (from parts, CRT completion) and key checks.
 
 use std::cmp::Ordering;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use zeroize::Zeroizing;
 
 use super::{
-    KeyCheck, Private, RsaKey, RsaParts, MAX_BITS, MAX_PUBEXP_BITS, MIN_BITS, SMALL_MODULUS_BITS,
+    BlindingSlots, KeyCheck, Private, RsaKey, RsaParts, MAX_BITS, MAX_PUBEXP_BITS, MIN_BITS,
+    SMALL_MODULUS_BITS,
 };
 use crate::bn::{self, prime, Bn, BnCtx, LibCtx, MontCtx};
 use crate::error::{bad_input, invalid_key, RsaError};
@@ -239,7 +240,7 @@ impl RsaKey {
             e,
             mont_n,
             private,
-            blinding: Mutex::new(None),
+            blinding: BlindingSlots::new(),
         })
     }
 

@@ -8,7 +8,7 @@
 //! the software fallback, counting and tracing.
 
 use std::fmt;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use zeroize::Zeroizing;
 
@@ -25,7 +25,7 @@ mod keygen;
 mod offload;
 mod sp800_56b;
 
-use blinding::Blinding;
+use blinding::BlindingSlots;
 pub use keygen::KeygenMethod;
 use offload::{LibicaPrivate, Offload};
 
@@ -129,7 +129,7 @@ pub struct RsaKey {
     size: usize,
     mont_n: MontCtx,
     private: Option<Private>,
-    blinding: Mutex<Option<Blinding>>,
+    blinding: BlindingSlots,
 }
 
 impl RsaKey {

@@ -568,34 +568,164 @@ fn threads_share_one_key() {
     });
 }
 
+/// The pairs in a key's slots: (pid, uses, A).
+fn blinding_state(k: &RsaKey) -> Vec<(libc::pid_t, u32, Vec<u8>)> {
+    let mut v = Vec::new();
+    k.blinding
+        .with_each(|b| v.push((b.pid, b.uses, b.a.to_be())));
+    v
+}
+
 #[test]
 fn blinding_is_regenerated_after_fork_and_32_uses() {
     // A real fork() here could deadlock on a lock (libcrypto's DRBG) held
-    // by another test thread, so the fork is simulated by a foreign pid.
+    // by another test thread, so the fork is simulated by a foreign pid
+    // (blinding_is_renewed_in_a_forked_child forks for real).
     let k = RsaKey::generate(1024, E).unwrap();
     let x = input_for(&k, 5);
     let want = k.private_op(Op::Sign, &x).unwrap();
-    let state = |k: &RsaKey| {
-        let g = k.blinding.lock().unwrap();
-        let b = g.as_ref().unwrap();
-        (b.pid, b.uses, b.a.to_be())
-    };
     // SAFETY: getpid has no preconditions.
     let me = unsafe { libc::getpid() };
-    assert_eq!(state(&k).0, me);
-    assert_eq!(state(&k).1, 1);
-    let a_before = state(&k).2;
-    k.blinding.lock().unwrap().as_mut().unwrap().pid = me + 1;
+    let state = blinding_state(&k);
+    assert_eq!(state.len(), 1);
+    assert_eq!((state[0].0, state[0].1), (me, 1));
+    let a_before = state[0].2.clone();
+    k.blinding.with_each(|b| b.pid = me + 1);
     assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
-    let (pid, uses, a_after) = state(&k);
-    assert_eq!((pid, uses), (me, 1));
-    assert_ne!(a_before, a_after);
-    for _ in 1..BLINDING_USES {
+    let state = blinding_state(&k);
+    assert_eq!(state.len(), 1);
+    assert_eq!((state[0].0, state[0].1), (me, 1));
+    assert_ne!(a_before, state[0].2);
+    for _ in 2..BLINDING_USES {
         assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
     }
-    assert_eq!(state(&k).1, BLINDING_USES);
+    assert_eq!(blinding_state(&k)[0].1, BLINDING_USES - 1);
+    // The 32nd use retires the pair; the next operation draws a new one.
     assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
-    assert_eq!(state(&k).1, 1);
+    assert!(blinding_state(&k).is_empty());
+    assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
+    assert_eq!(blinding_state(&k)[0].1, 1);
+}
+
+const FORK_HELPER_ENV: &str = "RUSTICA_SHIM_FORK_HELPER";
+
+/// A forked child does not use the parent's blinding pair: its first
+/// private operation draws its own. Forks for real, in a re-executed test
+/// binary that runs only the helper below on one thread.
+#[test]
+fn blinding_is_renewed_in_a_forked_child() {
+    if std::env::var_os(FORK_HELPER_ENV).is_some() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "rsa::tests::fork_blinding_helper", "--nocapture"])
+        .args(["--test-threads=1"])
+        .env(FORK_HELPER_ENV, "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "fork helper failed:\n{text}");
+    assert!(
+        text.contains("fork-blinding: child renewed"),
+        "helper did not run:\n{text}"
+    );
+}
+
+#[test]
+fn fork_blinding_helper() {
+    if std::env::var_os(FORK_HELPER_ENV).is_none() {
+        return;
+    }
+    let k = RsaKey::generate(1024, E).unwrap();
+    let x = input_for(&k, 9);
+    let want = k.private_op(Op::Sign, &x).unwrap();
+    let parent = blinding_state(&k);
+    assert_eq!(parent.len(), 1);
+    // SAFETY: this process runs one test on one thread; the runner's main
+    // thread only waits for it, holding no lock the child needs.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(|| {
+            assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
+            // SAFETY: getpid has no preconditions.
+            let me = unsafe { libc::getpid() };
+            let child = blinding_state(&k);
+            // The parent's pair was taken and dropped, not used.
+            assert_eq!(child.len(), 1);
+            assert_eq!((child[0].0, child[0].1), (me, 1));
+            assert_ne!(child[0].2, parent[0].2);
+        })
+        .is_ok();
+        // SAFETY: leave the child at once, without the parent's exit
+        // handlers or destructors.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child; status is a valid out pointer.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child failed"
+    );
+    // The parent keeps using its own pair.
+    assert_eq!(k.private_op(Op::Sign, &x).unwrap(), want);
+    assert_eq!(blinding_state(&k)[0].1, 2);
+    println!("fork-blinding: child renewed");
+}
+
+/// Threads blinding with one key at the same time: every operation gets a
+/// blinding value no other operation got (A, returned as 1 * A), and each
+/// A comes with its own inverse (A * Ai^e = r^e * r^-e = 1 mod n).
+#[test]
+fn concurrent_operations_never_share_a_blinding_value() {
+    const THREADS: usize = 8;
+    const OPS: usize = 200;
+    let k = RsaKey::generate(1024, E).unwrap();
+    let one = Bn::from_u64(1).unwrap();
+    let start = std::sync::Barrier::new(THREADS);
+    let seen: Vec<Vec<(Vec<u8>, Vec<u8>)>> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (k, one, start) = (&k, &one, &start);
+                sc.spawn(move || {
+                    let mut bn = BnCtx::new(LibCtx::DEFAULT).unwrap();
+                    let rng = Random::new(LibCtx::DEFAULT);
+                    start.wait();
+                    (0..OPS)
+                        .map(|_| {
+                            let (a, ai) = k.blind(one, &rng, &mut bn).unwrap();
+                            let ai = k.unblind(one, &ai, &mut bn, false).unwrap();
+                            (a.to_be_padded(k.size()).unwrap().to_vec(), ai.to_vec())
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut distinct = std::collections::HashSet::new();
+    let mut bn = BnCtx::new(LibCtx::DEFAULT).unwrap();
+    for (a, ai) in seen.iter().flatten() {
+        assert!(
+            distinct.insert(a.clone()),
+            "a blinding value was used twice"
+        );
+        let mut ai_e = Bn::new().unwrap();
+        let ai = Bn::from_be(ai).unwrap();
+        crate::bn::mod_exp_public(&mut ai_e, &ai, &k.e, &k.n, &k.mont_n, &mut bn).unwrap();
+        let mut product = Bn::new().unwrap();
+        let a = Bn::from_be(a).unwrap();
+        crate::bn::mod_mul(&mut product, &a, &ai_e, &k.n, &mut bn).unwrap();
+        assert!(product.is_one(), "a blinding value without its inverse");
+    }
+    assert_eq!(distinct.len(), THREADS * OPS);
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    assert!(blinding_state(&k)
+        .iter()
+        .all(|(pid, uses, _)| *pid == me && *uses < BLINDING_USES));
 }
 
 #[test]

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Threaded signing A/B (a benchmark, not a test): benches/threads/threads.c
+# signs SHA-256 digests (PKCS#1 v1.5) from N threads for SECONDS, all
+# threads with one shared key ("shared") or each with its own ("own"),
+# with only the default provider (A) and with rustica preferred through
+# openssl.cnf (B), A and B alternating in rotating order. Prints medians of
+# signatures/s and the median of the per-pair B/A ratios; every run checks
+# its signatures and which provider made them (EVP_PKEY_CTX_get0_provider:
+# "default" on A, "rustica" on B). Then `openssl speed -multi 2` through
+# scripts/bench-speed.sh with the same module. With -c MODULE, a second
+# rustica build (C, e.g. main's) runs in the same rotation: C/A and B/C too.
+#
+# usage: scripts/bench-threads.sh [-s SECONDS] [-r ROUNDS] [-t "1 2 4"] [-c MODULE] [-M] [SIZES...]
+#   defaults: -s 2 -r 3 -t "1 2 4", sizes 2048 4096; -M skips speed -multi
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=2 rounds=3 threads="1 2 4" multi=1 other=
+while getopts "s:r:t:c:M" opt; do
+  case $opt in
+    s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; t) threads=$OPTARG ;; M) multi=0 ;;
+    c) other=$OPTARG ;;
+    *) sed -n '2,15p' "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+sizes=("${@:-2048 4096}")
+read -r -a sizes <<<"${sizes[*]}"
+read -r -a threads <<<"$threads"
+
+if [ -z "${RUSTICA_MODULE:-}" ]; then
+  scripts/build.sh >/dev/null
+  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
+fi
+export RUSTICA_MODULE
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -Wall -o "$work/threads" benches/threads/threads.c -lcrypto -lpthread
+cat >"$work/a.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+[provider_sect]
+default = default_sect
+[default_sect]
+activate = 1
+CNF
+cat >"$work/b.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = evp_properties
+[provider_sect]
+default = default_sect
+rustica = rustica_sect
+[default_sect]
+activate = 1
+[rustica_sect]
+module = $RUSTICA_MODULE
+activate = 1
+[evp_properties]
+default_properties = ?provider=rustica
+CNF
+sides=(a b)
+if [ -n "$other" ]; then
+  sed "s|^module = .*|module = $other|" "$work/b.cnf" >"$work/c.cnf"
+  sides=(a b c)
+fi
+unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG
+export RUSTICA_STATS_PATH=$work/stats
+
+max=0
+for n in "${threads[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
+for bits in "${sizes[@]}"; do
+  for i in $(seq "$max"); do
+    OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA -pkeyopt "rsa_keygen_bits:$bits" \
+      -out "$work/key-$bits-$i.pem" 2>/dev/null
+  done
+done
+
+# run SIDE BITS N MODE: prints signatures/s, checks the provider.
+run() {
+  local want=default keys=("$work/key-$2-1.pem")
+  [ "$1" != a ] && want=rustica
+  [ "$4" = own ] && keys=($(for i in $(seq "$3"); do echo "$work/key-$2-$i.pem"; done))
+  local out
+  out=$(OPENSSL_CONF=$work/$1.cnf "$work/threads" "$seconds" "$3" "$4" "${keys[@]}")
+  read -r rate prov <<<"$out"
+  [ "$prov" = "$want" ] || { echo "bench-threads: side $1 signed with $prov, not $want" >&2; exit 1; }
+  echo "$rate"
+}
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
+
+echo "# scripts/bench-threads.sh, $(date -u +%FT%RZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(openssl version)"
+echo "# ${seconds}s per run, $rounds rounds per row (sides in rotating order), B = $RUSTICA_MODULE${other:+, C = $other}"
+echo
+if [ -n "$other" ]; then
+  echo "| bits | key | threads | A sign/s | B sign/s | C sign/s | B/A | C/A | B/C |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+else
+  echo "| bits | key | threads | A sign/s | B sign/s | B/A |"
+  echo "|---:|---|---:|---:|---:|---:|"
+fi
+for bits in "${sizes[@]}"; do
+  for mode in shared own; do
+    for n in "${threads[@]}"; do
+      : >"$work/pairs"
+      for r in $(seq "$rounds"); do
+        declare -A rate=()
+        k=${#sides[@]}
+        for j in $(seq 0 $((k - 1))); do
+          side=${sides[$(((r + j) % k))]}
+          rate[$side]=$(run "$side" "$bits" "$n" "$mode")
+        done
+        echo "${rate[a]} ${rate[b]} ${rate[c]:-1}" >>"$work/pairs"
+      done
+      col() { awk "{print \$$1}" "$work/pairs" | median; }
+      ratio() { awk "{printf \"%.4f\\n\", \$$1 / \$$2}" "$work/pairs" | median; }
+      if [ -n "$other" ]; then
+        printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f |\n" "$bits" "$mode" "$n" \
+          "$(col 1)" "$(col 2)" "$(col 3)" "$(ratio 2 1)" "$(ratio 3 1)" "$(ratio 2 3)"
+      else
+        printf "| %s | %s | %s | %.0f | %.0f | %.3f |\n" "$bits" "$mode" "$n" "$(col 1)" "$(col 2)" "$(ratio 2 1)"
+      fi
+    done
+  done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$multi" = 1 ]; then
+  echo
+  scripts/bench-speed.sh -s 3 -r "$rounds" -m 2 "${sizes[@]}"
+fi
