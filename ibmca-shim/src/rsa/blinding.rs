@@ -35,13 +35,17 @@ pub(super) struct Blinding {
 /// under it, two threads never wait for each other, and a forked child
 /// never blocks on a slot that another thread of the parent held at fork.
 pub(super) struct BlindingSlots {
-    pub(super) slots: [Mutex<Option<Blinding>>; BLINDING_SLOTS],
+    /// Boxed: the key is moved by value through the key-generation and
+    /// import frames, and inline slots made those frames overflow an ASYNC
+    /// job's 32 KiB stack in debug builds (tests/e2e_async.rs,
+    /// key_generation_inside_jobs).
+    pub(super) slots: Box<[Mutex<Option<Blinding>>; BLINDING_SLOTS]>,
 }
 
 impl BlindingSlots {
     pub(super) fn new() -> BlindingSlots {
         BlindingSlots {
-            slots: std::array::from_fn(|_| Mutex::new(None)),
+            slots: Box::new(std::array::from_fn(|_| Mutex::new(None))),
         }
     }
 
@@ -60,7 +64,7 @@ impl BlindingSlots {
         let mut pair = Some(pair);
         // Pairs made before a fork stay in the child's slots until taken
         // (and then dropped); the child's own pairs go to free slots.
-        for slot in &self.slots {
+        for slot in self.slots.iter() {
             let mut guard = match slot.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -76,7 +80,7 @@ impl BlindingSlots {
     /// The pairs currently in the slots (for tests).
     #[cfg(test)]
     pub(super) fn with_each(&self, mut f: impl FnMut(&mut Blinding)) {
-        for slot in &self.slots {
+        for slot in self.slots.iter() {
             let mut g = slot
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
