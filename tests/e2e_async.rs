@@ -484,7 +484,8 @@ fn foreign_openssl() -> Option<std::path::PathBuf> {
     }
     let linked = ibmca_shim::linked_openssl_version().0;
     let candidate = if linked == 3 {
-        std::path::PathBuf::from("/var/tmp/rustica-cache/openssl-4.0/install/bin/openssl")
+        let cache = std::env::var_os("RUSTICA_CACHE").unwrap_or("/var/tmp/rustica-cache".into());
+        std::path::PathBuf::from(cache).join("openssl-4.0/install/bin/openssl")
     } else {
         std::path::PathBuf::from("/usr/bin/openssl")
     };
