@@ -226,15 +226,21 @@ impl ErrorSink {
     /// secret-dependent path (a decryption's padding check) pays only the
     /// core's bookkeeping.
     pub fn raise_reason(&self, reason: Reason) {
+        self.raise_reason_in(reason, c"rustica".as_ptr());
+    }
+
+    /// `raise_reason` with `func` (a static string, or NULL for none) as
+    /// the entry's function name.
+    fn raise_reason_in(&self, reason: Reason, func: *const c_char) {
         let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) else {
             return;
         };
-        // SAFETY: as in `raise`; no strings are passed but the static
-        // "rustica" of the debug upcall.
+        // SAFETY: as in `raise`; the only string passed is `func`, static
+        // or NULL (the debug upcall takes NULL for "none").
         unsafe {
             new_error(self.handle);
             if let Some(debug) = self.set_error_debug {
-                debug(self.handle, std::ptr::null(), 0, c"rustica".as_ptr());
+                debug(self.handle, std::ptr::null(), 0, func);
             }
             rustica_raise_reason(self.vset_error, self.handle, reason as u32);
         }
@@ -281,17 +287,7 @@ impl ErrorSink {
             // malloc, and the success path would then free them: work that
             // the failure path, whose entry stays, does not do, measured as
             // 20-40 ns at RSA-2048). The library name still says rustica.
-            if let (Some(new_error), Some(_)) = (self.new_error, self.vset_error) {
-                // SAFETY: as above; no strings are passed.
-                unsafe {
-                    new_error(self.handle);
-                    if let Some(debug) = self.set_error_debug {
-                        // Line 0 rather than the fresh entry's -1.
-                        debug(self.handle, std::ptr::null(), 0, std::ptr::null());
-                    }
-                    rustica_raise_reason(self.vset_error, self.handle, reason as u32);
-                }
-            }
+            self.raise_reason_in(reason, std::ptr::null());
         }
         Provisional {
             sink: self,
