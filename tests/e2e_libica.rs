@@ -442,6 +442,50 @@ fn no_libica_on_this_host() {
     assert!(text.contains("/nonexistent/libica.so.4"), "{text}");
 }
 
+/// Off IBM Z, `backend = auto` with no libica named does not search for
+/// one: the search walked every library directory for libica.so.4 and
+/// libica.so.3 (about a hundred failing system calls, 0.2 ms) in every
+/// process's first RSA operation, verification included. glibc's
+/// `LD_DEBUG=libs` prints every library search the process makes.
+#[test]
+#[cfg(not(target_arch = "s390x"))]
+fn auto_does_not_search_for_libica_off_ibm_z() {
+    let lab = Lab::with_rustica(&[], &[("LD_DEBUG", "libs")]);
+    lab.keypair(Side::Default, 2048, "k.pem", "p.pem");
+    let doc = lab.write("d.txt", b"no search");
+    for args in [
+        &["dgst", "-sha256", "-sign", "k.pem", "-out", "s.bin", &doc][..],
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            "p.pem",
+            "-signature",
+            "s.bin",
+            &doc,
+        ][..],
+    ] {
+        let out = lab.run(Side::RusticaConfig, args);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("rustica.so"),
+            "LD_DEBUG printed nothing: {text}"
+        );
+        assert!(!text.contains("libica.so"), "searched for libica: {text}");
+    }
+    assert_only(&lab, Op::Sign, Backend::Software, 1);
+    assert_only(&lab, Op::Verify, Backend::Software, 1);
+
+    // A libica named in the configuration is still loaded and used.
+    let emu = emulator_path().display().to_string();
+    let lab = Lab::with_rustica(&[("libica", &emu)], &[]);
+    lab.rsa_key(Side::Default, 2048, "k.pem");
+    let doc = lab.write("d.txt", b"named");
+    lab.sign_sha256(Side::RusticaConfig, "k.pem", &doc, "s.bin");
+    assert_only(&lab, Op::Sign, Backend::Libica, 1);
+}
+
 /// libica 4 on a host without a crypto adapter (emulated): libica 4 has no
 /// software RSA, so its function list reports no RSA at all and every RSA
 /// call fails with ENODEV. `backend = auto` must choose software and say

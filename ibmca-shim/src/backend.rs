@@ -256,6 +256,22 @@ impl Router {
                 detail: "backend = software".into(),
             },
         ),
+        // libica drives IBM Z's CPACF and crypto adapters and exists for
+        // s390x only: elsewhere, unless a libica is named, auto does not
+        // look for one. The search walks every library directory twice
+        // (libica.so.4, libica.so.3), about a hundred failing system calls
+        // and 0.2 ms in each process's first RSA operation.
+        Choice::Auto if s.libica.is_none() && !cfg!(target_arch = "s390x") => (
+            None,
+            Status {
+                name: "software",
+                detail: format!(
+                    "backend = auto: software (libica is IBM Z's library, not looked for on {}; \
+                     name one with the libica key or RUSTICA_LIBICA)",
+                    std::env::consts::ARCH
+                ),
+            },
+        ),
         Choice::Auto => match load(s.libica.as_deref()) {
             Ok(l) if l.rsa_hardware() => {
                 let detail = format!("backend = auto: libica {}; offload {range}", l.describe());
