@@ -9,9 +9,14 @@
 # Then the resident set of an idle process and of one after 1,000
 # signatures (benches/load/rss.c), per side.
 #
-# usage: scripts/bench-load.sh [ROUNDS]      (default 60)
+# With -c MODULE, a second rustica build ("before", e.g. main's) runs in
+# the same rotation, counted the same way.
+#
+# usage: scripts/bench-load.sh [-c MODULE] [ROUNDS]      (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+before=
+if [ "${1:-}" = -c ]; then before=$(realpath "$2"); shift 2; fi
 rounds=${1:-60}
 if [ -z "${RUSTICA_MODULE:-}" ]; then
   scripts/build.sh >/dev/null
@@ -58,6 +63,10 @@ activate = 1
 default_properties = ?provider=rustica
 CNF
 
+if [ -n "$before" ]; then
+  sed "s#^module = .*#module = $before#" "$work/rustica.cnf" >"$work/before.cnf"
+fi
+
 export RUSTICA_STATS_PATH=$work/stats
 unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG RUSTICA_STATS
 o() { OPENSSL_CONF=$work/stock.cnf openssl "$@"; }
@@ -72,6 +81,7 @@ echo "# scripts/bench-load.sh, $(date -u +%Y-%m-%d), $(nproc) cores, $(openssl v
 python3 benches/load/run.py "$work" "$rounds"
 # Proof that the rustica side ran on rustica: warm-up + rounds per command.
 want=$((rounds + 1))
+[ -n "$before" ] && want=$((2 * want))
 stats=$("$rustica" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null || true)
 python3 - "$want" "$stats" <<'PY'
 import json, sys
@@ -98,12 +108,12 @@ echo
 echo "| process | side | VmRSS (kB) | RssAnon (kB) | RssFile (kB) | signed by |"
 echo "|---|---|---:|---:|---:|---|"
 for what in idle 1000; do
-  for side in stock idle rustica; do
+  for side in stock idle rustica ${before:+before}; do
     args=(0); [ "$what" = 1000 ] && args=(1000 "$work/key.pem")
     for _ in 1 2 3 4 5; do OPENSSL_CONF=$work/$side.cnf "$work/rss" "${args[@]}"; done >"$work/rss.txt"
     med() { cut -d' ' -f"$1" "$work/rss.txt" | sort -n | sed -n 3p; }
     by=$(cut -d' ' -f4 "$work/rss.txt" | sort -u | paste -sd' ')
-    want=default; [ "$side" = rustica ] && want=rustica; [ "$what" = idle ] && want=-
+    want=default; case $side in rustica | before) want=rustica ;; esac; [ "$what" = idle ] && want=-
     [ "$by" = "$want" ] || { echo "bench-load: $side signed with $by, not $want" >&2; exit 1; }
     label="idle (no RSA)"; [ "$what" = 1000 ] && label="after 1,000 signatures"
     echo "| $label | $side | $(med 1) | $(med 2) | $(med 3) | $by |"

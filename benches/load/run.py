@@ -12,6 +12,10 @@ import time
 
 work, rounds = sys.argv[1], int(sys.argv[2])
 sides = ["stock", "idle", "rustica"]
+# A second rustica build ("before", e.g. main's), when bench-load.sh -c
+# prepared its configuration: it runs in the same rotation.
+if os.path.exists(os.path.join(work, "before.cnf")):
+    sides.append("before")
 conf = {s: os.path.join(work, f"{s}.cnf") for s in sides}
 doc, key, pub, sig, = (os.path.join(work, n) for n in ("doc.bin", "key.pem", "pub.pem", "sig.bin"))
 commands = {
@@ -43,7 +47,7 @@ for name, args in commands.items():
     for s in sides:  # warm the page cache once per side
         run(s, args)
     for r in range(rounds):
-        order = sides[r % 3:] + sides[:r % 3]
+        order = sides[r % len(sides):] + sides[:r % len(sides)]
         for s in order:
             wall, used = run(s, args)
             samples[s].append(wall)
@@ -52,13 +56,17 @@ for name, args in commands.items():
     cpu[name] = {s: statistics.median(v) for s, v in cpu_samples.items()}
 
 def table(results, what):
+    before = "before" in sides
+    extra_head = " | before (ms) | before - idle (ms) | before - stock (ms)" if before else ""
     print(f"| command ({what}) | stock (ms) | idle provider (ms) | rustica (ms) "
-          f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock{extra_head} |")
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if before else ""))
     for name, m in results.items():
+        extra = (f" | {m['before']:.2f} | {m['before'] - m['idle']:+.2f} "
+                 f"| {m['before'] - m['stock']:+.2f}") if before else ""
         print(f"| `openssl {name}` | {m['stock']:.2f} | {m['idle']:.2f} | {m['rustica']:.2f} "
               f"| {m['rustica'] - m['idle']:+.2f} | {m['rustica'] - m['stock']:+.2f} "
-              f"| {m['rustica'] / m['stock']:.3f} |")
+              f"| {m['rustica'] / m['stock']:.3f}{extra} |")
 
 
 print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
