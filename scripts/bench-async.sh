@@ -30,30 +30,10 @@ trap 'rm -rf "$work"' EXIT
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-conf() { # name extra-keys
-  cat >"$work/$1.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = alg
-[alg]
-default_properties = ?provider=rustica
-[provider_sect]
-rustica = rustica_sect
-default = default_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $module
-backend = libica
-libica = $emu
-$2
-activate = 1
-CNF
-}
-conf async ""
-conf off "async = off"
-printf 'openssl_conf = openssl_init\n[openssl_init]\nproviders = p\n[p]\ndefault = d\n[d]\nactivate = 1\n' >"$work/default.cnf"
+. scripts/bench-conf.sh
+rustica_conf "$work/async.cnf" "$module" "backend = libica" "libica = $emu"
+rustica_conf "$work/off.cnf" "$module" "backend = libica" "libica = $emu" "async = off"
+stock_conf "$work/default.cnf"
 
 sign_rate() { # conf jobs bits
   OPENSSL_CONF="$work/$1.cnf" RUSTICA_STATS_PATH="$work/stats-$1" \

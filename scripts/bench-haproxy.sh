@@ -42,25 +42,9 @@ trap cleanup EXIT
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-cat >"$work/rustica.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = alg
-[alg]
-default_properties = ?provider=rustica
-[provider_sect]
-rustica = rustica_sect
-default = default_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $module
-backend = libica
-libica = $emu
-activate = 1
-CNF
-printf 'openssl_conf = openssl_init\n[openssl_init]\nproviders = p\n[p]\ndefault = d\n[d]\nactivate = 1\n' >"$work/default.cnf"
+. scripts/bench-conf.sh
+rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
+stock_conf "$work/default.cnf"
 OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
   -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"

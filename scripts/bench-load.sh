@@ -27,18 +27,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/idle"
 cc -shared -fPIC -O2 -o "$work/idle/idle.so" benches/load/idle_provider.c
 
-head='openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect'
-cat >"$work/stock.cnf" <<CNF
-$head
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
+. scripts/bench-conf.sh
+stock_conf "$work/stock.cnf"
+rustica_conf "$work/rustica.cnf" "$RUSTICA_MODULE"
 cat >"$work/idle.cnf" <<CNF
-$head
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
 [provider_sect]
 default = default_sect
 idle = idle_sect
@@ -48,24 +43,8 @@ activate = 1
 module = $work/idle/idle.so
 activate = 1
 CNF
-cat >"$work/rustica.cnf" <<CNF
-$head
-alg_section = evp_properties
-[provider_sect]
-default = default_sect
-rustica = rustica_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $RUSTICA_MODULE
-activate = 1
-[evp_properties]
-default_properties = ?provider=rustica
-CNF
 
-if [ -n "$before" ]; then
-  sed "s#^module = .*#module = $before#" "$work/rustica.cnf" >"$work/before.cnf"
-fi
+[ -n "$before" ] && rustica_conf "$work/before.cnf" "$before"
 
 export RUSTICA_STATS_PATH=$work/stats
 unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG RUSTICA_STATS

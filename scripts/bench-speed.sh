@@ -28,31 +28,9 @@ rustica=$(dirname "$RUSTICA_MODULE")/rustica
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/a.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
-cat >"$work/b.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = evp_properties
-[provider_sect]
-default = default_sect
-rustica = rustica_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $RUSTICA_MODULE
-activate = 1
-[evp_properties]
-default_properties = ?provider=rustica
-CNF
+. scripts/bench-conf.sh
+stock_conf "$work/a.cnf"
+rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 export RUSTICA_STATS_PATH="$work/stats"
 
 multi_args=()

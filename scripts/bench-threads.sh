@@ -35,31 +35,9 @@ export RUSTICA_MODULE
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -Wall -o "$work/threads" benches/threads/threads.c -lcrypto -lpthread
-cat >"$work/a.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
-cat >"$work/b.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = evp_properties
-[provider_sect]
-default = default_sect
-rustica = rustica_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $RUSTICA_MODULE
-activate = 1
-[evp_properties]
-default_properties = ?provider=rustica
-CNF
+. scripts/bench-conf.sh
+stock_conf "$work/a.cnf"
+rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 sides=(a b)
 if [ -n "$other" ]; then
   sed "s|^module = .*|module = $other|" "$work/b.cnf" >"$work/c.cnf"
