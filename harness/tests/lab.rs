@@ -19,23 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn rustica() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rustica"));
-    c.env_remove("RUSTICA_MODULE")
-        .env_remove("RUSTICA_STATS_PATH");
-    c.stdin(Stdio::null());
-    c
-}
-
-/// A new private directory (mkdtemp: random name, mode 0700), kept until
-/// the test removes it, so a failed test leaves its files to look at.
-fn temp_dir(name: &str) -> PathBuf {
-    tempfile::Builder::new()
-        .prefix(&format!("rustica-harness-{name}-"))
-        .tempdir()
-        .unwrap()
-        .keep()
-}
+mod common;
+use common::{real_module, rustica, temp_dir, text};
 
 /// OpenSSL's legacy provider, copied as `rustica.so`: loads fine, does no
 /// RSA, counts nothing.
@@ -58,29 +43,6 @@ fn fake_module(dir: &Path) -> PathBuf {
     let fake = dir.join("rustica.so");
     fs::copy(&legacy, &fake).unwrap();
     fake
-}
-
-/// The real module: $RUSTICA_MODULE, else the workspace's release build.
-fn real_module() -> PathBuf {
-    let p = match std::env::var_os("RUSTICA_MODULE") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/rustica.so"),
-    };
-    assert!(
-        p.is_file(),
-        "the rustica module {} is missing: run scripts/build.sh first (or set RUSTICA_MODULE)",
-        p.display()
-    );
-    p
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn json(path: &Path) -> Value {

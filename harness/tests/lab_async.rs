@@ -11,34 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn rustica() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rustica"));
-    c.env_remove("RUSTICA_MODULE")
-        .env_remove("RUSTICA_STATS_PATH");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    tempfile::Builder::new()
-        .prefix(&format!("rustica-harness-{name}-"))
-        .tempdir()
-        .unwrap()
-        .keep()
-}
-
-fn real_module() -> PathBuf {
-    let p = match std::env::var_os("RUSTICA_MODULE") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/rustica.so"),
-    };
-    assert!(
-        p.is_file(),
-        "the rustica module {} is missing: run scripts/build.sh first (or set RUSTICA_MODULE)",
-        p.display()
-    );
-    p
-}
+mod common;
+use common::{real_module, rustica, temp_dir, text};
 
 fn emulated_libica() -> PathBuf {
     let p = match std::env::var_os("RUSTICA_LIBICA_EMU") {
@@ -51,15 +25,6 @@ fn emulated_libica() -> PathBuf {
         p.display()
     );
     p
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The smallest matrix (1024 bits, one of each process, no TLS, speed or

@@ -19,30 +19,8 @@ use std::os::unix::fs::{lchown, symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn rustica() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rustica"));
-    for v in [
-        "RUSTICA_MODULE",
-        "RUSTICA_STATS_PATH",
-        "RUSTICA_BACKEND",
-        "RUSTICA_LIBICA",
-        "RUSTICA_DEBUG",
-        "OPENSSL_CONF",
-    ] {
-        c.env_remove(v);
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{real_module, rustica, text};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -77,20 +55,6 @@ fn intruder() -> (u32, u32) {
         );
     }
     (id("-u").expect("uid"), id("-g").expect("gid"))
-}
-
-/// The real module: $RUSTICA_MODULE, else the workspace's release build.
-fn real_module() -> PathBuf {
-    let p = match std::env::var_os("RUSTICA_MODULE") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/rustica.so"),
-    };
-    assert!(
-        p.is_file(),
-        "the rustica module {} is missing: run scripts/build.sh first (or set RUSTICA_MODULE)",
-        p.display()
-    );
-    p
 }
 
 fn tempdir() -> tempfile::TempDir {
