@@ -9,7 +9,7 @@
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 mod common;
 use common::{real_module, rustica, temp_dir, text};

@@ -17,7 +17,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{lchown, symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 mod common;
 use common::{real_module, rustica, text};
