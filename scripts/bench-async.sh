@@ -30,7 +30,7 @@ trap 'rm -rf "$work"' EXIT
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-. scripts/bench-conf.sh
+. scripts/openssl-cnf.sh
 rustica_conf "$work/async.cnf" "$module" "backend = libica" "libica = $emu"
 rustica_conf "$work/off.cnf" "$module" "backend = libica" "libica = $emu" "async = off"
 stock_conf "$work/default.cnf"

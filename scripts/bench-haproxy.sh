@@ -42,7 +42,7 @@ trap cleanup EXIT
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-. scripts/bench-conf.sh
+. scripts/openssl-cnf.sh
 rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
 stock_conf "$work/default.cnf"
 OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \

@@ -27,7 +27,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/idle"
 cc -shared -fPIC -O2 -o "$work/idle/idle.so" benches/load/idle_provider.c
 
-. scripts/bench-conf.sh
+. scripts/openssl-cnf.sh
 stock_conf "$work/stock.cnf"
 rustica_conf "$work/rustica.cnf" "$RUSTICA_MODULE"
 cat >"$work/idle.cnf" <<CNF

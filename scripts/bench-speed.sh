@@ -28,7 +28,7 @@ rustica=$(dirname "$RUSTICA_MODULE")/rustica
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-. scripts/bench-conf.sh
+. scripts/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 export RUSTICA_STATS_PATH="$work/stats"

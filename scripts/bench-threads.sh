@@ -35,7 +35,7 @@ export RUSTICA_MODULE
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -Wall -o "$work/threads" benches/threads/threads.c -lcrypto -lpthread
-. scripts/bench-conf.sh
+. scripts/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 sides=(a b)

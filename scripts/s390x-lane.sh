@@ -218,26 +218,9 @@ mkdir -p "$RUN/modules"
 # The packaged module is loaded where the package put it.
 if [ "$MODE" = deb ]; then LOADED_MODULE=$MODULE
 else LOADED_MODULE=$RUN/modules/rustica.so; cp "$MODULE" "$LOADED_MODULE"; fi
-cat >"$RUN/s390x.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = evp_properties
-[provider_sect]
-default = default_sect
-rustica = rustica_sect
-[default_sect]
-activate = 1
-[rustica_sect]
-module = $LOADED_MODULE
-activate = 1
-backend = libica
-libica = libica.so.3
-debug = yes
-debug-path = $RUN
-[evp_properties]
-default_properties = ?provider=rustica
-CNF
+. scripts/openssl-cnf.sh
+rustica_conf "$RUN/s390x.cnf" "$LOADED_MODULE" "backend = libica" "libica = libica.so.3" \
+  "debug = yes" "debug-path = $RUN"
 uid=$(id -u)
 icastats=/dev/shm/icastats_$uid
 had_icastats=0

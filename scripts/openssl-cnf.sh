@@ -1,4 +1,5 @@
-# Sourced by the benchmark scripts: the openssl.cnf files they compare.
+# Sourced by the benchmark scripts and the s390x lane: the openssl.cnf files
+# they load (stock OpenSSL, and rustica preferred beside it).
 #
 #   stock_conf FILE                     only the default provider (side A)
 #   rustica_conf FILE MODULE [LINE...]  rustica beside the default provider
