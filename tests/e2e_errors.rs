@@ -273,3 +273,27 @@ fn large_public_exponent_on_a_large_modulus_is_refused() {
         "rustica exponentiated with the 2000-bit exponent"
     );
 }
+
+/// A random generator that exists and fails (here an application's
+/// RAND_METHOD that refuses, as a DRBG in its error state does) fails the
+/// operations that need random bytes, with an error on the queue, as in
+/// the default provider. rustica's own DRBG is only for a context that
+/// cannot make one at all; before, any failure fell back to it, bypassing
+/// the generator the application chose.
+#[test]
+fn a_failing_random_generator_fails_the_operation() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "key.pem");
+    let exe = compile_c(&lab, "rand_failure");
+    let out = lab.run_program(&exe, &[&lab.p("rustica.cnf"), &key]);
+    for pad in ["pkcs1", "pss"] {
+        assert!(
+            out.contains(&format!("default {pad} failed\n")),
+            "the default provider's {pad} signature: {out}"
+        );
+        assert!(
+            out.contains(&format!("rustica {pad} failed\n")),
+            "rustica's {pad} signature: {out}"
+        );
+    }
+}

@@ -4,7 +4,9 @@
 //! loaded into, as the default provider's do. That generator is fetched with
 //! the application's default properties, so an application that selects
 //! rustica strictly (`provider=rustica` as its default properties) leaves it
-//! with no DRBG to fetch: no provider matches. Then, and only then, the
+//! with no DRBG to fetch: no provider matches. Then, and only then (a
+//! generator that exists and fails is an error, as in the default
+//! provider), the
 //! operation instantiates a DRBG of its own from the same context with a
 //! query that cannot select rustica ("provider!=rustica" overrides the
 //! inherited provider clause), seeded by that provider from the core's
@@ -69,6 +71,8 @@ extern "C" {
         addin: *const u8,
         addin_len: usize,
     ) -> c_int;
+    fn RAND_get0_public(ctx: *mut c_void) -> *mut EvpRandCtx;
+    fn RAND_get0_private(ctx: *mut c_void) -> *mut EvpRandCtx;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
 }
@@ -232,10 +236,30 @@ impl Random {
                 Secrecy::Private => RAND_priv_bytes_ex(ctx, buf.as_mut_ptr(), buf.len(), 0),
             }
         } == 1;
+        // A generator the context has and that failed (an error state, a
+        // failing RAND_METHOD the application installed) is the
+        // application's to answer for: the operation fails, as it does in
+        // the default provider. Only a context that cannot make one at all
+        // (no provider to fetch it from) gets rustica's own.
+        // SAFETY: libctx is NULL or live; these return the context's
+        // generator, making it if needed, or NULL when it cannot be made.
+        let exists = !ok
+            && unsafe {
+                let ctx = self.libctx.as_ptr();
+                match secrecy {
+                    Secrecy::Public => !RAND_get0_public(ctx).is_null(),
+                    Secrecy::Private => !RAND_get0_private(ctx).is_null(),
+                }
+            };
         // SAFETY: drops what a failed attempt queued, down to the mark.
         unsafe { ERR_pop_to_mark() };
         if ok {
             return Ok(());
+        }
+        if exists {
+            return Err(RsaError::libcrypto(
+                "the library context's random generator failed to generate",
+            ));
         }
         let own = OwnDrbg::new(self.libctx)?;
         let own = self.own.get_or_init(|| own);

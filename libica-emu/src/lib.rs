@@ -23,6 +23,8 @@
 //!   (one bit flipped; for key generation, in qInverse).
 //! - `LIBICA_EMU_LATENCY_US=N`: each RSA call waits N microseconds first
 //!   (a blocking sleep, not a spin), holding one of the adapter's units.
+//! - `LIBICA_EMU_JITTER_US=N`: up to N microseconds more per call, drawn
+//!   per call, so that requests complete in an order other than their own.
 //! - `LIBICA_EMU_UNITS=N`: the adapter's parallel units (default:
 //!   unlimited). A call holds the first free unit for its latency; calls
 //!   beyond N queue for a unit (each sleeps until its unit is free and its
@@ -83,6 +85,8 @@ struct Settings {
     errno: c_uint,
     corrupt_every: u64,
     latency_us: u64,
+    /// Up to this much more latency per call, drawn per call.
+    jitter_us: u64,
     units: u64,
     fips: bool,
     hardware: bool,
@@ -113,6 +117,7 @@ fn settings() -> &'static Settings {
             errno,
             corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
             latency_us: num("LIBICA_EMU_LATENCY_US"),
+            jitter_us: num("LIBICA_EMU_JITTER_US"),
             units: num("LIBICA_EMU_UNITS"),
             fips: var("LIBICA_FIPS_FLAG").as_deref().map(str::trim) == Some("1"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
@@ -164,10 +169,10 @@ static UNITS: std::sync::Mutex<Vec<std::time::Instant>> = std::sync::Mutex::new(
 /// delay the calls queued behind it, as on a card.
 fn adapter_wait() {
     let s = settings();
-    if s.latency_us == 0 {
+    if s.latency_us == 0 && s.jitter_us == 0 {
         return;
     }
-    let latency = std::time::Duration::from_micros(s.latency_us);
+    let latency = std::time::Duration::from_micros(s.latency_us + jitter(s.jitter_us));
     if s.units == 0 {
         std::thread::sleep(latency);
         return;
@@ -191,6 +196,28 @@ fn adapter_wait() {
     if !left.is_zero() {
         std::thread::sleep(left);
     }
+}
+
+/// A number in 0..bound, different per call (a xorshift over a shared
+/// state seeded from the clock): completion order, not cryptography.
+fn jitter(bound: u64) -> u64 {
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    if bound == 0 {
+        return 0;
+    }
+    let mut x = STATE.load(AtOrd::Relaxed);
+    if x == 0 {
+        x = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, AtOrd::Relaxed);
+    x % bound
 }
 
 use abi::FIPS_MIN_RSA_BITS as FIPS_MIN_BITS;

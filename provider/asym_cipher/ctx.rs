@@ -314,7 +314,17 @@ impl CipherCtx {
     /// Decrypts into `out` (checked by `check_decrypt`). From the private
     /// operation on, success and failure do the same work: the message is
     /// copied under a mask and the outcome decided at the very end.
-    pub(super) fn decrypt(&self, c: &[u8], out: &mut [u8]) -> Result<Decrypted> {
+    ///
+    /// `after_private` runs once the private operation has returned (it
+    /// may have paused an ASYNC job, during which the thread's error queue
+    /// belongs to whatever else the thread ran) and before anything looks
+    /// at the padding; its result is handed back with the outcome.
+    pub(super) fn decrypt<P>(
+        &self,
+        c: &[u8],
+        out: &mut [u8],
+        after_private: impl FnOnce() -> P,
+    ) -> Result<(Decrypted, P)> {
         let key = self.key()?;
         let k = key.size();
         if self.pad == EncPad::Tls {
@@ -324,12 +334,14 @@ impl CipherCtx {
             let mut random = Zeroizing::new([0u8; TLS_PREMASTER_LEN]);
             self.prov().secret_random(&mut random[..])?;
             let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
+            let pending = after_private();
             let pms =
                 enc_padding::tls_premaster(&em, self.client_version, self.alt_version, &random);
             out[..TLS_PREMASTER_LEN].copy_from_slice(&pms[..]);
-            return Ok(Decrypted::Len(TLS_PREMASTER_LEN));
+            return Ok((Decrypted::Len(TLS_PREMASTER_LEN), pending));
         }
         let em = key.private_op_in(&self.prov().op_ctx(), Op::Decrypt, c)?;
+        let pending = after_private();
         let decoded = match self.pad {
             EncPad::None => Decoded {
                 good: u32::MAX,
@@ -359,11 +371,12 @@ impl CipherCtx {
             *o = ct::select_u8(decoded.good, m, *o);
         }
         // The one branch on the padding's validity, after all secret work.
-        Ok(if decoded.good == u32::MAX {
+        let outcome = if decoded.good == u32::MAX {
             Decrypted::Len(decoded.len)
         } else {
             Decrypted::BadPadding
-        })
+        };
+        Ok((outcome, pending))
     }
 }
 

@@ -120,11 +120,16 @@ unsafe fn run(
         // after, so that a bad padding costs what a good one does (an error
         // raised on failure alone showed as 150-200 ns at RSA-2048). Only
         // the reason, whose text is in the reason strings: nothing is
-        // formatted, allocated or copied.
-        let pending = c
-            .may_reject()
-            .then(|| c.prov().sink.provisional(Reason::DecryptionFailed));
-        match c.decrypt(input, out)? {
+        // formatted, allocated or copied. Raised after the private
+        // operation, not before: that operation may pause an ASYNC job,
+        // and the error queue (with its mark) is the thread's, which runs
+        // other jobs and the application's own code meanwhile.
+        let may_reject = c.may_reject();
+        let sink = &c.prov().sink;
+        let (outcome, pending) = c.decrypt(input, out, || {
+            may_reject.then(|| sink.provisional(Reason::DecryptionFailed))
+        })?;
+        match outcome {
             Decrypted::Len(n) => n,
             Decrypted::BadPadding => {
                 match pending {

@@ -187,11 +187,13 @@ impl Pool {
     fn push(&'static self, task: Task, max_threads: usize) -> Result<(), Task> {
         let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if q.idle <= q.tasks.len() && q.threads < max_threads.max(1) {
-            let started = std::thread::Builder::new()
-                .name("rustica-async".into())
-                .stack_size(1 << 20)
-                .spawn(move || self.worker())
-                .is_ok();
+            let started = with_signals_blocked(|| {
+                std::thread::Builder::new()
+                    .name("rustica-async".into())
+                    .stack_size(1 << 20)
+                    .spawn(move || self.worker())
+                    .is_ok()
+            });
             if started {
                 q.threads += 1;
             }
@@ -204,6 +206,31 @@ impl Pool {
         self.work.notify_one();
         Ok(())
     }
+}
+
+/// Runs `f` (which starts an offload thread) with every signal blocked in
+/// the calling thread, so the new thread starts with them all blocked: it
+/// inherits the mask at creation, before it runs a single instruction.
+/// Process-directed signals then go to the application's own threads,
+/// which expect them, and never interrupt a libica call (an EINTR would
+/// turn into a software fallback). The caller's mask is restored after.
+fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: an all-zero sigset_t is a valid value for sigfillset and
+    // pthread_sigmask to overwrite.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to sigset_t values owned by this frame.
+    let blocked = unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0
+    };
+    let r = f();
+    if blocked {
+        // SAFETY: restores the mask saved above, a valid sigset_t.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    r
 }
 
 /// One request: the result the offload thread leaves for the job.
@@ -291,14 +318,15 @@ where
     // which is at least while this job runs.
     let n = unsafe { &*np };
     crate::stats::record_inflight(now as u64);
-    n.drain();
     let shared = Arc::new(Shared {
         pid: pool.pid,
         result: Mutex::new(None),
         done: AtomicBool::new(false),
         cv: Condvar::new(),
     });
-    *n.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(shared.clone());
+    // The job's own entry in its wait context: other jobs paused on the
+    // same wait context have theirs.
+    let id = n.register(shared.clone());
     let theirs = shared.clone();
     // SAFETY: np is valid (above); the thread gets its own reference.
     let notify = unsafe { ossl::Notifier::share(np) };
@@ -306,14 +334,14 @@ where
         let r = catch_unwind(AssertUnwindSafe(call));
         pool.inflight.fetch_sub(1, Ordering::AcqRel);
         theirs.complete(r);
-        notify.wake(wake);
+        notify.wake(id, wake);
     });
     // The job's stack keeps only a plain pointer from here on.
     let req: *const Shared<R> = Arc::as_ptr(&shared);
     drop(shared);
     // SAFETY: the wait context's notifier owns a reference to the request
-    // until this job clears it below (or the wait context is freed, after
-    // which this job never runs again).
+    // until this job collects it below (or the wait context is freed,
+    // after which this job never runs again).
     let req = unsafe { &*req };
     let asynchronous = match pool.push(task, limits.threads) {
         Ok(()) => {
@@ -333,7 +361,6 @@ where
                     break;
                 }
                 paused = true;
-                n.drain();
                 if !req.done.load(Ordering::Acquire) {
                     idle += 1;
                 }
@@ -344,19 +371,14 @@ where
             // No thread: the call runs here, and signals the wait fd when
             // done; pause once so that the application sees that fd.
             task();
-            if ossl::pause() {
-                n.drain();
-            }
+            ossl::pause();
             false
         }
     };
     let r = req.take();
-    // The request is done: the wait context lets go of it.
-    let done = n
-        .current
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
+    // The request is done: the wait context lets go of it (and the
+    // eventfd is emptied unless another job's result waits on it).
+    let done = n.collect(id);
     match r {
         Some(Ok(v)) => {
             drop(done);

@@ -9,7 +9,6 @@
 //! has async off and nothing here runs.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// `ASYNC_JOB` and `ASYNC_WAIT_CTX` are opaque.
@@ -96,20 +95,43 @@ pub(crate) struct Wakeup {
 // the thread that completes the request); rustica never dereferences it.
 unsafe impl Send for Wakeup {}
 
-/// One per wait context: the eventfd the application waits on, and whether
-/// the wait context still exists (the application's callback argument is
-/// only valid while it does).
+/// One per wait context: the eventfd the application waits on, the
+/// requests of the jobs paused on it, and whether the wait context still
+/// exists (the application's callback argument is only valid while it
+/// does).
+///
+/// Several jobs may share one wait context (an application may start them
+/// so; libssl never does). Each request has its own entry, found by its
+/// id; the eventfd is readable exactly while some completed request has
+/// not yet been collected by its job, so no job drains another's wakeup.
 pub(crate) struct Notifier {
     fd: c_int,
+    /// The process that made this notifier: a forked child that inherited
+    /// the wait context shares the eventfd's counter with its parent, and
+    /// its locks may have been held by a thread it does not have. A child
+    /// never uses it (its operations run synchronously) and never locks it.
+    pid: libc::pid_t,
     /// False once the wait context's cleanup ran. Held while a completion
     /// calls the application's callback, so the two never overlap.
     alive: Mutex<bool>,
-    /// The request of the job currently using this wait context: the wait
-    /// context owns it (through this notifier), so a job that is abandoned
-    /// while paused leaks nothing of it.
-    pub(crate) current: Mutex<Option<Arc<dyn Send + Sync>>>,
-    /// Set by a completion, cleared by the job's drain.
-    signalled: AtomicBool,
+    requests: Mutex<Requests>,
+}
+
+/// The requests of the jobs using one wait context. The wait context owns
+/// them (through its notifier), so a job abandoned while paused leaks
+/// nothing of its request.
+struct Requests {
+    next_id: u64,
+    entries: Vec<Entry>,
+    /// Completed requests announced on the eventfd and not yet collected.
+    ready: usize,
+}
+
+struct Entry {
+    id: u64,
+    request: Arc<dyn Send + Sync>,
+    /// Completed and announced on the eventfd.
+    announced: bool,
 }
 
 impl Drop for Notifier {
@@ -121,41 +143,69 @@ impl Drop for Notifier {
 }
 
 impl Notifier {
-    /// Empties the eventfd (non-blocking): a stale signal of an earlier
-    /// request must not look like this one's.
-    pub(crate) fn drain(&self) {
-        if self.signalled.swap(false, Ordering::AcqRel) {
-            let mut v = 0u64;
-            // SAFETY: reads 8 bytes into v from our non-blocking eventfd;
-            // EAGAIN when it is already empty.
-            unsafe { libc::read(self.fd, (&mut v as *mut u64).cast(), 8) };
-        }
+    fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Announces a completion (offload thread): the application's callback
-    /// while the wait context exists, else the eventfd.
-    pub(crate) fn wake(&self, how: Wakeup) {
-        let alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*alive {
-            return;
+    /// Adds a job's request; the id is how the job and the completion find
+    /// it again.
+    pub(crate) fn register(&self, request: Arc<dyn Send + Sync>) -> u64 {
+        let mut r = self.requests();
+        r.next_id += 1;
+        let id = r.next_id;
+        r.entries.push(Entry {
+            id,
+            request,
+            announced: false,
+        });
+        id
+    }
+
+    /// Removes the job's own request once it has its result (or gave up on
+    /// it), and empties the eventfd when no other completed request is
+    /// waiting for its job. Returns the request, for the caller to drop.
+    pub(crate) fn collect(&self, id: u64) -> Option<Arc<dyn Send + Sync>> {
+        let mut r = self.requests();
+        let i = r.entries.iter().position(|e| e.id == id)?;
+        let e = r.entries.swap_remove(i);
+        if e.announced {
+            r.ready -= 1;
+            if r.ready == 0 {
+                let mut v = 0u64;
+                // SAFETY: reads 8 bytes into v from our non-blocking
+                // eventfd (under the lock that orders it with the write in
+                // `wake`, so there is a count to read).
+                unsafe { libc::read(self.fd, (&mut v as *mut u64).cast(), 8) };
+            }
         }
-        match how.callback {
-            Some((cb, arg)) => {
+        Some(e.request)
+    }
+
+    /// Announces the completion of request `id` (offload thread): the
+    /// application's callback while the wait context exists, else the
+    /// eventfd.
+    pub(crate) fn wake(&self, id: u64, how: Wakeup) {
+        if let Some((cb, arg)) = how.callback {
+            let alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
+            if *alive {
                 // SAFETY: the application's callback with its argument,
                 // called while its wait context exists (`alive`, held).
                 unsafe { cb(arg as *mut c_void) };
             }
-            None => {
-                let one = 1u64;
-                // SAFETY: writes 8 bytes to our eventfd (open until this
-                // notifier drops); it cannot block (counter far from max).
-                unsafe { libc::write(self.fd, (&one as *const u64).cast(), 8) };
-                // After the write: a drain that sees the flag finds the
-                // count to read. (Set before it, a drain could read an
-                // empty eventfd and clear the flag, and the count written
-                // next would stay, a readable fd no drain empties.)
-                self.signalled.store(true, Ordering::Release);
-            }
+            return;
+        }
+        let mut r = self.requests();
+        let Some(e) = r.entries.iter_mut().find(|e| e.id == id) else {
+            // Its wait context was freed: nobody waits.
+            return;
+        };
+        e.announced = true;
+        r.ready += 1;
+        if r.ready == 1 {
+            let one = 1u64;
+            // SAFETY: writes 8 bytes to our eventfd (open until this
+            // notifier drops); it cannot block (the count is at most 1).
+            unsafe { libc::write(self.fd, (&one as *const u64).cast(), 8) };
         }
     }
 }
@@ -175,12 +225,18 @@ unsafe extern "C" fn cleanup(
         // SAFETY: data is the Arc<Notifier> reference `notifier` gave the
         // wait context with Arc::into_raw, released here exactly once.
         let n = unsafe { Arc::from_raw(data as *const Notifier) };
+        // SAFETY: getpid has no preconditions.
+        if n.pid != unsafe { libc::getpid() } {
+            // A forked child: its locks may be held forever by a thread it
+            // does not have (an offload thread inside the application's
+            // callback, say), and no thread of its own uses this notifier.
+            // Only the wait context's reference goes, without a lock.
+            return;
+        }
         *n.alive.lock().unwrap_or_else(PoisonError::into_inner) = false;
-        // The request of a job abandoned while paused goes with it.
-        n.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        // The requests of jobs abandoned while paused go with it.
+        let gone = std::mem::take(&mut n.requests().entries);
+        drop(gone);
     });
 }
 
@@ -198,7 +254,14 @@ pub(crate) fn notifier(w: *mut WaitCtx) -> Option<(*const Notifier, Wakeup)> {
     // SAFETY: w is the running job's wait context; out-pointers valid.
     let found = unsafe { ASYNC_WAIT_CTX_get_fd(w, key(), &mut fd, &mut data) } == 1;
     let n = if found && !data.is_null() {
-        data as *const Notifier
+        let n = data as *const Notifier;
+        // SAFETY: the wait context's live reference (registered below by
+        // this process or the one it was forked from).
+        if unsafe { (*n).pid } != unsafe { libc::getpid() } {
+            // Inherited across fork: the parent's eventfd and locks.
+            return None;
+        }
+        n
     } else {
         // SAFETY: eventfd has no memory preconditions.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -207,9 +270,14 @@ pub(crate) fn notifier(w: *mut WaitCtx) -> Option<(*const Notifier, Wakeup)> {
         }
         let raw = Arc::into_raw(Arc::new(Notifier {
             fd,
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() },
             alive: Mutex::new(true),
-            current: Mutex::new(None),
-            signalled: AtomicBool::new(false),
+            requests: Mutex::new(Requests {
+                next_id: 0,
+                entries: Vec::new(),
+                ready: 0,
+            }),
         }));
         // SAFETY: registers our fd under our key; `raw` is released by
         // `cleanup` when the wait context is freed.

@@ -1,0 +1,185 @@
+//! What an application may do with ASYNC jobs, and rustica must survive
+//! (tests/c/async_robust.c, on the emulated libica with a latency, so
+//! every request is in flight while the application acts):
+//! - many jobs paused on one wait context, completing in any order;
+//! - the thread's error queue across a decryption's pause;
+//! - fork while an offload thread is inside the application's callback,
+//!   and a child that uses a wait context it inherited;
+//! - the offload threads' signal mask;
+//! - wait contexts freed, and threads ended, with requests in flight;
+//! - exit with requests in flight.
+//!
+//! Each was a finding of the async review; each test fails on the code
+//! before its fix. Behaviour only: nothing is timed.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use ibmca_shim::stats::{Backend, Op};
+
+fn emu_lab(keys: &[(&str, &str)]) -> Lab {
+    let emu = emulator_path();
+    let emu = emu.to_str().unwrap().to_string();
+    let mut all = vec![("backend", "libica"), ("libica", emu.as_str())];
+    all.extend_from_slice(keys);
+    Lab::with_rustica(&all, &[])
+}
+
+/// Runs async_robust MODE N under `wrapper` (valgrind, say) with `env`;
+/// returns (success, stdout + stderr).
+fn robust_run(
+    lab: &Lab,
+    wrapper: &[&str],
+    env: &[(&str, &str)],
+    key: &str,
+    mode: &str,
+    n: u32,
+) -> (bool, String) {
+    let exe = compile_c(lab, "async_robust");
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-s", "KILL", "300"])
+        .args(wrapper)
+        .arg(&exe)
+        .args([
+            lab.p("rustica.cnf"),
+            key.to_string(),
+            mode.to_string(),
+            n.to_string(),
+        ]);
+    cmd.current_dir(lab.dir.path())
+        .env("RUSTICA_STATS_PATH", lab.path("stats"))
+        .env("OPENSSL_CONF", "/dev/null");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run async_robust");
+    let text = format!(
+        "{:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn robust(lab: &Lab, env: &[(&str, &str)], key: &str, mode: &str, n: u32) -> String {
+    let (ok, out) = robust_run(lab, &[], env, key, mode, n);
+    assert!(ok, "async_robust {mode} {n} {env:?}: {out}");
+    out
+}
+
+fn printed(out: &str, what: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(what)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{what}' in {out}"))
+}
+
+fn have_valgrind() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok()
+}
+
+const VALGRIND: [&str; 5] = [
+    "valgrind",
+    "-q",
+    "--error-exitcode=99",
+    "--leak-check=no",
+    "--track-origins=no",
+];
+
+/// Finding 1: the notifier kept one request slot per wait context; a
+/// second job on the same context overwrote the first's request (use after
+/// free, double free, a valid signature failing to verify).
+#[test]
+fn many_jobs_share_one_wait_context() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(2048, "key.pem");
+    // Latencies that differ per call: completions come in any order.
+    let env = [
+        ("LIBICA_EMU_LATENCY_US", "2000"),
+        ("LIBICA_EMU_JITTER_US", "8000"),
+    ];
+    for n in [2, 64] {
+        let out = robust(&lab, &env, &key, "shared", n);
+        assert!(printed(&out, "paused") > 0, "{out}");
+    }
+    let s = lab.stats();
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert!(s.asynchronous(Op::Sign) >= 2, "{}", s.to_json());
+    if have_valgrind() {
+        let (ok, out) = robust_run(&lab, &VALGRIND, &env, &key, "shared", 16);
+        assert!(ok, "under valgrind: {out}");
+    }
+}
+
+/// Finding 2: the provisional decryption error and its mark were set
+/// before the private operation, which pauses; another job's success then
+/// left this one's error on the queue, and an application clearing the
+/// queue while the job was paused lost the failure's error.
+#[test]
+fn decryption_errors_stay_with_their_operation_across_pauses() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(2048, "key.pem");
+    let env = [("LIBICA_EMU_LATENCY_US", "20000")];
+    robust(&lab, &env, &key, "errqueue", 1);
+    let s = lab.stats();
+    assert!(s.asynchronous(Op::Decrypt) >= 3, "{}", s.to_json());
+}
+
+/// Finding 3: a completion held the notifier's lock while calling the
+/// application's callback, and the wait context's cleanup took the same
+/// lock: a child forked meanwhile hung in ASYNC_WAIT_CTX_free. And a child
+/// using an inherited wait context shared its parent's eventfd.
+#[test]
+fn fork_during_a_callback_and_inherited_wait_contexts() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(2048, "key.pem");
+    let env = [("LIBICA_EMU_LATENCY_US", "20000")];
+    robust(&lab, &env, &key, "forkcb", 1);
+    robust(&lab, &env, &key, "forkfd", 1);
+}
+
+/// Finding 4: offload threads inherited the signal mask of the thread
+/// that started them, so process-directed signals could land on them.
+#[test]
+fn offload_threads_block_signals() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(2048, "key.pem");
+    let env = [("LIBICA_EMU_LATENCY_US", "5000")];
+    let out = robust(&lab, &env, &key, "sigmask", 1);
+    assert!(printed(&out, "async threads") >= 1, "{out}");
+}
+
+/// Wait contexts freed (and starting threads ended) with their requests in
+/// flight, 1,000 times; then the pool still works. A shorter run under
+/// valgrind.
+#[test]
+fn wait_contexts_freed_mid_flight() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(1024, "key.pem");
+    let env = [("LIBICA_EMU_LATENCY_US", "3000"), ("LIBICA_EMU_UNITS", "8")];
+    let out = robust(&lab, &env, &key, "freed", 1000);
+    assert!(printed(&out, "paused") >= 900, "{out}");
+    if have_valgrind() {
+        let (ok, out) = robust_run(&lab, &VALGRIND, &env, &key, "freed", 40);
+        assert!(ok, "under valgrind: {out}");
+    }
+}
+
+/// exit() with requests in flight: offload threads still inside the
+/// adapter while atexit handlers and destructors run. Repeated, since a
+/// crash at exit would be a race.
+#[test]
+fn exit_with_requests_in_flight() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(2048, "key.pem");
+    let env = [
+        ("LIBICA_EMU_LATENCY_US", "200000"),
+        ("LIBICA_EMU_UNITS", "4"),
+    ];
+    for _ in 0..10 {
+        let out = robust(&lab, &env, &key, "exit", 32);
+        assert_eq!(printed(&out, "paused"), 32, "{out}");
+    }
+}
