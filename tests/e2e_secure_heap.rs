@@ -9,7 +9,30 @@ use common::*;
 
 /// tests/c/secure_heap on `provider`: its `name=value` lines.
 fn run(lab: &Lab, exe: &std::path::Path, provider: &str) -> Vec<(String, i64)> {
-    let out = lab.run_program(exe, &[&lab.p("rustica.cnf"), provider, &lab.p("a.pem")]);
+    run_with(lab, exe, provider, &[])
+}
+
+fn run_with(
+    lab: &Lab,
+    exe: &std::path::Path,
+    provider: &str,
+    env: &[(&str, &str)],
+) -> Vec<(String, i64)> {
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([&lab.p("rustica.cnf"), provider, &lab.p("a.pem")])
+        .current_dir(lab.dir.path())
+        .env("RUSTICA_STATS_PATH", lab.path("stats"))
+        .env("OPENSSL_CONF", "/dev/null");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run secure_heap");
+    assert!(
+        out.status.success(),
+        "secure_heap: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
     out.lines()
         .map(|l| {
             let (name, value) = l.rsplit_once('=').unwrap_or((l, ""));
@@ -60,4 +83,42 @@ fn private_parts_live_in_the_secure_heap_when_there_is_one() {
     }
     // And gives it all back when the keys are freed.
     assert_eq!(value(&ours, "left"), 0, "{ours:?}");
+}
+
+/// On the libica backend the key's parts also exist in libica's layout
+/// (p, q, dp, dq, qInverse right-aligned, built at the first signature and
+/// kept with the key), and a copy of them is made for every call: both in
+/// the secure heap too, and given back with the key. Before, only the
+/// key's own BIGNUMs were there.
+#[test]
+fn libica_layout_copies_live_in_the_secure_heap_too() {
+    let emu = emulator_path();
+    let lab = Lab::with_rustica(
+        &[("backend", "libica"), ("libica", emu.to_str().unwrap())],
+        &[],
+    );
+    let exe = compile_c(&lab, "secure_heap");
+    lab.keypair(Side::Default, 2048, "a.pem", "a-pub.pem");
+    let counts = lab.path("emu-counts");
+    let counts_env = counts.to_str().unwrap();
+    let ours = run_with(&lab, &exe, "rustica", &[("LIBICA_EMU_COUNTS", counts_env)]);
+    assert_eq!(value(&ours, "sign ok"), 1, "{ours:?}");
+    let calls = std::fs::read_to_string(&counts).unwrap_or_default();
+    assert!(
+        calls.matches("rsa_crt").count() >= 2,
+        "the signatures did not run on libica: {calls}"
+    );
+    // Two keys, each with 3 x 136 + 2 x 128 bytes in libica's layout.
+    assert!(
+        value(&ours, "sign held") >= 2 * 600,
+        "libica's copy of the key is outside the secure heap: {ours:?}"
+    );
+    // Given back with the keys. What stays (512 bytes) is the emulator's
+    // own: its key generation runs libcrypto's RSA_generate_key_ex in the
+    // default library context, whose random generators are made then, in
+    // the secure heap (the program warms only its own context's).
+    assert!(
+        value(&ours, "left") <= 512,
+        "the libica-layout parts were not given back: {ours:?}"
+    );
 }

@@ -18,6 +18,7 @@ pub mod libica;
 pub mod pool;
 pub mod random;
 mod rsa;
+mod secret;
 mod software;
 pub mod stats;
 

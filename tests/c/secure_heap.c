@@ -13,6 +13,8 @@
  *   import held=N           secure bytes the imported key holds
  *   keygen held=N           secure bytes the generated key holds
  *   sign ok=1               both keys signed
+ *   sign held=N             secure bytes the keys hold more after signing
+ *                           (on libica: the parts in libica's layout)
  *   left=N                  secure bytes still in use after freeing both,
  *                           relative to before the import
  */
@@ -107,8 +109,10 @@ int main(int argc, char **argv)
     EVP_PKEY_CTX_free(ctx);
     printf("keygen held=%zu\n", CRYPTO_secure_used() - before);
 
+    before = CRYPTO_secure_used();
     ok = sign_once(lib, propq, imported) && sign_once(lib, propq, generated);
     printf("sign ok=%d\n", (int)ok);
+    printf("sign held=%zd\n", (ssize_t)(CRYPTO_secure_used() - before));
     ERR_print_errors_fp(stderr);
     EVP_PKEY_free(imported);
     EVP_PKEY_free(generated);

@@ -254,6 +254,22 @@ impl Bn {
         Ok(out)
     }
 
+    /// Writes the value big-endian, right-aligned, into all of `out`
+    /// (secret memory the caller owns); fails when it does not fit.
+    pub(crate) fn write_be_padded(&self, out: &mut [u8]) -> Result<(), RsaError> {
+        let clen = c_int::try_from(out.len())
+            .map_err(|_| RsaError::bad_input("output length is too large"))?;
+        // SAFETY: out is valid for its length; BN_bn2binpad writes exactly
+        // that many bytes or fails (-1) if the value does not fit.
+        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
+        if r < 0 {
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
+        }
+        Ok(())
+    }
+
     /// Secret bytes, minimal length, in a zeroizing buffer.
     pub(crate) fn to_be_secret(&self) -> Zeroizing<Vec<u8>> {
         Zeroizing::new(self.to_be())

@@ -7,6 +7,7 @@ use zeroize::Zeroizing;
 
 use super::abi::{ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t};
 use crate::bn::Bn;
+use crate::secret::SecretBytes;
 
 /// Length of the `p`, `dp` and `qInverse` buffers for a `key_length`-byte
 /// modulus.
@@ -27,6 +28,17 @@ pub(crate) fn right_aligned(v: &Bn, len: usize) -> Option<Zeroizing<Vec<u8>>> {
     v.to_be_padded(len).ok()
 }
 
+/// Secret `v` right-aligned in `len` bytes of secret memory; `None` when it
+/// does not fit.
+pub(crate) fn right_aligned_secret(v: &Bn, len: usize) -> Option<SecretBytes> {
+    if v.num_bytes() > len {
+        return None;
+    }
+    let mut out = SecretBytes::zeroed(len);
+    v.write_be_padded(&mut out).ok()?;
+    Some(out)
+}
+
 /// Big-endian bytes (any length) right-aligned in `len` bytes.
 pub(crate) fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<u8>>> {
     let start = v.iter().position(|&b| b != 0).unwrap_or(v.len());
@@ -44,7 +56,7 @@ pub(crate) fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<
 pub(crate) struct ModExpoKey {
     key_length: usize,
     modulus: Zeroizing<Vec<u8>>,
-    exponent: Zeroizing<Vec<u8>>,
+    exponent: SecretBytes,
 }
 
 impl ModExpoKey {
@@ -53,7 +65,7 @@ impl ModExpoKey {
         Some(ModExpoKey {
             key_length,
             modulus: right_aligned(n, key_length)?,
-            exponent: right_aligned(exponent, key_length)?,
+            exponent: right_aligned_secret(exponent, key_length)?,
         })
     }
 
@@ -62,7 +74,7 @@ impl ModExpoKey {
         ModExpoKey {
             key_length,
             modulus: Zeroizing::new(vec![0; key_length]),
-            exponent: Zeroizing::new(vec![0; key_length]),
+            exponent: SecretBytes::zeroed(key_length),
         }
     }
 
@@ -89,11 +101,11 @@ impl ModExpoKey {
 #[derive(Clone)]
 pub(crate) struct CrtKey {
     key_length: usize,
-    pub(crate) p: Zeroizing<Vec<u8>>,
-    pub(crate) q: Zeroizing<Vec<u8>>,
-    pub(crate) dp: Zeroizing<Vec<u8>>,
-    pub(crate) dq: Zeroizing<Vec<u8>>,
-    pub(crate) qinv: Zeroizing<Vec<u8>>,
+    pub(crate) p: SecretBytes,
+    pub(crate) q: SecretBytes,
+    pub(crate) dp: SecretBytes,
+    pub(crate) dq: SecretBytes,
+    pub(crate) qinv: SecretBytes,
 }
 
 impl CrtKey {
@@ -111,11 +123,11 @@ impl CrtKey {
         let short = crt_short_len(key_length);
         Some(CrtKey {
             key_length,
-            p: right_aligned(p, long)?,
-            q: right_aligned(q, short)?,
-            dp: right_aligned(dp, long)?,
-            dq: right_aligned(dq, short)?,
-            qinv: right_aligned(qinv, long)?,
+            p: right_aligned_secret(p, long)?,
+            q: right_aligned_secret(q, short)?,
+            dp: right_aligned_secret(dp, long)?,
+            dq: right_aligned_secret(dq, short)?,
+            qinv: right_aligned_secret(qinv, long)?,
         })
     }
 
@@ -123,7 +135,7 @@ impl CrtKey {
     pub(crate) fn empty(key_length: usize) -> CrtKey {
         let long = crt_long_len(key_length);
         let short = crt_short_len(key_length);
-        let z = |n| Zeroizing::new(vec![0u8; n]);
+        let z = SecretBytes::zeroed;
         CrtKey {
             key_length,
             p: z(long),
