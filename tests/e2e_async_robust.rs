@@ -183,3 +183,20 @@ fn exit_with_requests_in_flight() {
         assert_eq!(printed(&out, "paused"), 32, "{out}");
     }
 }
+
+/// Finding 5: one eventfd per wait context that ever offloaded, kept while
+/// the wait context lives, with no bound: 100 idle wait contexts under a
+/// descriptor limit of 64 took every descriptor. Now rustica keeps at most
+/// half the limit; operations past it run synchronously in their job.
+#[test]
+fn eventfds_stay_within_half_the_descriptor_limit() {
+    let lab = emu_lab(&[]);
+    let key = lab.genkey(1024, "key.pem");
+    let env = [("LIBICA_EMU_LATENCY_US", "1000")];
+    let out = robust(&lab, &env, &key, "fdcap", 100);
+    let eventfds = printed(&out, "eventfds");
+    assert!(eventfds > 0 && eventfds <= 32, "{out}");
+    let s = lab.stats();
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.asynchronous(Op::Sign), eventfds, "{}", s.to_json());
+}

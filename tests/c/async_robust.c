@@ -29,6 +29,10 @@
  *              freed by the application at the job's first pause, or the
  *              starting thread exits with the job paused and the context is
  *              freed later; then one more operation must still work.
+ *   fdcap N    with a descriptor limit of 64, N wait contexts that each ran
+ *              one job and stay alive (an event loop's idle connections):
+ *              rustica's eventfds must stay within half the limit, and the
+ *              application must still be able to open files.
  *   exit N     N jobs paused with requests in flight, then exit(0) at once
  *              (atexit handlers, library destructors, threads still inside
  *              the adapter): the process must end cleanly.
@@ -42,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <openssl/async.h>
@@ -527,6 +532,46 @@ static int freed(int n)
     return 1;
 }
 
+static int fdcap(int n)
+{
+    static ASYNC_WAIT_CTX *w[MAX_JOBS];
+    static struct op ops[MAX_JOBS];
+    struct rlimit lim = { 64, 64 };
+    FILE *files[16];
+    int i, with_fd = 0, opened = 0, ok = 1;
+
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return fail("setrlimit");
+    for (i = 0; i < n; i++) {
+        ASYNC_JOB *job = NULL;
+        size_t nfds = 0;
+
+        if ((w[i] = ASYNC_WAIT_CTX_new()) == NULL)
+            return fail("ASYNC_WAIT_CTX_new");
+        if (!run_to_end(&job, w[i], &ops[i]) || !ops[i].verified) {
+            fprintf(stderr, "operation %d failed\n", i);
+            ok = 0;
+        }
+        if (ASYNC_WAIT_CTX_get_all_fds(w[i], NULL, &nfds) && nfds > 0)
+            with_fd++;
+    }
+    for (i = 0; i < 16; i++)
+        if ((files[i] = fopen("/dev/null", "r")) != NULL)
+            opened++;
+    printf("eventfds %d\nopened %d\n", with_fd, opened);
+    for (i = 0; i < 16; i++)
+        if (files[i] != NULL)
+            fclose(files[i]);
+    for (i = 0; i < n; i++)
+        ASYNC_WAIT_CTX_free(w[i]);
+    if (with_fd > 32 || opened < 16) {
+        fprintf(stderr, "rustica holds %d eventfds under a limit of 64; "
+                "the application could open %d of 16 files\n", with_fd, opened);
+        ok = 0;
+    }
+    return ok;
+}
+
 static int exit_in_flight(int n)
 {
     static ASYNC_JOB *jobs[MAX_JOBS];
@@ -580,6 +625,8 @@ int main(int argc, char **argv)
         ok = offload_signal_mask();
     else if (strcmp(mode, "freed") == 0)
         ok = freed(n);
+    else if (strcmp(mode, "fdcap") == 0)
+        ok = fdcap(n);
     else if (strcmp(mode, "exit") == 0)
         ok = exit_in_flight(n);
     else

@@ -9,6 +9,7 @@
 //! has async off and nothing here runs.
 
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// `ASYNC_JOB` and `ASYNC_WAIT_CTX` are opaque.
@@ -134,8 +135,30 @@ struct Entry {
     announced: bool,
 }
 
+/// Notifiers (so eventfds) alive in this process.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The most eventfds rustica keeps open at once: half the process's
+/// descriptor limit (the soft RLIMIT_NOFILE). An eventfd lives as long as
+/// its wait context (an SSL object's, for libssl), idle or not, so a
+/// server with many open connections would otherwise hold one descriptor
+/// per connection more than it planned for; past this bound a new wait
+/// context's operations run synchronously in their job instead.
+fn max_live() -> usize {
+    // SAFETY: an all-zero rlimit is a valid value for getrlimit to fill.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return usize::MAX;
+    }
+    usize::try_from(lim.rlim_cur / 2).unwrap_or(usize::MAX)
+}
+
 impl Drop for Notifier {
     fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: the eventfd is owned by this notifier and closed once,
         // when nothing (wait context, offload thread) refers to it any more.
         unsafe { libc::close(self.fd) };
@@ -263,9 +286,14 @@ pub(crate) fn notifier(w: *mut WaitCtx) -> Option<(*const Notifier, Wakeup)> {
         }
         n
     } else {
+        if LIVE.fetch_add(1, Ordering::AcqRel) >= max_live() {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
         // SAFETY: eventfd has no memory preconditions.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
+            LIVE.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
         let raw = Arc::into_raw(Arc::new(Notifier {
