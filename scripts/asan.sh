@@ -37,6 +37,10 @@ mkdir -p "$reports"
 # for what it found and how it was fixed).
 export ASAN_OPTIONS="detect_leaks=${ASAN_TEST_LEAKS:-0}:abort_on_error=0:halt_on_error=1:log_path=$reports/asan:symbolize=1:detect_stack_use_after_return=0"
 export RUSTICA_STATS_PATH=${RUSTICA_STATS_PATH:-$CARGO_TARGET_DIR/stats}
+# The tests' own C programs (tests/c) load the instrumented rustica.so
+# directly: built with the runtime; and nothing under valgrind.
+export RUSTICA_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
+export RUSTICA_NO_VALGRIND=1
 
 wrap=$CARGO_TARGET_DIR/asan-bin
 rm -rf "$wrap"

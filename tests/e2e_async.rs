@@ -227,7 +227,7 @@ fn abandoned_jobs_and_unload_under_valgrind() {
     let out = async_jobs(&lab, &[], &env, &key, "jobs", 60);
     assert_eq!(printed(&out, "paused"), 60, "{out}");
     assert!(printed(&out, "threads") > 1, "{out}");
-    if Command::new("valgrind").arg("--version").output().is_err() {
+    if !valgrind_usable() {
         eprintln!("valgrind is missing: the run under valgrind is skipped");
         return;
     }

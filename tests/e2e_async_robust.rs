@@ -76,10 +76,6 @@ fn printed(out: &str, what: &str) -> u64 {
         .unwrap_or_else(|| panic!("no '{what}' in {out}"))
 }
 
-fn have_valgrind() -> bool {
-    Command::new("valgrind").arg("--version").output().is_ok()
-}
-
 const VALGRIND: [&str; 5] = [
     "valgrind",
     "-q",
@@ -107,7 +103,7 @@ fn many_jobs_share_one_wait_context() {
     let s = lab.stats();
     assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
     assert!(s.asynchronous(Op::Sign) >= 2, "{}", s.to_json());
-    if have_valgrind() {
+    if valgrind_usable() {
         let (ok, out) = robust_run(&lab, &VALGRIND, &env, &key, "shared", 16);
         assert!(ok, "under valgrind: {out}");
     }
@@ -161,7 +157,7 @@ fn wait_contexts_freed_mid_flight() {
     let env = [("LIBICA_EMU_LATENCY_US", "3000"), ("LIBICA_EMU_UNITS", "8")];
     let out = robust(&lab, &env, &key, "freed", 1000);
     assert!(printed(&out, "paused") >= 900, "{out}");
-    if have_valgrind() {
+    if valgrind_usable() {
         let (ok, out) = robust_run(&lab, &VALGRIND, &env, &key, "freed", 40);
         assert!(ok, "under valgrind: {out}");
     }

@@ -192,7 +192,7 @@ fn own_library_context_with_null_default_context() {
 /// digests after the child library context read freed memory).
 #[test]
 fn own_library_context_twenty_rounds_under_valgrind() {
-    if Command::new("valgrind").arg("--version").output().is_err() {
+    if !valgrind_usable() {
         panic!("valgrind is missing: run scripts/setup.sh");
     }
     // 20 rounds in the main order; the other two orders 5 rounds each

@@ -148,6 +148,8 @@ pub fn errno_name(rc: c_uint) -> String {
         libc::ENOMEM => "ENOMEM",
         libc::EFAULT => "EFAULT",
         libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EINTR => "EINTR",
         _ => return format!("error {rc}"),
     };
     format!("{name} ({rc})")

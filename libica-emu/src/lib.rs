@@ -17,8 +17,13 @@
 //!   or an errno name), under an exclusive lock; SEQ numbers calls across
 //!   all processes sharing the file. Without it, calls are numbered per
 //!   process.
-//! - `LIBICA_EMU_ERRNO_EVERY=N`, `LIBICA_EMU_ERRNO=EIO|ENODEV|EPERM|EINVAL|<n>`
+//! - `LIBICA_EMU_ERRNO_EVERY=N`, `LIBICA_EMU_ERRNO=EIO|ENODEV|EPERM|EINVAL|EBUSY|<n>`
 //!   (default EIO): every Nth call fails with that errno.
+//! - `LIBICA_EMU_ERRNO_BURST=B`: with `LIBICA_EMU_ERRNO_EVERY=N`, calls
+//!   N, N+1, ..., N+B-1 (and so on from every multiple of N) fail: bursts
+//!   of B, as a busy adapter (`LIBICA_EMU_ERRNO=EBUSY`) answers.
+//! - `LIBICA_EMU_HANG_EVERY=N`, `LIBICA_EMU_HANG_MS=M` (default 2000):
+//!   every Nth call hangs M milliseconds, then answers correctly.
 //! - `LIBICA_EMU_CORRUPT_EVERY=N`: every Nth call returns a wrong result
 //!   (one bit flipped; for key generation, in qInverse).
 //! - `LIBICA_EMU_LATENCY_US=N`: each RSA call waits N microseconds first
@@ -87,6 +92,11 @@ struct Settings {
     latency_us: u64,
     /// Up to this much more latency per call, drawn per call.
     jitter_us: u64,
+    /// Consecutive failing calls from every `errno_every`th on (1 = one).
+    errno_burst: u64,
+    /// Every Nth call hangs for `hang_ms` before it answers (correctly).
+    hang_every: u64,
+    hang_ms: u64,
     units: u64,
     fips: bool,
     hardware: bool,
@@ -109,6 +119,7 @@ fn settings() -> &'static Settings {
             Some("EPERM") => EPERM,
             Some("EINVAL") => EINVAL,
             Some("ENOMEM") => libc::ENOMEM as c_uint,
+            Some("EBUSY") => libc::EBUSY as c_uint,
             Some(other) => other.parse().unwrap_or(EIO),
         };
         Settings {
@@ -118,6 +129,11 @@ fn settings() -> &'static Settings {
             corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
             latency_us: num("LIBICA_EMU_LATENCY_US"),
             jitter_us: num("LIBICA_EMU_JITTER_US"),
+            errno_burst: num("LIBICA_EMU_ERRNO_BURST").max(1),
+            hang_every: num("LIBICA_EMU_HANG_EVERY"),
+            hang_ms: var("LIBICA_EMU_HANG_MS")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(2000),
             units: num("LIBICA_EMU_UNITS"),
             fips: var("LIBICA_FIPS_FLAG").as_deref().map(str::trim) == Some("1"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
@@ -136,7 +152,7 @@ enum Plan {
 
 fn plan(seq: u64) -> Plan {
     let s = settings();
-    if s.errno_every > 0 && seq.is_multiple_of(s.errno_every) {
+    if s.errno_every > 0 && seq % s.errno_every < s.errno_burst {
         Plan::Errno(s.errno)
     } else if s.corrupt_every > 0 && seq.is_multiple_of(s.corrupt_every) {
         Plan::Corrupt
@@ -230,6 +246,9 @@ fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_
     let s = settings();
     let run = |seq: u64| -> (c_uint, String) {
         adapter_wait();
+        if s.hang_every > 0 && seq.is_multiple_of(s.hang_every) {
+            std::thread::sleep(std::time::Duration::from_millis(s.hang_ms));
+        }
         // libica in FIPS mode refuses RSA below 3072 bits; keys over 4096
         // bits exceed the adapter.
         let fips_refused = s.fips && bits < FIPS_MIN_BITS && function != "rsa_key_generate_crt";

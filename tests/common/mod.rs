@@ -497,6 +497,12 @@ pub fn compile_c(lab: &Lab, name: &str) -> PathBuf {
             .arg(format!("-L{}", lib.display()))
             .arg(format!("-Wl,-rpath,{}", lib.display()));
     }
+    // Extra flags from the sanitizer runs (scripts/asan.sh sets
+    // -fsanitize=address, so a program that loads the instrumented
+    // rustica.so carries the runtime it needs).
+    if let Ok(flags) = std::env::var("RUSTICA_TEST_CFLAGS") {
+        cc.args(flags.split_whitespace());
+    }
     let out = cc.arg("-lcrypto").output().expect("run cc");
     assert!(
         out.status.success(),
@@ -505,6 +511,14 @@ pub fn compile_c(lab: &Lab, name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     exe
+}
+
+/// Whether the tests may run programs under valgrind: it is installed,
+/// and this is not a sanitizer run (RUSTICA_NO_VALGRIND, set by
+/// scripts/asan.sh: valgrind cannot run an instrumented program).
+pub fn valgrind_usable() -> bool {
+    std::env::var_os("RUSTICA_NO_VALGRIND").is_none()
+        && Command::new("valgrind").arg("--version").output().is_ok()
 }
 
 /// The (major, minor) version of the `openssl` command the tests run.

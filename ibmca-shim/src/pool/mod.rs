@@ -31,6 +31,8 @@
 //! synchronously in the job, never that it fails.
 
 mod ossl;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -106,26 +108,45 @@ fn getpid() -> libc::pid_t {
 /// Keeps rustica.so mapped for the rest of the process (see the module
 /// documentation). False when that cannot be done: no offload then.
 fn pin_module() -> bool {
+    // The unit tests run the pool inside their own executable, which is
+    // never unloaded (and cannot be opened by name with RTLD_NOLOAD).
+    if cfg!(test) {
+        return true;
+    }
     static PINNED: OnceLock<bool> = OnceLock::new();
+    // On a short-lived thread of its own: the caller is an ASYNC job, whose
+    // fixed 32 KiB stack has room for rustica's operation but not always
+    // for the dynamic loader as well (it overflowed in sanitizer builds).
     *PINNED.get_or_init(|| {
-        // SAFETY: an all-zero Dl_info is a valid value for dladdr to fill.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        let addr = pin_module as *const () as *const libc::c_void;
-        // SAFETY: addr is code of this module; info a valid out-pointer.
-        if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-            return false;
-        }
-        // SAFETY: dli_fname names the loaded file of this module; with
-        // RTLD_NOLOAD nothing new is loaded, RTLD_NODELETE marks it never
-        // to be unmapped. The handle is kept forever (never dlclosed).
-        let h = unsafe {
-            libc::dlopen(
-                info.dli_fname,
-                libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
-            )
-        };
-        !h.is_null()
+        with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("rustica-pin".into())
+                .spawn(pin_module_now)
+                .ok()
+                .and_then(|t| t.join().ok())
+                .unwrap_or(false)
+        })
     })
+}
+
+fn pin_module_now() -> bool {
+    // SAFETY: an all-zero Dl_info is a valid value for dladdr to fill.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let addr = pin_module as *const () as *const libc::c_void;
+    // SAFETY: addr is code of this module; info a valid out-pointer.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: dli_fname names the loaded file of this module; with
+    // RTLD_NOLOAD nothing new is loaded, RTLD_NODELETE marks it never
+    // to be unmapped. The handle is kept forever (never dlclosed).
+    let h = unsafe {
+        libc::dlopen(
+            info.dli_fname,
+            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+        )
+    };
+    !h.is_null()
 }
 
 /// This process's pool, made at first use.

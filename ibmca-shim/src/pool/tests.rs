@@ -1,0 +1,209 @@
+//! The offload pool driven through real OpenSSL ASYNC jobs, without the
+//! provider: jobs sharing one wait context with completions in any order,
+//! several application threads at once, wait contexts freed mid-flight.
+//! These are also what the thread sanitizer run checks
+//! (scripts/tsan.sh).
+
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::ossl::{AsyncJob, WaitCtx};
+use super::{run, Limits, Ran};
+
+extern "C" {
+    fn ASYNC_WAIT_CTX_new() -> *mut WaitCtx;
+    fn ASYNC_WAIT_CTX_free(ctx: *mut WaitCtx);
+    fn ASYNC_WAIT_CTX_get_all_fds(ctx: *mut WaitCtx, fds: *mut c_int, numfds: *mut usize) -> c_int;
+    fn ASYNC_start_job(
+        job: *mut *mut AsyncJob,
+        ctx: *mut WaitCtx,
+        ret: *mut c_int,
+        func: extern "C" fn(*mut c_void) -> c_int,
+        args: *mut c_void,
+        size: usize,
+    ) -> c_int;
+}
+
+const ASYNC_ERR: c_int = 0;
+const ASYNC_NO_JOBS: c_int = 1;
+const ASYNC_PAUSE: c_int = 2;
+const ASYNC_FINISH: c_int = 3;
+
+const LIMITS: Limits = Limits {
+    threads: 4,
+    max_inflight: 1024,
+};
+
+/// What one job computes and how it ran.
+struct Work {
+    input: u64,
+    output: AtomicU64,
+    asynced: AtomicUsize,
+}
+
+/// A latency that differs per input, so completions come out of order.
+fn latency(input: u64) -> Duration {
+    Duration::from_micros(200 + (input * 7919) % 3000)
+}
+
+extern "C" fn job_main(args: *mut c_void) -> c_int {
+    // SAFETY: args points to the copy ASYNC_start_job made of a
+    // `*const Work` that outlives the job (the test waits for every job).
+    let work = unsafe { &**(args as *const *const Work) };
+    let input = work.input;
+    let r = run(Some(LIMITS), move || {
+        std::thread::sleep(latency(input));
+        input * input + 1
+    });
+    match r {
+        Ran::Async(v) => {
+            work.asynced.fetch_add(1, Ordering::Relaxed);
+            work.output.store(v, Ordering::Release);
+        }
+        Ran::Sync(v) => work.output.store(v, Ordering::Release),
+        Ran::Lost => return 0,
+    }
+    1
+}
+
+/// Starts or resumes a job: Some(true) finished, Some(false) paused.
+fn step(job: &mut *mut AsyncJob, w: *mut WaitCtx, work: &Work) -> Option<bool> {
+    let mut ret = 0;
+    let mut arg: *const Work = work;
+    // SAFETY: w is a live wait context; the argument (a pointer) is copied
+    // by OpenSSL; `job` is this job's handle or NULL to start one.
+    let r = unsafe {
+        ASYNC_start_job(
+            job,
+            w,
+            &mut ret,
+            job_main,
+            (&mut arg as *mut *const Work).cast(),
+            std::mem::size_of::<*const Work>(),
+        )
+    };
+    match r {
+        ASYNC_FINISH => {
+            *job = std::ptr::null_mut();
+            assert_eq!(ret, 1, "a job failed");
+            Some(true)
+        }
+        ASYNC_PAUSE | ASYNC_NO_JOBS => Some(false),
+        ASYNC_ERR => None,
+        _ => None,
+    }
+}
+
+/// Waits (up to 50 ms) for the wait context's fd, if it has one.
+fn wait_fd(w: *mut WaitCtx) {
+    let mut n = 0usize;
+    let mut fd: c_int = -1;
+    // SAFETY: w is live; with a NULL array only the count is written, then
+    // one fd (rustica's is the only one registered).
+    let have = unsafe {
+        ASYNC_WAIT_CTX_get_all_fds(w, std::ptr::null_mut(), &mut n) == 1
+            && n == 1
+            && ASYNC_WAIT_CTX_get_all_fds(w, &mut fd, &mut n) == 1
+    };
+    if !have {
+        std::thread::sleep(Duration::from_millis(1));
+        return;
+    }
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, 50) };
+}
+
+/// `n` jobs on one wait context, resumed in a rotating order whenever its
+/// fd is readable; returns how many ran asynchronously.
+fn jobs_on_one_wait_context(n: usize, first: u64) -> usize {
+    let works: Vec<Work> = (0..n as u64)
+        .map(|i| Work {
+            input: first + i,
+            output: AtomicU64::new(0),
+            asynced: AtomicUsize::new(0),
+        })
+        .collect();
+    // SAFETY: no preconditions.
+    let w = unsafe { ASYNC_WAIT_CTX_new() };
+    assert!(!w.is_null());
+    let mut jobs = vec![std::ptr::null_mut::<AsyncJob>(); n];
+    let mut done = vec![false; n];
+    let mut left = n;
+    for i in 0..n {
+        if step(&mut jobs[i], w, &works[i]).expect("start") {
+            done[i] = true;
+            left -= 1;
+        }
+    }
+    let mut round = 0;
+    while left > 0 {
+        wait_fd(w);
+        round += 1;
+        for k in 0..n {
+            let i = (k + round) % n;
+            if !done[i] && step(&mut jobs[i], w, &works[i]).expect("resume") {
+                done[i] = true;
+                left -= 1;
+            }
+        }
+    }
+    // SAFETY: no job is paused on it any more.
+    unsafe { ASYNC_WAIT_CTX_free(w) };
+    for wk in &works {
+        assert_eq!(
+            wk.output.load(Ordering::Acquire),
+            wk.input * wk.input + 1,
+            "job {} got another job's result",
+            wk.input
+        );
+    }
+    works
+        .iter()
+        .map(|w| w.asynced.load(Ordering::Relaxed))
+        .sum()
+}
+
+#[test]
+fn jobs_sharing_a_wait_context_each_get_their_own_result() {
+    let asynced = jobs_on_one_wait_context(32, 1);
+    assert!(asynced > 0, "no job ran asynchronously");
+}
+
+#[test]
+fn application_threads_at_once() {
+    let threads: Vec<_> = (0..3u64)
+        .map(|t| std::thread::spawn(move || jobs_on_one_wait_context(12, 1000 * (t + 1))))
+        .collect();
+    for t in threads {
+        assert!(t.join().expect("thread") > 0);
+    }
+}
+
+#[test]
+fn wait_contexts_freed_with_requests_in_flight() {
+    for i in 0..50u64 {
+        let work = Box::leak(Box::new(Work {
+            input: i,
+            output: AtomicU64::new(0),
+            asynced: AtomicUsize::new(0),
+        }));
+        // SAFETY: no preconditions.
+        let w = unsafe { ASYNC_WAIT_CTX_new() };
+        let mut job = std::ptr::null_mut();
+        let finished = step(&mut job, w, work).expect("start");
+        // Abandoned at its first pause: the wait context goes while the
+        // request is in flight (the job's own memory is OpenSSL's, leaked
+        // as an abandoned job's is).
+        // SAFETY: the job is never resumed after this.
+        unsafe { ASYNC_WAIT_CTX_free(w) };
+        let _ = finished;
+    }
+    // The pool still serves.
+    assert!(jobs_on_one_wait_context(4, 77) > 0);
+}
