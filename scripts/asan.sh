@@ -88,14 +88,29 @@ fi
 status=0
 cargo +nightly test --workspace --target "$host" --no-fail-fast "${args[@]}" || status=$?
 
-if compgen -G "$reports/asan*" >/dev/null; then
+# A process that switched stacks (OpenSSL's ASYNC jobs run on stacks of
+# their own, through swapcontext) leaves a file holding only ASan's warning
+# that it cannot follow the switch; that warning is not a report.
+errors=()
+switched=0
+for f in "$reports"/asan*; do
+    [ -e "$f" ] || continue
+    if grep -q "ERROR: \(Address\|Leak\)Sanitizer" "$f"; then
+        errors+=("$f")
+    elif grep -q "ignoring requested __asan_handle_no_return" "$f"; then
+        switched=$((switched + 1))
+    else
+        errors+=("$f")
+    fi
+done
+if [ ${#errors[@]} -gt 0 ]; then
     echo "== AddressSanitizer reports (in $reports):"
-    for f in "$reports"/asan*; do
+    for f in "${errors[@]}"; do
         echo "--- $f"
         head -60 "$f"
     done
     status=1
 else
-    echo "== no AddressSanitizer reports"
+    echo "== no AddressSanitizer reports ($switched process(es) warned only that they switched stacks: ASYNC jobs)"
 fi
 exit $status
