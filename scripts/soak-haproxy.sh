@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Async soak: HAProxy with ssl-mode-async and rustica on the emulated
+# adapter (with its faults on: 1 call in 50 fails, 1 in 97 is corrupt),
+# under ApacheBench load on loopback for SECONDS (default 600), in bounded
+# rounds of ab -n 2000 -c 32. After every round it samples HAProxy's
+# resident memory and open descriptors; at the end it checks that RSS and
+# descriptors stayed flat (the last third of the samples within 10 % and
+# 4 descriptors of the first third's largest) and that rustica counted
+# exactly one signature per handshake HAProxy completed. Not part of CI
+# (it takes the whole duration); figures in docs/performance.md.
+#
+# Usage: scripts/soak-haproxy.sh [SECONDS]   (release build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-600}
+for pkg in haproxy apache2-utils; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; }
+done
+[ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
+module=$PWD/target/release/rustica.so
+emu=$PWD/target/release/libica_emu.so
+rustica=$PWD/target/release/rustica
+work=$(mktemp -d)
+haproxy_pid=
+cleanup() {
+  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+. scripts/openssl-cnf.sh
+rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
+stock_conf "$work/default.cnf"
+OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
+  -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/haproxy.cfg" <<CFG
+global
+  nbthread 1
+  maxconn 4096
+  tune.ssl.cachesize 0
+  ssl-mode-async
+  stats socket $work/haproxy.sock
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend tls
+  bind 127.0.0.1:$port ssl crt $work/server.pem no-tls-tickets
+  http-request return status 200 content-type text/plain string ok
+CFG
+cumssl() {
+  python3 - "$work/haproxy.sock" <<'PY' 2>/dev/null || true
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"show info\n")
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+for line in data.decode().splitlines():
+    if line.startswith("CumSslConns:"):
+        print(line.split(":", 1)[1].strip())
+PY
+}
+LIBICA_EMU_LATENCY_US=2000 LIBICA_EMU_UNITS=16 LIBICA_EMU_ERRNO_EVERY=50 LIBICA_EMU_CORRUPT_EVERY=97 \
+  OPENSSL_CONF="$work/rustica.cnf" RUSTICA_STATS_PATH="$work/stats" \
+  haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+haproxy_pid=$!
+for _ in $(seq 100); do [ -n "$(cumssl)" ] && break; sleep 0.1; done
+start=$SECONDS
+echo "| s | round | ab failed | handshakes | RSS KiB | fds |"
+echo "|---:|---:|---:|---:|---:|---:|"
+round=0
+: >"$work/samples"
+while [ $((SECONDS - start)) -lt "$duration" ]; do
+  round=$((round + 1))
+  proto=TLS1.3
+  [ $((round % 2)) = 0 ] || proto=TLS1.2
+  cipher=()
+  [ "$proto" = TLS1.3 ] || cipher=(-Z ECDHE-RSA-AES128-GCM-SHA256)
+  failed=$(ab -s 60 -n 2000 -c 32 -f "$proto" "${cipher[@]}" "https://127.0.0.1:$port/" 2>&1 |
+    awk '/^Failed requests:/ { print $3 }')
+  kill -0 "$haproxy_pid" 2>/dev/null || { echo "soak: haproxy died" >&2; tail "$work/haproxy.log" >&2; exit 1; }
+  rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$haproxy_pid/status")
+  fds=$(ls "/proc/$haproxy_pid/fd" | wc -l)
+  hs=$(cumssl)
+  echo "$rss $fds" >>"$work/samples"
+  echo "| $((SECONDS - start)) | $round | ${failed:-?} | $hs | $rss | $fds |"
+  [ "${failed:-1}" = 0 ] || { echo "soak: ab reported failed requests" >&2; exit 1; }
+done
+sleep 2
+hs=$(cumssl)
+"$rustica" stats --json --path "$work/stats" | python3 -c '
+import json, sys
+hs = int(sys.argv[1])
+d = json.load(sys.stdin)
+s = d["ops"]["sign"]
+total = s["libica"] + s["software"] + s["fallback"] + s["failed"]
+print("handshakes %d, signatures %d (libica %d, fallback %d, failed %d, async %d), max in flight %d"
+      % (hs, total, s["libica"], s["fallback"], s["failed"], s["async"], d["async_max_inflight"]))
+sys.exit(0 if total == hs and s["failed"] == 0 else 1)' "$hs"
+python3 - "$work/samples" <<'PY'
+import sys
+rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
+n = len(rows)
+third = max(n // 3, 1)
+first, last = rows[:third], rows[-third:]
+rss0, rss1 = max(r[0] for r in first), max(r[0] for r in last)
+fd0, fd1 = max(r[1] for r in first), max(r[1] for r in last)
+print("RSS first third max %d KiB, last third max %d KiB; fds %d then %d" % (rss0, rss1, fd0, fd1))
+ok = rss1 <= rss0 * 1.10 and fd1 <= fd0 + 4
+print("flat" if ok else "NOT flat")
+sys.exit(0 if ok else 1)
+PY
