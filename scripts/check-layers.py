@@ -32,7 +32,7 @@ PROVIDER = {
 }
 
 LAB = {
-    "openssl": 0, "progress": 0,
+    "openssl": 0, "progress": 0, "effect": 0,
     "options": 1,
     "commands": 2,
     "columns": 3, "setup": 3,

@@ -86,6 +86,9 @@ while [ $((SECONDS - start)) -lt "$duration" ]; do
   failed=$(ab -s 60 -n 2000 -c 32 -f "$proto" "${cipher[@]}" "https://127.0.0.1:$port/" 2>&1 |
     awk '/^Failed requests:/ { print $3 }')
   kill -0 "$haproxy_pid" 2>/dev/null || { echo "soak: haproxy died" >&2; tail "$work/haproxy.log" >&2; exit 1; }
+  # After ab's last connections have closed (sampled at once, a few of
+  # them are still open).
+  sleep 1
   rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$haproxy_pid/status")
   fds=$(ls "/proc/$haproxy_pid/fd" | wc -l)
   hs=$(cumssl)

@@ -111,11 +111,21 @@ fn lab_is_invalid_when_b_does_not_run_on_rustica() {
     for load in ["config", "flags"] {
         let out = dir.join(format!("out-{load}"));
         let mut cmd = rustica();
-        cmd.args(["lab", "--sizes", "1024", "--count", "2", "--reps", "1"])
-            .args(["--skip", "tls,speed,newkey", "--load", load, "--module"])
-            .arg(&fake)
-            .arg("--out")
-            .arg(&out);
+        cmd.args([
+            "lab",
+            "--sizes",
+            "1024",
+            "--count",
+            "2",
+            "--reps",
+            "1",
+            "--cell-budget",
+            "0",
+        ])
+        .args(["--skip", "tls,speed,newkey", "--load", load, "--module"])
+        .arg(&fake)
+        .arg("--out")
+        .arg(&out);
         // The second run reuses the first run's key (--keys).
         let reused = dir.join("out-config");
         if load == "flags" {
@@ -291,6 +301,8 @@ fn ctrl_c_keeps_partial_results_and_stops_servers() {
             "1024,2048",
             "--count",
             "2",
+            "--cell-budget",
+            "0",
             "--reps",
             "50",
             "--tls-seconds",
@@ -347,6 +359,8 @@ fn real_quick_lab_is_valid_and_reported() {
             "1024",
             "--count",
             "3",
+            "--cell-budget",
+            "0",
             "--reps",
             "2",
             "--tls-seconds",
@@ -428,6 +442,15 @@ fn real_quick_lab_is_valid_and_reported() {
     assert_eq!(sig["A"]["samples"].as_array().unwrap().len(), 3);
     assert_eq!(sig["B"]["samples"].as_array().unwrap().len(), 3);
     assert!(sig["ratio_B_over_A"]["median"].as_f64().unwrap() > 0.0);
+    // With --cell-budget 0 the planned 3 pairs are too few for a 95 %
+    // interval: the verdict says so rather than showing a ratio.
+    assert_eq!(sig["comparison"]["verdict"], "not enough samples to tell");
+    assert!(sig["comparison"]["ci95"].is_null());
+    assert_eq!(sig["comparison"]["sampling"], "planned runs");
+    assert!(
+        md.contains("## B against A: intervals and verdicts"),
+        "{md}"
+    );
     // Key generation has its own count, 15 per side at 1024 bits by
     // default (it was --reps, so 2 here), A and B alternating key by key.
     let keygen = column(row, "keygen");
@@ -553,6 +576,8 @@ fn real_flags_mode_is_valid_and_speed_runs_on_rustica() {
             "1024",
             "--count",
             "1",
+            "--cell-budget",
+            "0",
             "--reps",
             "1",
             "--keygen-reps",
@@ -689,6 +714,8 @@ fn real_libica_lab_takes_relative_paths() {
         "1024",
         "--count",
         "1",
+        "--cell-budget",
+        "0",
         "--reps",
         "1",
         "--keygen-reps",
@@ -778,5 +805,65 @@ fn real_libica_lab_takes_relative_paths() {
             assert_eq!(column(row, "keygen")["status"], "skipped");
         }
     }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// A known slowdown on B's private operations (the emulated libica waits
+/// 300 µs per call): with sampling until precise, the lab calls B slower
+/// where 300 µs matters (in-process 1024-bit signing, about 0.1 ms per
+/// signature in software), with an interval below 1×, and takes more than
+/// the planned pairs where it needed them. Verification (public, in
+/// software on every backend) must not be called different by this.
+#[test]
+fn real_lab_calls_a_known_slowdown_and_samples_until_clear() {
+    let module = real_module();
+    let emu = emulated_libica();
+    let dir = temp_dir("real-slowdown");
+    let out = dir.join("out");
+    let o = rustica()
+        .env("LIBICA_EMU_LATENCY_US", "300")
+        .args([
+            "lab",
+            "--sizes",
+            "1024",
+            "--count",
+            "3",
+            "--reps",
+            "2",
+            "--keygen-reps",
+            "1",
+            "--speed-seconds",
+            "1",
+            "--cell-budget",
+            "20",
+            "--skip",
+            "newkey,tls",
+            "--backend",
+            "libica",
+        ])
+        .arg("--libica")
+        .arg(&emu)
+        .arg("--module")
+        .arg(&module)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    let row = &j["rows"][0];
+    let sign = column(row, "speed_sign");
+    let cmp = &sign["comparison"];
+    assert_eq!(cmp["verdict_key"], "B slower", "{cmp}");
+    assert!(cmp["ci95"][1].as_f64().unwrap() < 0.8, "{cmp}");
+    // At least the 6 pairs an interval needs, though 2 were planned.
+    assert!(cmp["n"].as_u64().unwrap() >= 6, "{cmp}");
+    assert_ne!(cmp["sampling"], "planned runs", "{cmp}");
+    let md = fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Differences that count"), "{md}");
+    assert!(
+        md.contains("1024 bits, speed sign (in-process): B slower by"),
+        "{md}"
+    );
     let _ = fs::remove_dir_all(&dir);
 }

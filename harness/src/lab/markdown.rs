@@ -4,20 +4,14 @@
 
 use super::method;
 use super::report::{all_valid, dur, num, RunInfo};
-use super::results::{Column, Kind, Row, Status, Summary, Unit};
+use super::results::{self, Column, Kind, Row, Status, Unit};
 use std::fmt::Write as _;
 
-fn ratio_cell(s: Option<Summary>) -> String {
-    match s {
-        Some(s) => format!("{}×", num(s.median)),
-        None => "-".into(),
-    }
-}
-
-fn ratio_range(s: Option<Summary>) -> String {
-    match s {
-        Some(s) => format!("{}× [{}–{}]", num(s.median), num(s.min), num(s.max)),
-        None => "-".into(),
+/// B/A with its 95 % interval, or why there is none.
+fn ratio_cell(c: &Column) -> String {
+    match c.comparison() {
+        Some(k) => format!("{}× [{}–{}]", num(k.ratio), num(k.lo), num(k.hi)),
+        None => "too few to tell".into(),
     }
 }
 
@@ -70,6 +64,7 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     );
     md_summary(&mut md, info, rows);
     md_results(&mut md, rows);
+    md_verdicts(&mut md, rows);
     md_keygen_methods(&mut md, rows);
     md_per_operation(&mut md, rows);
     md_validation(&mut md, rows);
@@ -120,7 +115,20 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         env["a_rsa_path"].as_str().unwrap_or("not recorded")
     );
     let _ = writeln!(md, "{}", side_b_line(info));
-    let _ = writeln!(md, "- B for `openssl speed`: {}.\n", info.speed_load);
+    let _ = writeln!(md, "- B for `openssl speed`: {}.", info.speed_load);
+    let diffs = differences(rows);
+    if diffs.is_empty() {
+        let _ = writeln!(
+            md,
+            "- Differences that count (95 % interval excludes 1×): none; every cell reads \"no difference detected\" or has too few samples to tell.\n"
+        );
+    } else {
+        let _ = writeln!(md, "- Differences that count (95 % interval excludes 1×):");
+        for d in diffs {
+            let _ = writeln!(md, "  - {d}");
+        }
+        md.push('\n');
+    }
 }
 
 /// How B ran rustica, and on which backends its operations were counted.
@@ -160,8 +168,10 @@ fn md_results(md: &mut String, rows: &[Row]) {
         md,
         "How to read: time columns are the total wall seconds of that many separate `openssl` processes, \
          as in the lab's shell loops (key generation: the median of the runs); rate columns are medians. \
-         The B/A row is the median of ratios taken pair by pair (A and B runs alternate, so drift hits both): \
-         for times, above 1× means B is slower; for rates (handshakes/s, sign/s, verify/s), above 1× means B is faster.\n"
+         The B/A row is the Hodges–Lehmann estimate of B/A with its 95 % interval in brackets (pairs of alternating \
+         A and B runs, so drift hits both; key generation unpaired): for times, above 1× means B is slower; for rates \
+         (handshakes/s, sign/s, verify/s), above 1× means B is faster. Only an interval that excludes 1× is a difference \
+         (see \"B against A\").\n"
     );
     let mut head = String::from("| RSA bits | side |");
     let mut sep = String::from("|---:|---|");
@@ -184,7 +194,7 @@ fn md_results(md: &mut String, rows: &[Row]) {
                         Some(true) if !ok => "INVALID".into(),
                         Some(true) => figure_cell(c, true),
                         None if !ok => "INVALID".into(),
-                        None => status_cell(c).unwrap_or_else(|| ratio_cell(c.ratio())),
+                        None => status_cell(c).unwrap_or_else(|| ratio_cell(c)),
                     },
                 };
                 let _ = write!(line, " {cell} |");
@@ -195,6 +205,81 @@ fn md_results(md: &mut String, rows: &[Row]) {
         }
     }
     md.push('\n');
+}
+
+/// Every cell's interval and verdict, and how its sampling ended.
+fn md_verdicts(md: &mut String, rows: &[Row]) {
+    let _ = writeln!(md, "## B against A: intervals and verdicts\n");
+    let _ = writeln!(
+        md,
+        "95 % intervals of B/A: Hodges–Lehmann estimates with Wilcoxon signed-rank intervals over the paired \
+         log ratios (Mann–Whitney intervals over every A-B pair for key generation and new-key certificates, whose \
+         samples are independent). The lab samples a cell until its interval is within ±{:.0} % or the cell's \
+         time budget is spent. \"No difference detected (±z %)\" means the interval contains 1× and reaches z % \
+         from it: about the smallest difference this sample could have shown (docs/lab.md, \"Intervals and verdicts\").\n",
+        results::PRECISION_TARGET_PCT
+    );
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | B/A | 95 % interval | verdict | samples | sampling ended |"
+    );
+    let _ = writeln!(md, "|---:|---|---:|---|---|---:|---|");
+    for r in rows {
+        for c in &r.columns {
+            if !matches!(c.status, Status::Measured) {
+                continue;
+            }
+            if !r.valid() {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | INVALID | INVALID | INVALID | | |",
+                    r.bits,
+                    c.kind.op_name()
+                );
+                continue;
+            }
+            let (ratio, interval) = match c.comparison() {
+                Some(k) => (
+                    format!("{}×", num(k.ratio)),
+                    format!("{}–{}", num(k.lo), num(k.hi)),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {ratio} | {interval} | {} | {} | {} |",
+                r.bits,
+                c.kind.op_name(),
+                c.verdict_text(),
+                c.a.len().min(c.b.len()),
+                c.sampling
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// The cells whose interval excludes 1 (valid rows only).
+pub fn differences(rows: &[Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.valid()) {
+        for c in &r.columns {
+            if !matches!(c.status, Status::Measured) {
+                continue;
+            }
+            if let Some(k) = c.comparison() {
+                if k.differs() {
+                    out.push(format!(
+                        "{} bits, {}: {}",
+                        r.bits,
+                        c.kind.op_name(),
+                        c.verdict_text()
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Which method made each side's keys, per key size.
@@ -233,7 +318,7 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
     );
     let _ = writeln!(
         md,
-        "| RSA bits | operation | A wall | B wall | B/A [min–max] | A CPU | B CPU |"
+        "| RSA bits | operation | A wall | B wall | B/A [95 % interval] | A CPU | B CPU |"
     );
     let _ = writeln!(md, "|---:|---|---:|---:|---:|---:|---:|");
     for r in rows {
@@ -256,7 +341,7 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
                 _ => "-".into(),
             };
             let (bw, br, bc) = if ok {
-                (wall(true), ratio_range(c.ratio()), cpu(true))
+                (wall(true), ratio_cell(c), cpu(true))
             } else {
                 ("INVALID".into(), "INVALID".into(), "INVALID".into())
             };

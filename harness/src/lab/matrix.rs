@@ -4,6 +4,7 @@
 
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
 use super::counters::{compare, parse_s_time, parse_speed};
+use super::effect::MIN_PAIRS;
 use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, Side, SideEnv};
 use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
@@ -12,6 +13,7 @@ use super::steps;
 use columns::{strings, Expect};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 impl Options {
     /// Estimated seconds of one row (for the progress ETA): every step
@@ -248,7 +250,42 @@ impl Ctx<'_> {
     ) -> Flow {
         let turns = step.turns();
         let width = cols.len() / turns;
-        for round in 0..runs {
+        // Sampling until the answer is clear (docs/lab.md, "Sampling"):
+        // paired columns take at least MIN_PAIRS rounds (no 95 % interval
+        // exists below), then more until every interval of the step is
+        // within the precision target, the cell's time budget is spent or
+        // the round limit is reached. Key generation and new-key
+        // certificates keep their planned count: their heavy tails would
+        // spend any budget, and their verdict says how many keys it needs.
+        let adaptive = cols.iter().all(|c| !c.unpaired()) && self.opts.cell_budget > 0.0;
+        let min_rounds = if adaptive { runs.max(MIN_PAIRS) } else { runs };
+        let max_rounds = if adaptive {
+            (runs * 4).max(MIN_PAIRS * 4)
+        } else {
+            runs
+        };
+        let started = Instant::now();
+        let mut round = 0;
+        let ended = loop {
+            if round >= min_rounds {
+                if !adaptive {
+                    break "planned runs";
+                }
+                if cols.iter().all(|c| c.failed() || c.precise()) {
+                    break "precision target met";
+                }
+                if round >= max_rounds {
+                    break "round limit";
+                }
+                // Budget per cell: a step with several cells has as many.
+                if started.elapsed().as_secs_f64() >= self.opts.cell_budget * cols.len() as f64 {
+                    break "time budget spent";
+                }
+            }
+            if cols.iter().all(|c| c.failed()) {
+                break "failed";
+            }
+            let planned = runs.max(round + 1);
             for turn in 0..turns {
                 let first = turn * width;
                 let filled = first..first + width;
@@ -261,7 +298,7 @@ impl Ctx<'_> {
                     let commands = (round == 0).then_some(&mut cols[first].commands);
                     let spec = &step.columns[first];
                     let outcome =
-                        match self.run_once(step, spec, paths, side, (round, runs), commands) {
+                        match self.run_once(step, spec, paths, side, (round, planned), commands) {
                             Ok(o) => o,
                             Err(RunFail::Stop) => return Err(Stop),
                             Err(RunFail::Failed(m)) => {
@@ -308,6 +345,10 @@ impl Ctx<'_> {
                     }
                 }
             }
+            round += 1;
+        };
+        for c in cols.iter_mut() {
+            c.sampling = ended;
         }
         Ok(())
     }

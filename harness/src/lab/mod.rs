@@ -23,6 +23,7 @@ mod columns;
 mod commands;
 mod counters;
 mod crosscheck;
+mod effect;
 mod markdown;
 mod matrix;
 mod method;
@@ -177,6 +178,7 @@ fn matrix_options(args: &LabArgs) -> Options {
     let count = |specific: Option<u32>, dflt: u32| specific.or(args.count).unwrap_or(dflt) as usize;
     Options {
         reps: args.reps as usize,
+        cell_budget: f64::from(args.cell_budget),
         keygen_reps: args.keygen_reps.map(|n| n as usize),
         signatures: count(args.signatures, 100),
         verifications: count(args.verifications, 100),

@@ -50,6 +50,9 @@ pub struct Options {
     pub newkey_certs: Option<usize>,
     pub tls_seconds: u32,
     pub speed_seconds: u32,
+    /// Seconds a cell may take beyond its planned runs to reach the
+    /// precision target (0: planned runs only).
+    pub cell_budget: f64,
     pub keys: Option<PathBuf>,
     pub port: Option<u16>,
     /// `--skip` as given.
@@ -131,6 +134,10 @@ pub struct LabArgs {
     /// Seconds of each `openssl s_time` run (whole seconds).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
     pub(super) tls_seconds: u32,
+    /// Seconds a cell may sample (beyond its planned runs) until its B/A
+    /// interval is within ±5 %; 0 keeps the planned runs.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
+    pub(super) cell_budget: u32,
     /// Seconds of each `openssl speed` measurement.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
     pub(super) speed_seconds: u32,

@@ -113,7 +113,8 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
         "bits,status,column,unit,count,column_status,a_figure,a_median,a_min,a_max,a_cpu_median,\
-         b_figure,b_median,b_min,b_max,b_cpu_median,ratio_median,ratio_min,ratio_max\n",
+         b_figure,b_median,b_min,b_max,b_cpu_median,ratio_median,ratio_min,ratio_max,\
+         ratio_estimate,ci95_low,ci95_high,half_width_pct,verdict,target_met,sampling\n",
     );
     let f = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for r in rows {
@@ -155,8 +156,20 @@ pub fn csv(rows: &[Row]) -> String {
                     f(rt.map(|s| s.min)),
                     f(rt.map(|s| s.max)),
                 );
+                let k = c.comparison();
+                let _ = write!(
+                    line,
+                    ",{},{},{},{},\"{}\",{},{}",
+                    f(k.map(|k| k.ratio)),
+                    f(k.map(|k| k.lo)),
+                    f(k.map(|k| k.hi)),
+                    f(k.map(|k| k.half_width_pct())),
+                    c.verdict_text().replace('"', "'"),
+                    c.precise(),
+                    c.sampling,
+                );
             } else {
-                line.push_str(&",INVALID".repeat(8));
+                line.push_str(&",INVALID".repeat(15));
             }
             out.push_str(&line);
             out.push('\n');

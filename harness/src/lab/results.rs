@@ -1,6 +1,7 @@
 //! What a lab run measured and checked: the data every report is made from.
 
 use super::columns::{ColumnSpec, Reduce};
+use super::effect::{Better, Comparison};
 pub use super::options::Kind;
 use super::steps;
 use serde_json::{json, Value};
@@ -99,6 +100,9 @@ pub struct Column {
     pub commands: Vec<String>,
     /// What rustica's counters moved by during this column's B runs.
     pub b_counted: Counted,
+    /// How sampling ended: "precision target met", "time budget spent",
+    /// "round limit" or "planned runs" (fixed count).
+    pub sampling: &'static str,
 }
 
 /// median, min, max.
@@ -141,6 +145,7 @@ impl Column {
             note: None,
             commands: Vec::new(),
             b_counted: Counted::new(),
+            sampling: "planned runs",
         }
     }
 
@@ -182,7 +187,10 @@ impl Column {
             return None;
         }
         if self.kind.is_loop() {
-            Some(s.iter().map(|x| x.value).sum())
+            // The lab's total for `count` processes: with more samples
+            // than that (sampling until precise), their mean times count.
+            let mean = s.iter().map(|x| x.value).sum::<f64>() / s.len() as f64;
+            Some(mean * self.count as f64)
         } else {
             self.per_op(b).map(|x| x.median)
         }
@@ -198,6 +206,60 @@ impl Column {
             .map(|(a, b)| b.value / a.value)
             .collect();
         summarize(&r)
+    }
+
+    /// Whether this column's samples are independent draws rather than
+    /// pairs: every sample makes new random primes (key generation, a
+    /// certificate with a new key), so sample i of A and of B share
+    /// nothing but the moment they ran.
+    pub fn unpaired(&self) -> bool {
+        matches!(self.kind, Kind::Keygen | Kind::CertificatesNewKey)
+    }
+
+    /// Which way is better for this column's samples.
+    pub fn better(&self) -> Better {
+        match self.kind.unit() {
+            Unit::Seconds => Better::Lower,
+            Unit::PerSecond => Better::Higher,
+        }
+    }
+
+    /// B/A with its 95 % interval (docs/lab.md, "Intervals and
+    /// verdicts"); None with too few samples for one.
+    pub fn comparison(&self) -> Option<Comparison> {
+        let a: Vec<f64> = self.a.iter().map(|s| s.value).collect();
+        let b: Vec<f64> = self.b.iter().map(|s| s.value).collect();
+        if self.unpaired() {
+            Comparison::unpaired(&a, &b)
+        } else {
+            Comparison::paired(&a, &b)
+        }
+    }
+
+    /// The verdict in words: a difference only where the interval
+    /// excludes 1; for key generation, "not enough keys to tell" while the
+    /// interval is wider than the precision target.
+    pub fn verdict_text(&self) -> String {
+        let what = if self.unpaired() { "keys" } else { "samples" };
+        match self.comparison() {
+            None => format!("not enough {what} to tell"),
+            Some(c)
+                if self.unpaired() && !c.differs() && c.half_width_pct() > PRECISION_TARGET_PCT =>
+            {
+                format!(
+                    "not enough keys to tell (±{:.0} %; about {} per side for ±{PRECISION_TARGET_PCT:.0} %)",
+                    c.half_width_pct(),
+                    c.samples_for(PRECISION_TARGET_PCT)
+                )
+            }
+            Some(c) => c.verdict(self.better()).text(),
+        }
+    }
+
+    /// Whether the interval reached the precision target.
+    pub fn precise(&self) -> bool {
+        self.comparison()
+            .is_some_and(|c| c.half_width_pct() <= PRECISION_TARGET_PCT)
     }
 
     /// Seconds per operation (rates inverted), for the chart.
@@ -243,10 +305,37 @@ impl Column {
             "A": side(false),
             "B": side(true),
             "ratio_B_over_A": self.ratio().map(summary_json),
+            "comparison": self.comparison_json(),
             "B_counted_by_rustica": self.b_counted,
         })
     }
 }
+
+impl Column {
+    fn comparison_json(&self) -> Value {
+        let c = self.comparison();
+        json!({
+            "method": if self.unpaired() {
+                "Hodges-Lehmann shift of log times, Mann-Whitney 95 % interval (unpaired)"
+            } else {
+                "Hodges-Lehmann median of paired log ratios, Wilcoxon signed-rank 95 % interval"
+            },
+            "ratio": c.map(|c| c.ratio),
+            "ci95": c.map(|c| vec![c.lo, c.hi]),
+            "half_width_pct": c.map(|c| c.half_width_pct()),
+            "n": c.map(|c| c.n),
+            "differs": c.map(|c| c.differs()),
+            "verdict_key": c.map(|c| c.verdict(self.better()).key()),
+            "verdict": self.verdict_text(),
+            "precision_target_pct": PRECISION_TARGET_PCT,
+            "target_met": self.precise(),
+            "sampling": self.sampling,
+        })
+    }
+}
+
+/// The half-width the lab aims at for every B/A interval (percent).
+pub const PRECISION_TARGET_PCT: f64 = 5.0;
 
 pub fn summary_json(s: Summary) -> Value {
     json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n})

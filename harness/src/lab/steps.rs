@@ -331,6 +331,7 @@ mod tests {
             newkey_certs: None,
             tls_seconds: 1,
             speed_seconds: 1,
+            cell_budget: 0.0,
             keys: None,
             port: None,
             skip: Vec::new(),

@@ -2,7 +2,7 @@
 //! left) and B (dashed, right) side by side at each key size.
 
 use super::report::dur;
-use super::results::{Kind, Row, Status};
+use super::results::{Kind, Row, Status, Unit};
 use std::fmt::Write as _;
 
 const COLORS: [&str; 9] = [
@@ -83,6 +83,8 @@ struct Point {
     bits: u32,
     b: bool,
     secs: f64,
+    /// B only: A's seconds times the 95 % interval of B/A (as seconds).
+    interval: Option<(f64, f64)>,
 }
 
 /// Seconds per operation of every column of every row; an invalid row's
@@ -101,11 +103,23 @@ fn points(rows: &[Row]) -> Vec<Point> {
                 }
                 if let Some(secs) = c.seconds_per_op(b) {
                     if secs > 0.0 && secs.is_finite() {
+                        let interval = if b {
+                            match (c.seconds_per_op(false), c.comparison()) {
+                                (Some(a), Some(k)) => Some(match c.kind.unit() {
+                                    Unit::Seconds => (a * k.lo, a * k.hi),
+                                    Unit::PerSecond => (a / k.hi, a / k.lo),
+                                }),
+                                _ => None,
+                            }
+                        } else {
+                            None
+                        };
                         points.push(Point {
                             kind,
                             bits: r.bits,
                             b,
                             secs,
+                            interval,
                         });
                     }
                 }
@@ -250,6 +264,18 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
                 kind.key(),
                 path.join(" ")
             );
+            // B's 95 % interval against A, as a bar through B's mark.
+            for p in points.iter().filter(|p| p.kind == ki && p.b == b) {
+                if let Some((lo, hi)) = p.interval.filter(|(lo, hi)| *lo > 0.0 && hi.is_finite()) {
+                    let x = x_of(p.bits) + dx;
+                    let _ = writeln!(
+                        svg,
+                        "<line class=\"interval\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1\"/>",
+                        y_of(lo),
+                        y_of(hi)
+                    );
+                }
+            }
             for &(bits, s) in &pts {
                 let (x, y) = (x_of(bits) + dx, y_of(s));
                 let tip = format!("{side} {bits} bits, {}: {}", kind.op_name(), dur(s));
