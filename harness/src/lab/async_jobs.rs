@@ -11,9 +11,11 @@
 //! adapter busy), so it has its own small report.
 
 use super::counters::{compare, parse_speed};
+use super::effect::{Better, Comparison, MIN_PAIRS};
 use super::matrix::Ctx;
 use super::openssl::{RunError, Side};
 use super::options::SPEED_SIZES;
+use super::results::PRECISION_TARGET_PCT;
 use crate::lab::columns::{strings, Expect};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use serde_json::{json, Value};
@@ -35,6 +37,8 @@ pub struct AsyncRow {
     pub ok: bool,
     pub detail: String,
     pub commands: Vec<String>,
+    /// How sampling ended (as the matrix's cells).
+    pub sampling: &'static str,
 }
 
 /// Why `--async-jobs` cannot run with these options, if it cannot.
@@ -135,14 +139,42 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
         let args = speed_args(seconds, jobs, bits);
         let est = 2.0 * seconds as f64 + 0.1;
         let mut details = Vec::new();
-        'reps: for rep in 0..reps {
+        // The matrix's sampling rule: at least MIN_PAIRS rounds, then more
+        // until the interval is within the target or the budget is spent.
+        let (min_rounds, max_rounds) = if ctx.opts.cell_budget > 0.0 {
+            (reps.max(MIN_PAIRS), (reps * 4).max(MIN_PAIRS * 4))
+        } else {
+            (reps, reps)
+        };
+        let started = std::time::Instant::now();
+        let mut rep = 0;
+        'reps: loop {
+            if rep >= min_rounds {
+                let precise = Comparison::paired(&row.a, &row.b)
+                    .is_some_and(|c| c.half_width_pct() <= PRECISION_TARGET_PCT);
+                row.sampling = if ctx.opts.cell_budget <= 0.0 {
+                    "planned runs"
+                } else if precise {
+                    "precision target met"
+                } else if rep >= max_rounds {
+                    "round limit"
+                } else if started.elapsed().as_secs_f64() >= ctx.opts.cell_budget {
+                    "time budget spent"
+                } else {
+                    ""
+                };
+                if !row.sampling.is_empty() {
+                    break;
+                }
+            }
+            let planned = reps.max(rep + 1);
             for side in [Side::A, Side::B] {
                 if rep == 0 {
                     row.commands.push(ctx.side(side).describe("speed", &args));
                 }
                 let before = ctx.snap();
                 let label = format!(
-                    "{bits} bits: speed -async_jobs {jobs} {} {}/{reps}",
+                    "{bits} bits: speed -async_jobs {jobs} {} {}/{planned}",
                     side.name(),
                     rep + 1
                 );
@@ -182,6 +214,7 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
                     }
                 }
             }
+            rep += 1;
         }
         if row.b.is_empty() && row.ok {
             row.ok = false;
@@ -231,22 +264,30 @@ pub fn write(out: &Path, rows: &[AsyncRow], jobs: u32) -> std::io::Result<()> {
          rounds; A: the default provider, B: rustica (backend = libica). B is valid when \
          rustica counted each of its signatures and every signature of speed's timed loop \
          completed through a paused ASYNC job.\n\n\
-         | key | A sign/s | B sign/s | B / A | B counted | of them async | valid |\n\
-         |---|---:|---:|---:|---:|---:|---|\n"
+         B / A is the Hodges–Lehmann estimate with its 95 % interval, and the verdict \
+         follows the lab's rules (docs/lab.md).\n\n\
+         | key | A sign/s | B sign/s | B / A [95 % interval] | verdict | rounds | B counted | of them async | valid |\n\
+         |---|---:|---:|---:|---|---:|---:|---:|---|\n"
     );
     let mut json_rows = Vec::new();
     for r in rows {
         let (a, b) = (median(&r.a), median(&r.b));
-        let ratio = match (a, b) {
-            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
-            _ => "-".into(),
+        let cmp = Comparison::paired(&r.a, &r.b);
+        let ratio = match cmp {
+            Some(c) => format!("{:.2} [{:.2}–{:.2}]", c.ratio, c.lo, c.hi),
+            None => "-".into(),
+        };
+        let verdict = match cmp {
+            Some(c) => c.verdict(Better::Higher).text(),
+            None => "not enough samples to tell".into(),
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {ratio} | {} | {} | {} |",
+            "| {} | {} | {} | {ratio} | {verdict} | {} | {} | {} | {} |",
             r.bits,
             fmt_rate(a),
             fmt_rate(b),
+            r.a.len().min(r.b.len()),
             r.b_counted_signs,
             r.b_counted_async,
             if r.ok { "yes" } else { "NO" }
@@ -257,6 +298,11 @@ pub fn write(out: &Path, rows: &[AsyncRow], jobs: u32) -> std::io::Result<()> {
             "b_sign_per_s": r.b,
             "a_median": a,
             "b_median": b,
+            "ratio": cmp.map(|c| c.ratio),
+            "ci95": cmp.map(|c| vec![c.lo, c.hi]),
+            "half_width_pct": cmp.map(|c| c.half_width_pct()),
+            "verdict": verdict,
+            "sampling": r.sampling,
             "b_loop_signs": r.b_loop_signs,
             "b_counted_signs": r.b_counted_signs,
             "b_counted_async": r.b_counted_async,
