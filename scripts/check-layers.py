@@ -185,6 +185,50 @@ def lab_target(prefix, name):
     return name if name in LAB else "mod"
 
 
+# Directories whose sibling files (modules of one parent) must not use
+# each other in a circle: a file-level check under the module layers.
+SIBLING_DIRS = [
+    "provider/signature", "provider/keymgmt", "provider/asym_cipher",
+    "ibmca-shim/src/rsa", "ibmca-shim/src/bn", "ibmca-shim/src/libica",
+    "ibmca-shim/src/pool", "ibmca-shim/src/stats",
+]
+
+
+def sibling_cycles(root):
+    """Circles of `super::name` uses among the files of each directory."""
+    problems = []
+    for d in SIBLING_DIRS:
+        base = os.path.join(root, d)
+        if not os.path.isdir(base):
+            continue
+        names = {n.removesuffix(".rs") for n in os.listdir(base)
+                 if n.endswith(".rs") and n not in ("mod.rs", "tests.rs")}
+        edges = {n: set() for n in names}
+        for n in names:
+            path = os.path.join(base, n + ".rs")
+            for _, text in statements(code_lines(path)):
+                for dep in targets(text, "super::"):
+                    if dep in names and dep != n:
+                        edges[n].add(dep)
+        # Depth-first search for a back edge.
+        state = {}
+
+        def visit(n, path):
+            state[n] = 1
+            for m in sorted(edges[n]):
+                if state.get(m) == 1:
+                    cycle = path[path.index(m):] + [m]
+                    problems.append(f"{d}: files use each other in a circle: {' -> '.join(cycle)}")
+                elif m not in state:
+                    visit(m, path + [m])
+            state[n] = 2
+
+        for n in sorted(names):
+            if n not in state:
+                visit(n, [n])
+    return problems
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     problems = check(root, "provider", PROVIDER, provider_module, ["crate::"], provider_target)
@@ -196,13 +240,14 @@ def main():
         ["crate::lab::", "super::"],
         lab_target,
     )
+    problems += sibling_cycles(root)
     problems = list(dict.fromkeys(problems))
     if problems:
         print("check-layers: upward uses (see docs/architecture.md, Layers):", file=sys.stderr)
         for p in problems:
             print("  " + p, file=sys.stderr)
         sys.exit(1)
-    print("check-layers: provider/ and harness/src/lab/ use only lower layers")
+    print("check-layers: provider/ and harness/src/lab/ use only lower layers; no circle among sibling files")
 
 
 if __name__ == "__main__":

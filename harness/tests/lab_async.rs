@@ -77,8 +77,14 @@ fn real_async_jobs_are_counted_as_async() {
     assert!(row["b_median"].as_f64().unwrap() > 0.0, "{row}");
     // The lab's sampling rule: at least 6 rounds though --reps says 1, so
     // B/A has a 95 % interval and a verdict.
-    assert!(row["ci95"].as_array().is_some_and(|a| a.len() == 2), "{row}");
-    assert!(row["verdict"].as_str().is_some_and(|v| !v.is_empty()), "{row}");
+    assert!(
+        row["ci95"].as_array().is_some_and(|a| a.len() == 2),
+        "{row}"
+    );
+    assert!(
+        row["verdict"].as_str().is_some_and(|v| !v.is_empty()),
+        "{row}"
+    );
     assert!(row["a_sign_per_s"].as_array().unwrap().len() >= 6, "{row}");
     let commands = row["commands"].as_array().unwrap();
     assert!(

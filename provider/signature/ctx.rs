@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ibmca_shim::RsaKey;
 
-use super::pss::{default_salt_len, parse_salt_len, AUTO_SALT_FOR_VERIFY};
+use super::salt::{default_salt_len, parse_salt_len, AUTO_SALT_FOR_VERIFY};
 use crate::boundary::ProviderObject;
 use crate::context::ProvCtx;
 use crate::digest::{DigestCache, DigestId, Hasher};

@@ -17,6 +17,7 @@ mod composite;
 mod ctx;
 mod ops;
 mod pss;
+mod salt;
 #[cfg(test)]
 mod tests;
 

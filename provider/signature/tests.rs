@@ -2,7 +2,7 @@
 //! parameters.
 
 use super::ctx::*;
-use super::pss::*;
+use super::salt::*;
 use std::ffi::c_void;
 
 use crate::digest::{DigestCache, DigestId};

@@ -11,6 +11,7 @@
 
 use std::cmp::Ordering;
 
+use super::generated::GeneratedKey;
 use super::key::{check_exponent, CrtIn};
 use super::{sp800_56b, Context, KeyCheck, RsaKey, RsaParts, MAX_BITS, MIN_BITS};
 use crate::bn::{self, prime, Bn, BnCtx};
@@ -167,15 +168,6 @@ impl RsaKey {
         };
         Self::assemble(n, e, Some(d), Some(crt), &mut bn)
     }
-}
-
-/// What a software key generation method returns: p > q; the CRT
-/// exponents and coefficient are derived from them by `assemble`.
-pub(super) struct GeneratedKey {
-    pub(super) n: Bn,
-    pub(super) d: Bn,
-    pub(super) p: Bn,
-    pub(super) q: Bn,
 }
 
 /// OpenSSL's classic two-prime method (rsa_multiprime_keygen): p of

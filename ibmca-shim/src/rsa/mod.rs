@@ -20,6 +20,7 @@ use crate::software::{self, Crt};
 use crate::stats::{Backend, Op};
 
 mod blinding;
+mod generated;
 mod key;
 mod keygen;
 mod offload;

@@ -25,7 +25,7 @@
 
 use std::cmp::Ordering;
 
-use super::keygen::GeneratedKey;
+use super::generated::GeneratedKey;
 use crate::bn::prime::{self, Top};
 use crate::bn::{self, Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
