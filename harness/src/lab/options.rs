@@ -136,7 +136,7 @@ pub struct LabArgs {
     pub(super) tls_seconds: u32,
     /// Seconds a cell may sample (beyond its planned runs) until its B/A
     /// interval is within ±5 %; 0 keeps the planned runs.
-    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
+    #[arg(long, default_value_t = 20, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
     pub(super) cell_budget: u32,
     /// Seconds of each `openssl speed` measurement.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
