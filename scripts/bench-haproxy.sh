@@ -24,9 +24,8 @@ cd "$(dirname "$0")/.."
 requests=${1:-2000}
 rounds=${2:-3}
 concurrency=${3:-32}
-for tool in haproxy ab; do
-  command -v "$tool" >/dev/null || { echo "bench-haproxy: $tool is missing (apt-get install haproxy apache2-utils)" >&2; exit 1; }
-done
+. scripts/haproxy-common.sh
+haproxy_tools
 profile=release
 [ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
 module=$PWD/target/$profile/rustica.so
@@ -42,14 +41,7 @@ trap cleanup EXIT
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-. scripts/openssl-cnf.sh
-rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
-stock_conf "$work/default.cnf"
-OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
-  -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+haproxy_pki "$work" "$module" "$emu"
 
 # haproxy.cfg for a side: "async", "sync" (rustica without ssl-mode-async)
 # or "default".

@@ -13,9 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-600}
-for pkg in haproxy apache2-utils; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; }
-done
+. scripts/haproxy-common.sh
+haproxy_tools
 [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
 module=$PWD/target/release/rustica.so
 emu=$PWD/target/release/libica_emu.so
@@ -27,46 +26,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-. scripts/openssl-cnf.sh
-rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
-stock_conf "$work/default.cnf"
-OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
-  -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/haproxy.cfg" <<CFG
-global
-  nbthread 1
-  maxconn 4096
-  tune.ssl.cachesize 0
-  ssl-mode-async
-  stats socket $work/haproxy.sock
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-frontend tls
-  bind 127.0.0.1:$port ssl crt $work/server.pem no-tls-tickets
-  http-request return status 200 content-type text/plain string ok
-CFG
-cumssl() {
-  python3 - "$work/haproxy.sock" <<'PY' 2>/dev/null || true
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b"show info\n")
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
-for line in data.decode().splitlines():
-    if line.startswith("CumSslConns:"):
-        print(line.split(":", 1)[1].strip())
-PY
-}
+haproxy_pki "$work" "$module" "$emu"
+haproxy_async_cfg "$work/haproxy.cfg" "$work"
+cumssl() { haproxy_info "$work/haproxy.sock" CumSslConns; }
 LIBICA_EMU_LATENCY_US=2000 LIBICA_EMU_UNITS=16 LIBICA_EMU_ERRNO_EVERY=50 LIBICA_EMU_CORRUPT_EVERY=97 \
   OPENSSL_CONF="$work/rustica.cnf" RUSTICA_STATS_PATH="$work/stats" \
   haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &

@@ -23,14 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 requests=${1:-2000}
 concurrency=${2:-32}
-need=()
-for pkg in haproxy apache2-utils; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. scripts/haproxy-common.sh
+haproxy_tools
 profile=${RUSTICA_PROFILE:-debug}
 if [ "$profile" = release ]; then
   [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
@@ -49,48 +43,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-. scripts/openssl-cnf.sh
-rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
-stock_conf "$work/default.cnf"
-OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
-  -days 2 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/haproxy.cfg" <<CFG
-global
-  nbthread 1
-  maxconn 4096
-  tune.ssl.cachesize 0
-  ssl-mode-async
-  stats socket $work/haproxy.sock
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-frontend tls
-  bind 127.0.0.1:$port ssl crt $work/server.pem no-tls-tickets
-  http-request return status 200 content-type text/plain string ok
-CFG
+haproxy_pki "$work" "$module" "$emu"
+haproxy_async_cfg "$work/haproxy.cfg" "$work"
 
-# A field of HAProxy's "show info" (empty while it is not up).
-show_info() {
-  python3 - "$work/haproxy.sock" "$1" 2>/dev/null <<'PY' || true
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b"show info\n")
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
-for line in data.decode().splitlines():
-    if line.startswith(sys.argv[2] + ":"):
-        print(line.split(":", 1)[1].strip())
-PY
-}
+show_info() { haproxy_info "$work/haproxy.sock" "$1"; }
 
 failures=0
 fail() {
