@@ -26,18 +26,7 @@ rounds=${2:-3}
 concurrency=${3:-32}
 . scripts/haproxy-common.sh
 haproxy_tools
-profile=release
-[ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
-module=$PWD/target/$profile/rustica.so
-emu=$PWD/target/$profile/libica_emu.so
-rustica=$PWD/target/$profile/rustica
-work=$(mktemp -d)
-haproxy_pid=
-cleanup() {
-  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+haproxy_workspace release
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 

@@ -3,6 +3,11 @@
 #
 #   haproxy_tools                   installs haproxy and apache2-utils (ab)
 #                                   when missing
+#   haproxy_workspace PROFILE       builds rustica (release: scripts/build.sh
+#                                   when missing; debug: cargo build), sets
+#                                   $module, $emu, $rustica, a scratch $work
+#                                   and $haproxy_pid, and on exit stops the
+#                                   HAProxy in $haproxy_pid and removes $work
 #   haproxy_pki WORK MODULE EMU     WORK/rustica.cnf (rustica on the
 #                                   emulated libica EMU, preferred),
 #                                   WORK/default.cnf, an RSA-2048
@@ -21,6 +26,27 @@ haproxy_tools() {
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+}
+
+haproxy_workspace() {
+  local profile=$1
+  if [ "$profile" = release ]; then
+    [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
+  else
+    cargo build -q -p rustica -p libica-emu -p rustica-harness
+    cp -f target/debug/librustica.so target/debug/rustica.so
+  fi
+  module=$PWD/target/$profile/rustica.so
+  emu=$PWD/target/$profile/libica_emu.so
+  rustica=$PWD/target/$profile/rustica
+  work=$(mktemp -d)
+  haproxy_pid=
+  trap haproxy_cleanup EXIT
+}
+
+haproxy_cleanup() {
+  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
+  rm -rf "$work"
 }
 
 haproxy_pki() {

@@ -15,17 +15,7 @@ cd "$(dirname "$0")/.."
 duration=${1:-600}
 . scripts/haproxy-common.sh
 haproxy_tools
-[ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
-module=$PWD/target/release/rustica.so
-emu=$PWD/target/release/libica_emu.so
-rustica=$PWD/target/release/rustica
-work=$(mktemp -d)
-haproxy_pid=
-cleanup() {
-  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+haproxy_workspace release
 haproxy_pki "$work" "$module" "$emu"
 haproxy_async_cfg "$work/haproxy.cfg" "$work"
 cumssl() { haproxy_info "$work/haproxy.sock" CumSslConns; }

@@ -25,23 +25,7 @@ requests=${1:-2000}
 concurrency=${2:-32}
 . scripts/haproxy-common.sh
 haproxy_tools
-profile=${RUSTICA_PROFILE:-debug}
-if [ "$profile" = release ]; then
-  [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
-else
-  cargo build -q -p rustica -p libica-emu -p rustica-harness
-  cp -f target/debug/librustica.so target/debug/rustica.so
-fi
-module=$PWD/target/$profile/rustica.so
-emu=$PWD/target/$profile/libica_emu.so
-rustica=$PWD/target/$profile/rustica
-work=$(mktemp -d)
-haproxy_pid=
-cleanup() {
-  [ -z "$haproxy_pid" ] || kill "$haproxy_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+haproxy_workspace "${RUSTICA_PROFILE:-debug}"
 
 haproxy_pki "$work" "$module" "$emu"
 haproxy_async_cfg "$work/haproxy.cfg" "$work"
@@ -139,7 +123,7 @@ print(sum(1 for q in range(1, n + 1)
   [ "$asynced" -gt 0 ] || fail "$name TLS $tls: no signature went through a paused job"
 }
 
-echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }') ssl-mode-async, nbthread 1; ab -n $requests -c $concurrency; emulated adapter 16 units x 2 ms; rustica $profile"
+echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }') ssl-mode-async, nbthread 1; ab -n $requests -c $concurrency; emulated adapter 16 units x 2 ms; rustica ${RUSTICA_PROFILE:-debug}"
 echo
 echo "| faults | TLS | completed | ab failed | haproxy alive | handshakes | signatures | on libica | fallback | faulty answers | async | max in flight |"
 echo "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
