@@ -65,31 +65,18 @@ fn async_jobs_with(
     extra: &[&str],
 ) -> String {
     let exe = compile_c(lab, "async_jobs");
-    let (program, mut args): (String, Vec<String>) = match wrapper.split_first() {
-        Some((w, rest)) => (
-            w.to_string(),
-            rest.iter()
-                .map(|s| s.to_string())
-                .chain([exe.display().to_string()])
-                .collect(),
-        ),
-        None => (exe.display().to_string(), Vec::new()),
-    };
-    args.extend([
+    let prefix: Vec<&str> = ["timeout", "300"]
+        .into_iter()
+        .chain(wrapper.iter().copied())
+        .collect();
+    let mut cmd = lab.program(&prefix, &exe, env);
+    cmd.args([
         lab.p("rustica.cnf"),
         key.to_string(),
         mode.to_string(),
         jobs.to_string(),
-    ]);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let mut cmd = Command::new("timeout");
-    cmd.arg("300").arg(&program).args(&args);
-    cmd.current_dir(lab.dir.path())
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .env("OPENSSL_CONF", "/dev/null");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    ])
+    .args(extra);
     let out = cmd.output().expect("run async_jobs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(

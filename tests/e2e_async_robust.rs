@@ -14,8 +14,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use ibmca_shim::stats::{Backend, Op};
 
@@ -38,22 +36,17 @@ fn robust_run(
     n: u32,
 ) -> (bool, String) {
     let exe = compile_c(lab, "async_robust");
-    let mut cmd = Command::new("timeout");
-    cmd.args(["-s", "KILL", "300"])
-        .args(wrapper)
-        .arg(&exe)
-        .args([
-            lab.p("rustica.cnf"),
-            key.to_string(),
-            mode.to_string(),
-            n.to_string(),
-        ]);
-    cmd.current_dir(lab.dir.path())
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .env("OPENSSL_CONF", "/dev/null");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let prefix: Vec<&str> = ["timeout", "-s", "KILL", "300"]
+        .into_iter()
+        .chain(wrapper.iter().copied())
+        .collect();
+    let mut cmd = lab.program(&prefix, &exe, env);
+    cmd.args([
+        lab.p("rustica.cnf"),
+        key.to_string(),
+        mode.to_string(),
+        n.to_string(),
+    ]);
     let out = cmd.output().expect("run async_robust");
     let text = format!(
         "{:?}\n{}\n{}",

@@ -18,14 +18,8 @@ fn run_with(
     provider: &str,
     env: &[(&str, &str)],
 ) -> Vec<(String, i64)> {
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([&lab.p("rustica.cnf"), provider, &lab.p("a.pem")])
-        .current_dir(lab.dir.path())
-        .env("RUSTICA_STATS_PATH", lab.path("stats"))
-        .env("OPENSSL_CONF", "/dev/null");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = lab.program(&[], exe, env);
+    cmd.args([&lab.p("rustica.cnf"), provider, &lab.p("a.pem")]);
     let out = cmd.output().expect("run secure_heap");
     assert!(
         out.status.success(),

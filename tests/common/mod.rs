@@ -255,12 +255,31 @@ impl Lab {
     /// counting into the lab's statistics and with no openssl.cnf (the
     /// programs load the configuration given to them); fails the test
     /// unless it exits 0, and returns its standard output.
-    pub fn run_program(&self, exe: &Path, args: &[&str]) -> String {
-        let out = Command::new(exe)
-            .args(args)
-            .current_dir(self.dir.path())
+    /// A command that runs `exe` (after `prefix`: `timeout`, valgrind)
+    /// in the lab's directory, counting into the lab's statistics file,
+    /// with no openssl.cnf of the host's and `env` set.
+    pub fn program(&self, prefix: &[&str], exe: &Path, env: &[(&str, &str)]) -> Command {
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        cmd.current_dir(self.dir.path())
             .env("RUSTICA_STATS_PATH", &self.stats_path)
-            .env("OPENSSL_CONF", "/dev/null")
+            .env("OPENSSL_CONF", "/dev/null");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn run_program(&self, exe: &Path, args: &[&str]) -> String {
+        let out = self
+            .program(&[], exe, &[])
+            .args(args)
             .output()
             .unwrap_or_else(|e| panic!("run {}: {e}", exe.display()));
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
