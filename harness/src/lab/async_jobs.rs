@@ -11,11 +11,11 @@
 //! adapter busy), so it has its own small report.
 
 use super::counters::{compare, parse_speed};
-use super::effect::{Better, Comparison, MIN_PAIRS};
+use super::effect::{Better, Comparison};
 use super::matrix::Ctx;
 use super::openssl::{RunError, Side};
 use super::options::SPEED_SIZES;
-use super::results::PRECISION_TARGET_PCT;
+use super::results::{SamplingRule, PRECISION_TARGET_PCT};
 use crate::lab::columns::{strings, Expect};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use serde_json::{json, Value};
@@ -139,33 +139,18 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
         let args = speed_args(seconds, jobs, bits);
         let est = 2.0 * seconds as f64 + 0.1;
         let mut details = Vec::new();
-        // The matrix's sampling rule: at least MIN_PAIRS rounds, then more
-        // until the interval is within the target or the budget is spent.
-        let (min_rounds, max_rounds) = if ctx.opts.cell_budget > 0.0 {
-            (reps.max(MIN_PAIRS), (reps * 4).max(MIN_PAIRS * 4))
-        } else {
-            (reps, reps)
-        };
+        // The matrix's sampling rule (results::SamplingRule).
+        let rule = SamplingRule::new(reps, ctx.opts.cell_budget, true);
         let started = std::time::Instant::now();
         let mut rep = 0;
         'reps: loop {
-            if rep >= min_rounds {
-                let precise = Comparison::paired(&row.a, &row.b)
-                    .is_some_and(|c| c.half_width_pct() <= PRECISION_TARGET_PCT);
-                row.sampling = if ctx.opts.cell_budget <= 0.0 {
-                    "planned runs"
-                } else if precise {
-                    "precision target met"
-                } else if rep >= max_rounds {
-                    "round limit"
-                } else if started.elapsed().as_secs_f64() >= ctx.opts.cell_budget {
-                    "time budget spent"
-                } else {
-                    ""
-                };
-                if !row.sampling.is_empty() {
-                    break;
-                }
+            let precise = || {
+                Comparison::paired(&row.a, &row.b)
+                    .is_some_and(|c| c.half_width_pct() <= PRECISION_TARGET_PCT)
+            };
+            if let Some(why) = rule.ended(rep, started.elapsed().as_secs_f64(), precise) {
+                row.sampling = why;
+                break;
             }
             let planned = reps.max(rep + 1);
             for side in [Side::A, Side::B] {

@@ -4,11 +4,10 @@
 
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
 use super::counters::{compare, parse_s_time, parse_speed};
-use super::effect::MIN_PAIRS;
 use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, Side, SideEnv};
 use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
-use super::results::{Check, Column, Row, Sample, Status};
+use super::results::{Check, Column, Row, Sample, SamplingRule, Status};
 use super::steps;
 use columns::{strings, Expect};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
@@ -250,37 +249,21 @@ impl Ctx<'_> {
     ) -> Flow {
         let turns = step.turns();
         let width = cols.len() / turns;
-        // Sampling until the answer is clear (docs/lab.md, "Sampling"):
-        // paired columns take at least MIN_PAIRS rounds (no 95 % interval
-        // exists below), then more until every interval of the step is
-        // within the precision target, the cell's time budget is spent or
-        // the round limit is reached. Key generation and new-key
+        // Sampling until the answer is clear. Key generation and new-key
         // certificates keep their planned count: their heavy tails would
         // spend any budget, and their verdict says how many keys it needs.
-        let adaptive = cols.iter().all(|c| !c.unpaired()) && self.opts.cell_budget > 0.0;
-        let min_rounds = if adaptive { runs.max(MIN_PAIRS) } else { runs };
-        let max_rounds = if adaptive {
-            (runs * 4).max(MIN_PAIRS * 4)
-        } else {
-            runs
-        };
+        // The budget is per cell: a step with several cells has as many.
+        let rule = SamplingRule::new(
+            runs,
+            self.opts.cell_budget * cols.len() as f64,
+            cols.iter().all(|c| !c.unpaired()),
+        );
         let started = Instant::now();
         let mut round = 0;
         let ended = loop {
-            if round >= min_rounds {
-                if !adaptive {
-                    break "planned runs";
-                }
-                if cols.iter().all(|c| c.failed() || c.precise()) {
-                    break "precision target met";
-                }
-                if round >= max_rounds {
-                    break "round limit";
-                }
-                // Budget per cell: a step with several cells has as many.
-                if started.elapsed().as_secs_f64() >= self.opts.cell_budget * cols.len() as f64 {
-                    break "time budget spent";
-                }
+            let precise = || cols.iter().all(|c| c.failed() || c.precise());
+            if let Some(why) = rule.ended(round, started.elapsed().as_secs_f64(), precise) {
+                break why;
             }
             if cols.iter().all(|c| c.failed()) {
                 break "failed";

@@ -1,7 +1,7 @@
 //! What a lab run measured and checked: the data every report is made from.
 
 use super::columns::{ColumnSpec, Reduce};
-use super::effect::{Better, Comparison};
+use super::effect::{Better, Comparison, MIN_PAIRS};
 pub use super::options::Kind;
 use super::steps;
 use serde_json::{json, Value};
@@ -337,6 +337,61 @@ impl Column {
 /// The half-width the lab aims at for every B/A interval (percent).
 pub const PRECISION_TARGET_PCT: f64 = 5.0;
 
+/// When the lab stops sampling a cell (docs/lab.md, "Sampling"): a
+/// paired cell takes at least MIN_PAIRS rounds (no 95 % interval exists
+/// below), then more until its interval is within the precision target,
+/// its time budget is spent or four times its planned rounds have run.
+/// Without a budget, or for unpaired cells, the planned rounds exactly.
+pub struct SamplingRule {
+    adaptive: bool,
+    min_rounds: usize,
+    max_rounds: usize,
+    budget_s: f64,
+}
+
+impl SamplingRule {
+    pub fn new(planned: usize, budget_s: f64, paired: bool) -> SamplingRule {
+        let adaptive = paired && budget_s > 0.0;
+        SamplingRule {
+            adaptive,
+            min_rounds: if adaptive {
+                planned.max(MIN_PAIRS)
+            } else {
+                planned
+            },
+            max_rounds: if adaptive {
+                (planned * 4).max(MIN_PAIRS * 4)
+            } else {
+                planned
+            },
+            budget_s,
+        }
+    }
+
+    /// Why sampling ends after `rounds` rounds and `elapsed_s` seconds,
+    /// or None to go on; `precise` is asked only once the minimum is run.
+    pub fn ended(
+        &self,
+        rounds: usize,
+        elapsed_s: f64,
+        precise: impl FnOnce() -> bool,
+    ) -> Option<&'static str> {
+        if rounds < self.min_rounds {
+            None
+        } else if !self.adaptive {
+            Some("planned runs")
+        } else if precise() {
+            Some("precision target met")
+        } else if rounds >= self.max_rounds {
+            Some("round limit")
+        } else if elapsed_s >= self.budget_s {
+            Some("time budget spent")
+        } else {
+            None
+        }
+    }
+}
+
 pub fn summary_json(s: Summary) -> Value {
     json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n})
 }
@@ -424,6 +479,26 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampling_rule() {
+        // Paired with a budget: at least 6 rounds, then until precise, the
+        // round limit (4 x planned, at least 24) or the budget.
+        let r = SamplingRule::new(3, 20.0, true);
+        assert_eq!(r.ended(5, 100.0, || true), None);
+        assert_eq!(r.ended(6, 0.0, || true), Some("precision target met"));
+        assert_eq!(r.ended(6, 0.0, || false), None);
+        assert_eq!(r.ended(6, 20.0, || false), Some("time budget spent"));
+        assert_eq!(r.ended(24, 0.0, || false), Some("round limit"));
+        // Unpaired, or no budget: the planned rounds exactly.
+        for r in [
+            SamplingRule::new(3, 20.0, false),
+            SamplingRule::new(3, 0.0, true),
+        ] {
+            assert_eq!(r.ended(2, 0.0, || true), None);
+            assert_eq!(r.ended(3, 0.0, || false), Some("planned runs"));
+        }
+    }
 
     fn s(v: f64) -> Sample {
         Sample {

@@ -241,16 +241,7 @@ impl Bn {
     /// As `to_be_padded`, for public values (no zeroizing on drop).
     pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
         let mut out = vec![0u8; len];
-        let clen =
-            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
-        // SAFETY: out is valid for `len` bytes; BN_bn2binpad writes exactly
-        // `len` bytes or fails (returns -1) if the value does not fit.
-        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
-        if r < 0 {
-            return Err(RsaError::bad_input(
-                "integer does not fit its output buffer",
-            ));
-        }
+        self.write_be_padded(&mut out)?;
         Ok(out)
     }
 
