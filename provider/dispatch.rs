@@ -56,7 +56,7 @@ pub const fn algorithm(
     }
 }
 
-/// Every algorithm's property definition (DESIGN.md contract).
+/// Every algorithm's property definition (a contract: docs/architecture.md and rustica-provider(7)).
 pub const PROPERTIES: &[u8] = b"provider=rustica\0";
 
 pub const ALGORITHM_END: OSSL_ALGORITHM = OSSL_ALGORITHM {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
-    /// Print the JSON document (DESIGN.md "Statistics") instead of a table.
+    /// Print the JSON document (rustica-provider(7), COUNTERS) instead of a table.
     #[arg(long)]
     json: bool,
     /// Zero the counters after printing them.

@@ -419,7 +419,8 @@ impl Snapshot {
         self.counts[op.index()].iter().sum()
     }
 
-    /// The JSON document of DESIGN.md "Statistics".
+    /// The JSON document `rustica stats --json` prints (rustica-provider(7),
+    /// COUNTERS).
     pub fn to_json(&self) -> String {
         let mut out = String::from("{\"ops\": {");
         for (i, op) in Op::ALL.into_iter().enumerate() {
