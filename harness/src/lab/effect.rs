@@ -249,21 +249,9 @@ fn signed_rank_k(n: usize) -> Option<usize> {
                 *v /= 2.0;
             }
         }
-        let mut cum = 0.0;
-        let mut k = 0;
-        for (t, pt) in p.iter().enumerate() {
-            cum += pt;
-            if cum > 0.025 + 1e-12 {
-                break;
-            }
-            k = t + 1;
-        }
-        return (k >= 1).then_some(k);
+        return lower_rank(p.iter().copied());
     }
-    let mean = m as f64 / 2.0;
-    let sd = ((n * (n + 1) * (2 * n + 1)) as f64 / 24.0).sqrt();
-    let k = (mean - Z95 * sd - 0.5).floor() as usize;
-    (k >= 1).then_some(k)
+    normal_rank(m as f64 / 2.0, (n * (n + 1) * (2 * n + 1)) as f64 / 24.0)
 }
 
 /// As [`signed_rank_k`], for the Mann–Whitney statistic of samples of
@@ -292,21 +280,31 @@ fn rank_sum_k(na: usize, nb: usize) -> Option<usize> {
         }
         let dist = &prev[large];
         let total: f64 = dist.iter().sum();
-        let mut cum = 0.0;
-        let mut k = 0;
-        for (u, c) in dist.iter().enumerate() {
-            cum += c / total;
-            if cum > 0.025 + 1e-12 {
-                break;
-            }
-            k = u + 1;
-        }
-        return (k >= 1).then_some(k);
+        return lower_rank(dist.iter().map(|c| c / total));
     }
-    let mean = m as f64 / 2.0;
-    let sd = ((na * nb * (na + nb + 1)) as f64 / 12.0).sqrt();
-    let k = (mean - Z95 * sd - 0.5).floor() as usize;
+    normal_rank(m as f64 / 2.0, (na * nb * (na + nb + 1)) as f64 / 12.0)
+}
+
+/// The bounding rank from a statistic's exact distribution (probabilities
+/// of 0, 1, 2, ...): the largest k with P(statistic <= k - 1) <= 2.5 %.
+fn lower_rank(probabilities: impl Iterator<Item = f64>) -> Option<usize> {
+    let mut cum = 0.0;
+    let mut k = 0;
+    for (t, p) in probabilities.enumerate() {
+        cum += p;
+        if cum > 0.025 + 1e-12 {
+            break;
+        }
+        k = t + 1;
+    }
     (k >= 1).then_some(k)
+}
+
+/// The bounding rank from the normal approximation of a statistic with
+/// this mean and variance (with a continuity correction).
+fn normal_rank(mean: f64, variance: f64) -> Option<usize> {
+    let k = (mean - Z95 * variance.sqrt() - 0.5).floor();
+    (k >= 1.0).then_some(k as usize)
 }
 
 #[cfg(test)]
