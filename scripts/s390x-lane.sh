@@ -122,6 +122,36 @@ if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
 fi
 
 # --- 2. sysroot from Debian's s390x packages ----------------------------------
+# One package into $APTDIR/debs: the version apt picks; else, newest first,
+# every other version the (signed) indices list; else the pinned copy in
+# scripts/s390x-pins.txt, checked by its SHA-256. The mirror can list a
+# version whose s390x file it does not serve (404), so the first alone is
+# not enough.
+fetch_deb() {
+  local pkg=$1 version line archive path sum base
+  (cd "$APTDIR/debs" && "${APT[@]}" download "$pkg" >/dev/null 2>&1) && return 0
+  for version in $("${APT_CACHE[@]}" madison "$pkg" 2>/dev/null | awk -F' *[|] *' '{print $2}' | sort -ruV); do
+    if (cd "$APTDIR/debs" && "${APT[@]}" download "$pkg=$version" >/dev/null 2>&1); then
+      say "$pkg: the mirror does not serve the version apt picked; took $version (listed in its indices)"
+      return 0
+    fi
+  done
+  line=$(awk -v r="$RELEASE" -v p="$pkg" '$1 == r && $2 == p {print $3, $4; exit}' "$REPO/scripts/s390x-pins.txt")
+  [ -n "$line" ] || return 1
+  read -r path sum <<<"$line"
+  archive=${path%%/*}
+  # The archive's address as this host's apt sources give it (URIs ending in /debian or /debian-security).
+  base=$(awk -v a="$archive" '/^URIs:/{for (i = 2; i <= NF; i++) {u = $i; sub(/\/+$/, "", u); n = split(u, parts, "/"); if (parts[n] == a) {print u; exit}}}' \
+    "$APTDIR/sources.list.d/debian.sources")
+  [ -n "$base" ] || return 1
+  curl -fsS -o "$APTDIR/debs/${path##*/}" "$base/${path#*/}" || return 1
+  if ! echo "$sum  $APTDIR/debs/${path##*/}" | sha256sum -c --quiet - >/dev/null 2>&1; then
+    rm -f "$APTDIR/debs/${path##*/}"
+    say "$pkg: the pinned copy ${path##*/} does not match its SHA-256"
+    return 1
+  fi
+  say "$pkg: no version the indices list is served; took the pinned ${path##*/} (scripts/s390x-pins.txt)"
+}
 if [ ! -f "$SYSROOT/.complete" ]; then
   step "sysroot (private apt configuration, s390x, Debian $RELEASE)"
   rm -rf "$SYSROOT" "$APTDIR"
@@ -145,8 +175,8 @@ if [ ! -f "$SYSROOT/.complete" ]; then
        -o Dir::Etc::SourceParts="$APTDIR/sources.list.d"
        -o APT::Sandbox::User=root)
   "${APT[@]}" update >/dev/null || die "private apt update for s390x failed"
-  (cd "$APTDIR/debs" && "${APT[@]}" download "${PKGS[@]}" >/dev/null) \
-    || die "could not download the s390x packages ${PKGS[*]}"
+  APT_CACHE=(apt-cache "${APT[@]:1}")
+  for pkg in "${PKGS[@]}"; do fetch_deb "$pkg" || die "could not download the s390x package $pkg"; done
   for deb in "$APTDIR"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
   # Debian 13's packages install only under /usr (merged /usr); the /lib
   # symlink comes from base-files there. The loader (/lib/ld64.so.1) and
