@@ -9,24 +9,31 @@
 # or waiting process does not spend.
 #
 # Usage: scripts/bench-async.sh [SECONDS [ROUNDS [BITS [JOBS]]]]
-#   SECONDS per measurement (default 3); ROUNDS (default 1): each cell is
-#   measured ROUNDS times, the three sides alternating within each round,
-#   and the table shows the median (with the range when ROUNDS > 1);
+#   SECONDS per measurement (default 3); ROUNDS (default 6, the least that
+#   allows an interval): each cell is measured at least ROUNDS times, the
+#   three sides alternating within each round, more until both ratios'
+#   intervals are within ±5 % or the cell has had 60 s
+#   (scripts/bench-stats.sh); the table shows medians and ranges;
 #   BITS, JOBS: space-separated lists (defaults "1024 2048" and "1 8 32").
-# Prints a Markdown table of sign/s and each side's counters check. Reports
-# figures only; nothing here is a pass/fail target.
+# Prints a Markdown table of sign/s, rustica async against `async = off`
+# and against the default provider, each B/A with its 95 % interval and
+# verdict (B is rustica with async), and each side's counters check.
+# Reports figures only; nothing here is a pass/fail target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-3}
-rounds=${2:-1}
+rounds=${2:-6}
 bits_list=${3:-1024 2048}
 jobs_list=${4:-1 8 32}
 profile=release
-[ -f "target/$profile/rustica.so" ] || scripts/build.sh >/dev/null
+scripts/build.sh >/dev/null
 module=$PWD/target/$profile/rustica.so
 emu=$PWD/target/$profile/libica_emu.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+bench_rustica=$PWD/target/$profile/rustica
+BENCH_MIN_ROUNDS=$rounds
+. scripts/bench-stats.sh
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
@@ -47,25 +54,26 @@ summary() {
     m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     if (NR > 1) printf "%.1f (%.1f-%.1f)", m, v[1], v[NR]; else printf "%.1f", m }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "openssl speed -elapsed -seconds $seconds, $rounds round(s) per cell, emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "openssl speed -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-echo "| key | jobs | rustica async sign/s | rustica async = off sign/s | default provider sign/s | async / off |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| key | jobs | rustica async sign/s | rustica async = off sign/s | default provider sign/s | async / off [95 % interval]: verdict | async / default [95 % interval]: verdict | sampling |"
+echo "|---|---:|---:|---:|---:|---|---|---|"
 for bits in $bits_list; do
   for jobs in $jobs_list; do
-    : >"$work/a" && : >"$work/o" && : >"$work/d" && : >"$work/r"
-    for _ in $(seq "$rounds"); do
+    : >"$work/a" && : >"$work/o" && : >"$work/d" && : >"$work/vs-off" && : >"$work/vs-default"
+    round=0 cell_start=$SECONDS
+    while bench_more "$round" "$cell_start" "$work/vs-off" "$work/vs-default"; do
+      round=$((round + 1))
       a=$(sign_rate async "$jobs" "$bits") && echo "$a" >>"$work/a"
       o=$(sign_rate off "$jobs" "$bits") && echo "$o" >>"$work/o"
-      sign_rate default "$jobs" "$bits" >>"$work/d"
-      # The ratio of each round's adjacent pair, so slow drift in the
+      d=$(sign_rate default "$jobs" "$bits") && echo "$d" >>"$work/d"
+      # Each round's adjacent runs form the pairs, so slow drift in the
       # machine's load cancels.
-      awk -v a="$a" -v o="$o" 'BEGIN { if (o > 0) printf "%.3f\n", a / o }' >>"$work/r"
+      echo "$o $a" >>"$work/vs-off"
+      echo "$d $a" >>"$work/vs-default"
     done
-    r=$(median <"$work/r")
-    echo "| $bits | $jobs | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(printf %.2f "$r") |"
+    echo "| $bits | $jobs | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(bench_cell <"$work/vs-off") | $(bench_cell <"$work/vs-default") | $(bench_sampling "$round" "$cell_start") |"
   done
 done
 echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"

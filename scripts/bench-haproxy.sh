@@ -14,15 +14,18 @@
 # calls/s), then computes in software on this CPU.
 #
 # Usage: scripts/bench-haproxy.sh [REQUESTS [ROUNDS [CONCURRENCY]]]
-#   (defaults 2000, 3, 32). Each cell is measured ROUNDS times, the sides
-#   alternating within a round; the table shows the median handshakes/s
-#   (range in brackets) and rustica's counters (signatures on libica and
-#   how many of them through a paused ASYNC job). Figures only: nothing
-#   here is a pass/fail target.
+#   (defaults 2000, 6, 32). Each cell is measured at least ROUNDS times
+#   (6 is the least that allows an interval), the sides alternating within
+#   a round, more until both ratios are within ±5 % or the cell has had
+#   60 s (scripts/bench-stats.sh); the table shows the median handshakes/s
+#   (range in brackets), async against no async and against the default
+#   provider, each with its 95 % interval and verdict, and rustica's
+#   counters (signatures on libica and how many of them through a paused
+#   ASYNC job). Figures only: nothing here is a pass/fail target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requests=${1:-2000}
-rounds=${2:-3}
+rounds=${2:-6}
 concurrency=${3:-32}
 . scripts/haproxy-common.sh
 haproxy_tools
@@ -113,24 +116,29 @@ print("%d on libica, %d async, %d fallback, %d failed; max %d in flight"
 }
 
 for side in async sync default; do haproxy_cfg "$side"; done
-echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread 1, ab -n $requests -c $concurrency, $rounds round(s); emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+bench_rustica=$rustica
+BENCH_MIN_ROUNDS=$rounds
+. scripts/bench-stats.sh
+echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread 1, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async |"
-echo "|---|---:|---:|---:|---:|"
+echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async [95 % interval]: verdict | async / default [95 % interval]: verdict | sampling |"
+echo "|---|---:|---:|---:|---|---|---|"
 for tls in 1.3 1.2; do
   for side in async sync default; do : >"$work/rates-$side"; done
-  : >"$work/ratios"
-  for _ in $(seq "$rounds"); do
+  : >"$work/vs-sync" && : >"$work/vs-default"
+  round=0 cell_start=$SECONDS
+  while bench_more "$round" "$cell_start" "$work/vs-sync" "$work/vs-default"; do
+    round=$((round + 1))
     for side in async sync default; do
       start_haproxy "$side"
       rate "$tls" | awk '{ print $1 }' >>"$work/rates-$side"
       stop_haproxy "$side"
     done
-    a=$(tail -1 "$work/rates-async") s=$(tail -1 "$work/rates-sync")
-    awk -v a="$a" -v s="$s" 'BEGIN { if (s > 0) printf "%.3f\n", a / s }' >>"$work/ratios"
+    a=$(tail -1 "$work/rates-async") s=$(tail -1 "$work/rates-sync") d=$(tail -1 "$work/rates-default")
+    echo "$s $a" >>"$work/vs-sync"
+    echo "$d $a" >>"$work/vs-default"
   done
-  ratio=$(sort -g "$work/ratios" | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $ratio |"
+  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $(bench_cell <"$work/vs-sync") | $(bench_cell <"$work/vs-default") | $(bench_sampling "$round" "$cell_start") |"
 done
 echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ "$crashes" -gt 0 ]; then

@@ -14,13 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-30}
 sizes=${2:-2048 3072}
-[ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
+scripts/build.sh >/dev/null
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 module_dir=$PWD/target/release
 export RUSTICA_STATS_PATH=$dir/stats
 export OPENSSL_CONF=/dev/null
 rustica=$module_dir/rustica
+bench_rustica=$rustica
+. scripts/bench-stats.sh
 "$rustica" stats --reset >/dev/null
 now() { date +%s.%N; }
 gen() { # side bits out
@@ -37,8 +39,8 @@ gen() { # side bits out
 stats() { sort -g | awk -v n="$1" '{ s += $1; v[NR] = $1 } END {
   m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
   printf "%.3f %.3f\n", s / n, m }'; }
-echo "| bits | keys per side | A mean (s) | A median (s) | B mean (s) | B median (s) | B/A (means) |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
+echo "| bits | keys per side | A mean (s) | A median (s) | B mean (s) | B median (s) | B/A [95 % interval]: verdict |"
+echo "|---:|---:|---:|---:|---:|---:|---|"
 expected=0
 for bits in $sizes; do
   : >"$dir/A" ; : >"$dir/B"
@@ -51,8 +53,8 @@ for bits in $sizes; do
   expected=$((expected + n))
   read -r am amed < <(stats "$n" <"$dir/A")
   read -r bm bmed < <(stats "$n" <"$dir/B")
-  ratio=$(echo "$bm / $am" | bc -l)
-  printf "| %s | %s | %s | %s | %s | %s | %.3f |\n" "$bits" "$n" "$am" "$amed" "$bm" "$bmed" "$ratio"
+  cell=$({ sed 's/^/A /' "$dir/A"; sed 's/^/B /' "$dir/B"; } | bench_cell --unpaired --lower-is-better)
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$bits" "$n" "$am" "$amed" "$bm" "$bmed" "$cell"
 done
 counted=$("$rustica" stats --json | python3 -c 'import json,sys; k=json.load(sys.stdin)["ops"]["keygen"]; print(k["software"] + k["libica"] + k["fallback"])')
 if [ "$counted" != "$expected" ]; then

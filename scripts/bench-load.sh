@@ -4,7 +4,8 @@
 # nothing (benches/load/idle_provider.c, built here), and rustica preferred
 # by openssl.cnf, interleaved, medians of ROUNDS processes each, for
 # `rand`, `dgst -sign`, `dgst -verify` and `req -x509` with an existing
-# 2048-bit key. Prints a Markdown table of medians, deltas and ratios, and
+# 2048-bit key. Prints a Markdown table of medians, deltas and ratios (each
+# with its 95 % interval and verdict, `rustica compare`), and
 # checks that every rustica-side signature and verification was counted.
 # Then the resident set of an idle process and of one after 1,000
 # signatures (benches/load/rss.c), per side.
@@ -57,7 +58,7 @@ o dgst -sha256 -sign "$work/key.pem" -out "$work/sig.bin" "$work/doc.bin"
 rustica=$(dirname "$RUSTICA_MODULE")/rustica
 [ -x "$rustica" ] || rustica=$(pwd)/target/release/rustica
 echo "# scripts/bench-load.sh, $(date -u +%Y-%m-%d), $(nproc) cores, $(openssl version), $rounds processes per side and command"
-python3 benches/load/run.py "$work" "$rounds"
+python3 benches/load/run.py "$work" "$rounds" "$rustica"
 # Proof that the rustica side ran on rustica: warm-up + rounds per command.
 want=$((rounds + 1))
 [ -n "$before" ] && want=$((2 * want))

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # A/B `openssl speed`: RSA sign/s and verify/s with only the default provider
 # (A) and with rustica preferred through openssl.cnf (B), alternated A B A B
-# so drift on a shared machine hits both; ratios are B/A per pair, then the
-# median. Every B run must show up in rustica's counters.
+# so drift on a shared machine hits both. Each B/A is the Hodges-Lehmann
+# estimate over the pairs with its 95 % interval and verdict (`rustica
+# compare`, scripts/bench-stats.sh): at least ROUNDS pairs, more until both
+# intervals are within ±5 % or the size has had 60 s (BENCH_BUDGET_S).
+# Every B run must show up in rustica's counters.
 #
 # usage: scripts/bench-speed.sh [-s SECONDS] [-r ROUNDS] [-m MULTI] [SIZES...]
-#   defaults: -s 3 -r 3, sizes 1024 2048 3072 4096 7680 15360
+#   defaults: -s 3 -r 6 (the least that allows an interval), sizes 1024
+#   2048 3072 4096 7680 15360
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=3 rounds=3 multi=1
+seconds=3 rounds=6 multi=1
 while getopts "s:r:m:" opt; do
   case $opt in
     s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; m) multi=$OPTARG ;;
-    *) sed -n '2,9p' "$0"; exit 2 ;;
+    *) sed -n '2,13p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -25,6 +29,9 @@ if [ -z "${RUSTICA_MODULE:-}" ]; then
 fi
 rustica=$(dirname "$RUSTICA_MODULE")/rustica
 [ -x "$rustica" ] || rustica=$(pwd)/target/release/rustica
+bench_rustica=$rustica
+BENCH_MIN_ROUNDS=$rounds
+. scripts/bench-stats.sh
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -52,27 +59,27 @@ signs() {
     awk '{ s += $2 } END { print s + 0 }'
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
-
-echo "openssl speed A/B, ${seconds}s per run, $rounds rounds, multi=$multi, $(date -u +%F), $(nproc) cores, $(openssl version)"
-printf "%-6s %12s %12s %7s %12s %12s %7s  %s\n" bits "A sign/s" "B sign/s" "B/A" "A verify/s" "B verify/s" "B/A" "rustica signs"
+echo "openssl speed A/B, ${seconds}s per run, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s a size), multi=$multi, $(date -u +%F), $(nproc) cores, $(openssl version)"
+echo
+echo "| bits | A sign/s | B sign/s | sign B/A [95 % interval]: verdict | A verify/s | B verify/s | verify B/A [95 % interval]: verdict | sampling | rustica signs |"
+echo "|---:|---:|---:|---|---:|---:|---|---|---:|"
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.0f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 status=0
 for bits in "${sizes[@]}"; do
-  : >"$work/pairs"
-  counted=0
-  for _ in $(seq "$rounds"); do
+  : >"$work/sign" && : >"$work/verify"
+  counted=0 round=0 row_start=$SECONDS
+  while bench_more "$round" "$row_start" "$work/sign" "$work/verify"; do
+    round=$((round + 1))
     read -r as av <<<"$(speed "$work/a.cnf" "$bits")"
     before=$(signs)
     read -r bs bv <<<"$(speed "$work/b.cnf" "$bits")"
     after=$(signs)
     counted=$((counted + after - before))
     [ $((after - before)) -gt 0 ] || { echo "B run of rsa$bits was not counted by rustica" >&2; status=1; }
-    echo "$as $bs $av $bv" >>"$work/pairs"
+    echo "$as $bs" >>"$work/sign"
+    echo "$av $bv" >>"$work/verify"
   done
-  ma=$(awk '{print $1}' "$work/pairs" | median); mb=$(awk '{print $2}' "$work/pairs" | median)
-  rs=$(awk '{printf "%.4f\n", $2 / $1}' "$work/pairs" | median)
-  va=$(awk '{print $3}' "$work/pairs" | median); vb=$(awk '{print $4}' "$work/pairs" | median)
-  rv=$(awk '{printf "%.4f\n", $4 / $3}' "$work/pairs" | median)
-  printf "%-6s %12s %12s %7.3f %12s %12s %7.3f  %s\n" "$bits" "$ma" "$mb" "$rs" "$va" "$vb" "$rv" "$counted"
+  col() { awk "{print \$$2}" "$work/$1" | median; }
+  echo "| $bits | $(col sign 1) | $(col sign 2) | $(bench_cell <"$work/sign") | $(col verify 1) | $(col verify 2) | $(bench_cell <"$work/verify") | $(bench_sampling "$round" "$row_start") | $counted |"
 done
 exit $status

@@ -4,22 +4,24 @@
 # threads with one shared key ("shared") or each with its own ("own"),
 # with only the default provider (A) and with rustica preferred through
 # openssl.cnf (B), A and B alternating in rotating order. Prints medians of
-# signatures/s and the median of the per-pair B/A ratios; every run checks
+# signatures/s and each B/A with its 95 % interval and verdict over the
+# rounds' pairs (at least ROUNDS, more until ±5 % or 60 s a row:
+# scripts/bench-stats.sh); every run checks
 # its signatures and which provider made them (EVP_PKEY_CTX_get0_provider:
 # "default" on A, "rustica" on B). Then `openssl speed -multi 2` through
 # scripts/bench-speed.sh with the same module. With -c MODULE, a second
 # rustica build (C, e.g. main's) runs in the same rotation: C/A and B/C too.
 #
 # usage: scripts/bench-threads.sh [-s SECONDS] [-r ROUNDS] [-t "1 2 4"] [-c MODULE] [-M] [SIZES...]
-#   defaults: -s 2 -r 3 -t "1 2 4", sizes 2048 4096; -M skips speed -multi
+#   defaults: -s 2 -r 6 -t "1 2 4", sizes 2048 4096; -M skips speed -multi
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=2 rounds=3 threads="1 2 4" multi=1 other=
+seconds=2 rounds=6 threads="1 2 4" multi=1 other=
 while getopts "s:r:t:c:M" opt; do
   case $opt in
     s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; t) threads=$OPTARG ;; M) multi=0 ;;
     c) other=$OPTARG ;;
-    *) sed -n '2,15p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -32,6 +34,10 @@ if [ -z "${RUSTICA_MODULE:-}" ]; then
   RUSTICA_MODULE=$(pwd)/target/release/rustica.so
 fi
 export RUSTICA_MODULE
+bench_rustica=$(dirname "$RUSTICA_MODULE")/rustica
+[ -x "$bench_rustica" ] || bench_rustica=$(pwd)/target/release/rustica
+BENCH_MIN_ROUNDS=$rounds
+. scripts/bench-stats.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -Wall -o "$work/threads" benches/threads/threads.c -lcrypto -lpthread
@@ -69,20 +75,24 @@ run() {
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 
 echo "# scripts/bench-threads.sh, $(date -u +%FT%RZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(openssl version)"
-echo "# ${seconds}s per run, $rounds rounds per row (sides in rotating order), B = $RUSTICA_MODULE${other:+, C = $other}"
+echo "# ${seconds}s per run, at least $BENCH_MIN_ROUNDS rounds per row (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s; sides in rotating order), B = $RUSTICA_MODULE${other:+, C = $other}"
 echo
 if [ -n "$other" ]; then
-  echo "| bits | key | threads | A sign/s | B sign/s | C sign/s | B/A | C/A | B/C |"
-  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| bits | key | threads | A sign/s | B sign/s | C sign/s | B/A [95 %]: verdict | C/A [95 %]: verdict | B/C [95 %]: verdict | sampling |"
+  echo "|---:|---|---:|---:|---:|---:|---|---|---|---|"
 else
-  echo "| bits | key | threads | A sign/s | B sign/s | B/A |"
-  echo "|---:|---|---:|---:|---:|---:|"
+  echo "| bits | key | threads | A sign/s | B sign/s | B/A [95 % interval]: verdict | sampling |"
+  echo "|---:|---|---:|---:|---:|---|---|"
 fi
 for bits in "${sizes[@]}"; do
   for mode in shared own; do
     for n in "${threads[@]}"; do
-      : >"$work/pairs"
-      for r in $(seq "$rounds"); do
+      : >"$work/pairs" && : >"$work/ba" && : >"$work/ca" && : >"$work/bc"
+      specs=("$work/ba")
+      [ -n "$other" ] && specs+=("$work/ca" "$work/bc")
+      r=0 row_start=$SECONDS
+      while bench_more "$r" "$row_start" "${specs[@]}"; do
+        r=$((r + 1))
         declare -A rate=()
         k=${#sides[@]}
         for j in $(seq 0 $((k - 1))); do
@@ -90,14 +100,17 @@ for bits in "${sizes[@]}"; do
           rate[$side]=$(run "$side" "$bits" "$n" "$mode")
         done
         echo "${rate[a]} ${rate[b]} ${rate[c]:-1}" >>"$work/pairs"
+        echo "${rate[a]} ${rate[b]}" >>"$work/ba"
+        [ -n "$other" ] && echo "${rate[a]} ${rate[c]}" >>"$work/ca" && echo "${rate[c]} ${rate[b]}" >>"$work/bc"
       done
       col() { awk "{print \$$1}" "$work/pairs" | median; }
-      ratio() { awk "{printf \"%.4f\\n\", \$$1 / \$$2}" "$work/pairs" | median; }
       if [ -n "$other" ]; then
-        printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f |\n" "$bits" "$mode" "$n" \
-          "$(col 1)" "$(col 2)" "$(col 3)" "$(ratio 2 1)" "$(ratio 3 1)" "$(ratio 2 3)"
+        printf "| %s | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s |\n" "$bits" "$mode" "$n" \
+          "$(col 1)" "$(col 2)" "$(col 3)" "$(bench_cell <"$work/ba")" "$(bench_cell <"$work/ca")" \
+          "$(bench_cell <"$work/bc")" "$(bench_sampling "$r" "$row_start")"
       else
-        printf "| %s | %s | %s | %.0f | %.0f | %.3f |\n" "$bits" "$mode" "$n" "$(col 1)" "$(col 2)" "$(ratio 2 1)"
+        printf "| %s | %s | %s | %.0f | %.0f | %s | %s |\n" "$bits" "$mode" "$n" "$(col 1)" "$(col 2)" \
+          "$(bench_cell <"$work/ba")" "$(bench_sampling "$r" "$row_start")"
       fi
     done
   done

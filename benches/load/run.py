@@ -3,14 +3,17 @@ that registers RSA names and does nothing, and rustica, run interleaved
 (one process of each side per round, in rotating order) so drift on a
 shared machine hits every side alike. Prints wall-time medians, deltas in
 ms and ratios, then the same for CPU time (user + system of the process,
-less disturbed than wall time by other work on a loaded machine). Called by scripts/bench-load.sh, which prepares WORK."""
+less disturbed than wall time by other work on a loaded machine). Each
+ratio is the Hodges-Lehmann estimate over the rounds' pairs with its 95 %
+interval and verdict, from `rustica compare` (the lab's statistics).
+Called by scripts/bench-load.sh, which prepares WORK."""
 import os
 import statistics
 import subprocess
 import sys
 import time
 
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, rustica = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 sides = ["stock", "idle", "rustica"]
 # A second rustica build ("before", e.g. main's), when bench-load.sh -c
 # prepared its configuration: it runs in the same rotation.
@@ -40,7 +43,15 @@ def run(side, args):
                  + err.decode(errors="replace"))
     return (t1 - t0) / 1e6, (usage.ru_utime + usage.ru_stime) * 1e3
 
-results, cpu = {}, {}
+def compare(a, b):
+    """B/A of paired times: "ratio [lo–hi]: verdict"."""
+    pairs = "".join(f"{x} {y}\n" for x, y in zip(a, b))
+    out = subprocess.run([rustica, "compare", "--lower-is-better"], input=pairs, text=True,
+                         capture_output=True, check=True).stdout.strip().split("\t")
+    return out[2] if out[0] == "-" else f"{out[0]} {out[1]}: {out[2]}"
+
+
+results, cpu, ratio, cpu_ratio = {}, {}, {}, {}
 for name, args in commands.items():
     samples = {s: [] for s in sides}
     cpu_samples = {s: [] for s in sides}
@@ -54,22 +65,27 @@ for name, args in commands.items():
             cpu_samples[s].append(used)
     results[name] = {s: statistics.median(v) for s, v in samples.items()}
     cpu[name] = {s: statistics.median(v) for s, v in cpu_samples.items()}
+    ratio[name] = {s: compare(samples["stock"], samples[s]) for s in sides if s != "stock"}
+    cpu_ratio[name] = {s: compare(cpu_samples["stock"], cpu_samples[s]) for s in sides if s != "stock"}
 
-def table(results, what):
+def table(results, ratios, what):
     before = "before" in sides
-    extra_head = " | before (ms) | before - idle (ms) | before - stock (ms)" if before else ""
+    extra_head = (" | before (ms) | before - idle (ms) | before - stock (ms)"
+                  " | before / stock [95 %]: verdict") if before else ""
     print(f"| command ({what}) | stock (ms) | idle provider (ms) | rustica (ms) "
-          f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock{extra_head} |")
-    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if before else ""))
+          f"| rustica - idle (ms) | rustica - stock (ms) | rustica / stock [95 % interval]: verdict"
+          f"{extra_head} |")
+    print("|---|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|---|" if before else ""))
     for name, m in results.items():
+        r = ratios[name]
         extra = (f" | {m['before']:.2f} | {m['before'] - m['idle']:+.2f} "
-                 f"| {m['before'] - m['stock']:+.2f}") if before else ""
+                 f"| {m['before'] - m['stock']:+.2f} | {r['before']}") if before else ""
         print(f"| `openssl {name}` | {m['stock']:.2f} | {m['idle']:.2f} | {m['rustica']:.2f} "
               f"| {m['rustica'] - m['idle']:+.2f} | {m['rustica'] - m['stock']:+.2f} "
-              f"| {m['rustica'] / m['stock']:.3f}{extra} |")
+              f"| {r['rustica']}{extra} |")
 
 
 print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
-table(results, "wall")
+table(results, ratio, "wall")
 print()
-table(cpu, "CPU")
+table(cpu, cpu_ratio, "CPU")

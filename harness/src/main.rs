@@ -4,6 +4,8 @@
 //!   `openssl` command without (A) and with (B) rustica, validated and
 //!   reported (see `lab`).
 //! - `rustica stats`: the provider's operation counters (see `stats_cmd`).
+//! - `rustica compare`: B/A with the lab's interval and verdict for samples
+//!   a bench script took (see `compare_cmd`).
 //! - `rustica config`, `install`, `doctor`: system-wide set-up (see
 //!   `config_cmd`, `install_cmd`, `doctor`).
 //! - `rustica completions SHELL`, and the hidden `rustica man`: shell
@@ -13,6 +15,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
+mod compare_cmd;
 mod config_cmd;
 mod doctor;
 mod install_cmd;
@@ -51,6 +54,9 @@ enum Command {
     Lab(Box<lab::LabArgs>),
     /// Show (or reset) rustica's operation counters.
     Stats(stats_cmd::StatsArgs),
+    /// B/A from samples on standard input, with the lab's 95 % interval and
+    /// verdict (the bench scripts use it; docs/lab.md says how).
+    Compare(compare_cmd::CompareArgs),
     /// Print an openssl.cnf that loads rustica system-wide, merged into an
     /// existing one.
     Config(config_cmd::ConfigArgs),
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
     let code = match args.command {
         Command::Lab(args) => lab::run(*args),
         Command::Stats(args) => stats_cmd::run(args),
+        Command::Compare(args) => compare_cmd::run(args),
         Command::Config(args) => config_cmd::run(args),
         Command::Install(args) => install_cmd::run(args),
         Command::Doctor(args) => doctor::run(args),

@@ -23,7 +23,7 @@ mod columns;
 mod commands;
 mod counters;
 mod crosscheck;
-mod effect;
+pub mod effect;
 mod markdown;
 mod matrix;
 mod method;
