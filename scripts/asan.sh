@@ -37,6 +37,19 @@ mkdir -p "$reports"
 # for what it found and how it was fixed).
 export ASAN_OPTIONS="detect_leaks=${ASAN_TEST_LEAKS:-0}:abort_on_error=0:halt_on_error=1:log_path=$reports/asan:symbolize=1:detect_stack_use_after_return=0"
 export RUSTICA_STATS_PATH=${RUSTICA_STATS_PATH:-$CARGO_TARGET_DIR/stats}
+# An ASYNC job runs on a fixed 32 KiB stack (OpenSSL 3.0 has no way to
+# enlarge it), and under ASan rustica's instrumented frames fill most of
+# it. On a machine with AVX-512 two things overflowed it, and every
+# e2e_async_robust program died with SIGSEGV: a lazy symbol binding inside
+# the first offload's pthread_create (the loader's resolver saves the whole
+# AVX-512 register file), and libcrypto's AVX-512 IFMA exponentiation in
+# the emulator when a job's operation runs synchronously. So symbols are
+# bound at load, and libcrypto is told the CPU lacks AVX512F and IFMA
+# (OPENSSL_ia32cap's second word masks CPUID leaf 7 EBX bits 16 and 21).
+# Uninstrumented builds have room to spare (the plain test stage runs the
+# same programs on the same machine).
+export LD_BIND_NOW=1
+export OPENSSL_ia32cap=":~0x210000"
 # The tests' own C programs (tests/c) load the instrumented rustica.so
 # directly: built with the runtime; and nothing under valgrind.
 export RUSTICA_TEST_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"

@@ -421,7 +421,10 @@ fn real_quick_lab_is_valid_and_reported() {
             "tls13_handshakes",
             "tls12_ecdhe_rsa_handshakes",
             "speed_sign",
-            "speed_verify"
+            "speed_verify",
+            "speed_sign_per_core",
+            "speed_linearity",
+            "speed_cpu_per_sign"
         ]
     );
     assert!(row["columns"]
@@ -429,15 +432,15 @@ fn real_quick_lab_is_valid_and_reported() {
         .unwrap()
         .iter()
         .all(|c| c["status"] == "measured"));
-    // One counter check for each of the seven steps (TLS and speed each
-    // fill two columns).
+    // One counter check for each of the eight steps (TLS and speed each
+    // fill two columns, speed -multi three).
     let counted = row["checks"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["check"].as_str().unwrap().contains("counted by rustica"))
         .count();
-    assert_eq!(counted, 7, "{}", row["checks"]);
+    assert_eq!(counted, 8, "{}", row["checks"]);
     let sig = column(row, "signatures");
     assert_eq!(sig["A"]["samples"].as_array().unwrap().len(), 3);
     assert_eq!(sig["B"]["samples"].as_array().unwrap().len(), 3);
@@ -725,7 +728,7 @@ fn real_libica_lab_takes_relative_paths() {
         "--speed-seconds",
         "1",
         "--skip",
-        "newkey",
+        "newkey,multi",
     ];
     let relative = [
         "--backend",
@@ -837,7 +840,7 @@ fn real_lab_calls_a_known_slowdown_and_samples_until_clear() {
             "--cell-budget",
             "20",
             "--skip",
-            "newkey,tls",
+            "newkey,tls,multi",
             "--backend",
             "libica",
         ])

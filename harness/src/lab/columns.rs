@@ -21,6 +21,8 @@ pub enum Reduce {
     Median,
     /// Operations per second; the figure is the median.
     Rate,
+    /// A dimensionless ratio (higher is better); the figure is the median.
+    Ratio,
 }
 
 /// One column: its names and how its samples read.
@@ -56,6 +58,10 @@ pub enum Run {
     /// One `openssl speed -mr rsaN`: its own sign/s and verify/s, in the
     /// order of the step's columns.
     Speed,
+    /// `openssl speed -elapsed -mr -multi N rsaN` at N = 1 and N = the
+    /// cores: sign/s per core, linearity and CPU per signature, in the order
+    /// of the step's columns.
+    SpeedMulti,
 }
 
 /// When B's counters are compared with B's operations.

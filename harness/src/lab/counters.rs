@@ -155,6 +155,82 @@ pub fn parse_speed(stdout: &str) -> Option<SpeedRun> {
     })
 }
 
+/// What `openssl speed -elapsed -mr -multi N rsaN` reported, summed over
+/// its N child processes.
+#[derive(Debug, PartialEq)]
+pub struct MultiRun {
+    /// Signatures per second of all children together (`+R1`: the classic
+    /// RSA signing loop), each child's count over its own seconds.
+    pub sign_rate: f64,
+    /// Every signature and verification the run made, for the counters.
+    pub all_signs: u64,
+    pub all_verifies: u64,
+    /// The signing phases' share of the run's timed phases (each child
+    /// times its phases one after the other, each for -seconds).
+    pub sign_share: f64,
+}
+
+/// Parses `-mr` output whose children's lines may interleave. Each child
+/// prints a `+DTP` line naming a phase, then that phase's `+R<k>` line; as
+/// every child runs the same phases in the same order, the k-th distinct
+/// `+R` tag belongs to the k-th distinct `+DTP` phase.
+pub fn parse_speed_multi(output: &str) -> Option<MultiRun> {
+    let mut phases: Vec<&str> = Vec::new();
+    let mut tags: Vec<&str> = Vec::new();
+    let mut results: Vec<(&str, u64, f64)> = Vec::new();
+    for l in output.lines().map(str::trim) {
+        if let Some(what) = l.strip_prefix("+DTP:") {
+            if !phases.contains(&what) {
+                phases.push(what);
+            }
+        } else if l.starts_with("+R") {
+            let f: Vec<&str> = l.split(':').collect();
+            let (Some(n), Some(s)) = (f.get(1), f.get(3)) else {
+                continue;
+            };
+            let (Ok(n), Ok(s)) = (n.parse::<u64>(), s.parse::<f64>()) else {
+                continue;
+            };
+            if !tags.contains(&f[0]) {
+                tags.push(f[0]);
+            }
+            results.push((f[0], n, s));
+        }
+    }
+    let phase = |tag: &str| {
+        tags.iter()
+            .position(|t| *t == tag)
+            .and_then(|i| phases.get(i))
+            .copied()
+            .unwrap_or("")
+    };
+    let is_sign = |tag: &str| tag == "+R1" || phase(tag).contains("sign");
+    let is_verify = |tag: &str| tag == "+R2" || phase(tag).contains("verify");
+    let mut m = MultiRun {
+        sign_rate: 0.0,
+        all_signs: 0,
+        all_verifies: 0,
+        sign_share: 0.0,
+    };
+    let (mut sign_secs, mut all_secs) = (0.0, 0.0);
+    for &(tag, n, s) in &results {
+        all_secs += s;
+        if tag == "+R1" && s > 0.0 {
+            m.sign_rate += n as f64 / s;
+        }
+        if is_sign(tag) {
+            m.all_signs += n;
+            sign_secs += s;
+        } else if is_verify(tag) {
+            m.all_verifies += n;
+        }
+    }
+    (m.sign_rate > 0.0 && all_secs > 0.0).then(|| MultiRun {
+        sign_share: sign_secs / all_secs,
+        ..m
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +275,34 @@ mod tests {
                    997 connections in 2 real seconds, 0 bytes read per connection\n";
         assert_eq!(parse_s_time(out), Some(997));
         assert_eq!(parse_s_time("ERROR\n"), None);
+    }
+
+    #[test]
+    fn speed_multi_output_with_interleaved_children() {
+        // OpenSSL 3.0, -multi 2: the children's lines interleave.
+        let out = "Forked child 0\n+DTP:1024:private:rsa:1\n+DTP:1024:private:rsa:1\n\
+                   +R1:4069:1024:1.00\n+DTP:1024:public:rsa:1\n+R1:4072:1024:1.00\n\
+                   +DTP:1024:public:rsa:1\n+R2:75662:1024:1.00\n+R2:96669:1024:1.00\n\
+                   Forked child 1\nGot: +F2:1:1024:4069.000000:75662.000000 from 0\n\
+                   Got: +F2:1:1024:4072.000000:96669.000000 from 1\n\
+                   +F2:1:1024:8141.000000:172331.000000\n";
+        let m = parse_speed_multi(out).unwrap();
+        assert_eq!(m.sign_rate, 8141.0);
+        assert_eq!((m.all_signs, m.all_verifies), (8141, 172331));
+        assert!((m.sign_share - 0.5).abs() < 1e-9);
+        // OpenSSL 3.5: more phases; the signature-algorithm signing counts
+        // as signing, encryption and key generation as neither.
+        let out35 = "+DTP:1024:private:rsa sign:1\n+R1:8000:1024:1.00\n\
+                     +DTP:1024:public:rsa verify:1\n+R2:150000:1024:1.00\n\
+                     +DTP:1024:public:rsa encrypt:1\n+R3:117650:1024:1.00\n\
+                     +DTP:rsa1024:keygen:1\n+R15:84:rsa1024:1.00\n\
+                     +DTP:rsa1024:signs:1\n+R19:7000:rsa1024:1.00\n\
+                     +DTP:rsa1024:verify:1\n+R20:157335:rsa1024:1.00\n";
+        let m = parse_speed_multi(out35).unwrap();
+        assert_eq!(m.sign_rate, 8000.0);
+        assert_eq!((m.all_signs, m.all_verifies), (15000, 307335));
+        assert!((m.sign_share - 2.0 / 6.0).abs() < 1e-9);
+        assert_eq!(parse_speed_multi("ERROR\n"), None);
     }
 
     #[test]

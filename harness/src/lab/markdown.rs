@@ -334,6 +334,9 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
                 (Some(s), Unit::PerSecond) => {
                     format!("{}/s [{}–{}]", num(s.median), num(s.min), num(s.max))
                 }
+                (Some(s), Unit::Ratio) => {
+                    format!("{:.3} [{:.3}–{:.3}]", s.median, s.min, s.max)
+                }
                 (None, _) => "-".into(),
             };
             let cpu = |b: bool| match c.cpu(b) {

@@ -3,7 +3,7 @@
 //! counter checks and cross-checks that make B's numbers trustworthy.
 
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
-use super::counters::{compare, parse_s_time, parse_speed};
+use super::counters::{compare, parse_s_time, parse_speed, parse_speed_multi};
 use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, Side, SideEnv};
 use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
@@ -379,6 +379,7 @@ impl Ctx<'_> {
             }
             Run::Handshakes => self.handshakes(spec, paths, side, est, &label, commands),
             Run::Speed => self.speed(paths, side, est, &label, commands),
+            Run::SpeedMulti => self.speed_multi(paths, side, est, &label, commands),
         }
     }
 
@@ -482,6 +483,73 @@ impl Ctx<'_> {
                 rate(p.verify_count, p.verify_secs),
             ],
             reported: vec![p.all_signs, p.all_verifies],
+        })
+    }
+
+    /// `openssl speed -elapsed -mr -multi N rsaN` at N = 1, then at N = the
+    /// cores: sign/s per core at N, the linearity (that over the rate at 1)
+    /// and the CPU per signature at N (the process's user + system, its
+    /// children's included, times the signing phases' share). Wall-clock
+    /// rates (-elapsed), since scaling is about wall time.
+    fn speed_multi(
+        &mut self,
+        paths: &Paths,
+        side: Side,
+        est: f64,
+        label: &str,
+        mut commands: Option<&mut Vec<String>>,
+    ) -> Result<Outcome, RunFail> {
+        let n = steps::multi_processes();
+        let mut runs = Vec::with_capacity(2);
+        for processes in [1, n] {
+            let args = strings(&[
+                "-elapsed",
+                "-seconds",
+                &self.opts.speed_seconds.to_string(),
+                "-mr",
+                "-multi",
+                &processes.to_string(),
+                &format!("rsa{}", paths.bits),
+            ]);
+            if let Some(c) = commands.as_deref_mut() {
+                c.push(self.side(side).describe("speed", &args));
+            }
+            let f = self
+                .op(side, "speed", &args, est / 2.0, label)
+                .map_err(RunFail::of(side))?;
+            let p = parse_speed_multi(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
+                RunFail::Failed(format!(
+                    "side {}: no `+R1` lines in openssl speed -multi {processes} -mr output",
+                    side.name()
+                ))
+            })?;
+            runs.push((p, f.cpu));
+        }
+        let (one, _) = &runs[0];
+        let (many, cpu) = &runs[1];
+        let per_core = many.sign_rate / n as f64;
+        let cpu_per_sign = if many.all_signs > 0 {
+            cpu * many.sign_share / many.all_signs as f64
+        } else {
+            0.0
+        };
+        let sample = |value: f64| Sample {
+            value,
+            cpu: cpu_per_sign,
+        };
+        Ok(Outcome {
+            samples: vec![
+                sample(per_core),
+                Sample {
+                    value: per_core / one.sign_rate,
+                    cpu: 0.0,
+                },
+                sample(cpu_per_sign),
+            ],
+            reported: vec![
+                one.all_signs + many.all_signs,
+                one.all_verifies + many.all_verifies,
+            ],
         })
     }
 

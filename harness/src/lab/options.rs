@@ -21,6 +21,12 @@ pub enum Kind {
     Tls12,
     SpeedSign,
     SpeedVerify,
+    /// `openssl speed -multi N` (N = the cores): sign/s per core.
+    SpeedPerCore,
+    /// The rate at N processes over N times the rate at 1.
+    SpeedLinearity,
+    /// CPU (user + system) per signature at N processes.
+    SpeedCpuPerSign,
 }
 
 /// The certificate subject of the lab.
@@ -93,8 +99,11 @@ pub enum SkipWhat {
     Newkey,
     /// The TLS handshake columns.
     Tls,
-    /// The `openssl speed` columns.
+    /// The `openssl speed` columns (the `-multi` ones too).
     Speed,
+    /// The `openssl speed -multi` columns (per core, linearity, CPU per
+    /// signature).
+    Multi,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -4,7 +4,7 @@
 //! samples, under a name that says they are not validated).
 
 use super::method;
-use super::results::{Row, Status, Unit};
+use super::results::{Row, Status};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -125,10 +125,7 @@ pub fn csv(rows: &[Row]) -> String {
                 Status::Skipped(_) => "skipped",
                 Status::Failed(_) => "failed",
             };
-            let unit = match c.kind.unit() {
-                Unit::Seconds => "s",
-                Unit::PerSecond => "1/s",
-            };
+            let unit = c.kind.unit().symbol();
             let (a, acpu) = (c.per_op(false), c.cpu(false));
             let mut line = format!(
                 "{},{},{},{unit},{},{cs},{},{},{},{},{}",

@@ -18,10 +18,12 @@ pub enum Unit {
     Seconds,
     /// Operations per second (higher is better).
     PerSecond,
+    /// A dimensionless ratio (higher is better).
+    Ratio,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Keygen,
         Kind::Signatures,
         Kind::Verifications,
@@ -31,6 +33,9 @@ impl Kind {
         Kind::Tls12,
         Kind::SpeedSign,
         Kind::SpeedVerify,
+        Kind::SpeedPerCore,
+        Kind::SpeedLinearity,
+        Kind::SpeedCpuPerSign,
     ];
 
     /// This column's entry in the column table.
@@ -51,6 +56,7 @@ impl Kind {
     pub fn unit(self) -> Unit {
         match self.spec().reduce {
             Reduce::Rate => Unit::PerSecond,
+            Reduce::Ratio => Unit::Ratio,
             Reduce::WallSum | Reduce::Median => Unit::Seconds,
         }
     }
@@ -75,6 +81,17 @@ pub struct Sample {
     /// CPU seconds of the process under test for this sample (for TLS, the
     /// server's CPU per handshake; for speed, not measured: 0).
     pub cpu: f64,
+}
+
+impl Unit {
+    /// The unit in JSON and CSV.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::PerSecond => "1/s",
+            Unit::Ratio => "ratio",
+        }
+    }
 }
 
 /// State of one cell.
@@ -220,7 +237,7 @@ impl Column {
     pub fn better(&self) -> Better {
         match self.kind.unit() {
             Unit::Seconds => Better::Lower,
-            Unit::PerSecond => Better::Higher,
+            Unit::PerSecond | Unit::Ratio => Better::Higher,
         }
     }
 
@@ -268,7 +285,7 @@ impl Column {
         match self.kind.unit() {
             Unit::Seconds => Some(m),
             Unit::PerSecond if m > 0.0 => Some(1.0 / m),
-            Unit::PerSecond => None,
+            Unit::PerSecond | Unit::Ratio => None,
         }
     }
 
@@ -295,7 +312,7 @@ impl Column {
         json!({
             "column": self.kind.key(),
             "title": self.kind.heading(self.count),
-            "unit": match self.kind.unit() { Unit::Seconds => "s", Unit::PerSecond => "1/s" },
+            "unit": self.kind.unit().symbol(),
             "figure_is": if self.kind.is_loop() { "total of the per-process wall times" } else { "median" },
             "count": self.count,
             "status": status,

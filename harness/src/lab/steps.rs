@@ -109,7 +109,7 @@ pub const KEY_GENERATION: StepSpec = StepSpec {
 };
 
 /// The steps that use the row's key pair, in the order they run.
-pub const MEASURED: [StepSpec; 6] = [
+pub const MEASURED: [StepSpec; 7] = [
     StepSpec {
         columns: &[ColumnSpec {
             kind: Kind::Signatures,
@@ -300,7 +300,83 @@ pub const MEASURED: [StepSpec; 6] = [
         },
         cross_check: CrossCheck::None,
     },
+    MULTI,
 ];
+
+/// The `openssl speed -multi` step: per-core signing, the figure DNSSEC
+/// operators quote, whether it scales with the cores, and the CPU each
+/// signature costs (where an adapter wins even when wall time does not).
+pub const MULTI: StepSpec = StepSpec {
+    columns: &[
+        ColumnSpec {
+            kind: Kind::SpeedPerCore,
+            key: "speed_sign_per_core",
+            op_name: "speed -multi sign per core",
+            heading: "per-core speed -multi sign/s",
+            reduce: Reduce::Rate,
+            progress: "openssl speed -multi",
+            client: None,
+            note: multi_note,
+        },
+        ColumnSpec {
+            kind: Kind::SpeedLinearity,
+            key: "speed_linearity",
+            op_name: "speed -multi linearity",
+            heading: "speed -multi linearity",
+            reduce: Reduce::Ratio,
+            progress: "openssl speed -multi",
+            client: None,
+            note: no_note,
+        },
+        ColumnSpec {
+            kind: Kind::SpeedCpuPerSign,
+            key: "speed_cpu_per_sign",
+            op_name: "CPU per signature (speed -multi)",
+            heading: "CPU per signature",
+            reduce: Reduce::Median,
+            progress: "openssl speed -multi",
+            client: None,
+            note: no_note,
+        },
+    ],
+    run: Run::SpeedMulti,
+    skip: Some(SkipWhat::Multi),
+    applies: multi_applies,
+    needs: nothing_needed,
+    runs: reps,
+    // Two speed runs (1 process, then one per core), each timing signing
+    // and verification (OpenSSL 3.4 and later time more: the progress line
+    // corrects itself).
+    estimate: |o, _| 4.0 * o.speed_seconds as f64 + 0.2,
+    counted: Counted {
+        ops: &[Op::Sign, Op::Verify],
+        per: Per::Run(Expect::AtLeast),
+        check: "B's openssl speed -multi runs counted by rustica",
+    },
+    cross_check: CrossCheck::None,
+};
+
+/// `--skip speed` leaves out every `openssl speed` step, this one too.
+fn multi_applies(o: &Options, bits: u32) -> Skip {
+    if o.skip.contains(&SkipWhat::Speed) {
+        return Err("--skip speed".into());
+    }
+    speed_size(o, bits)
+}
+
+/// The cores `openssl speed -multi` runs on: one process per core.
+pub fn multi_processes() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn multi_note(_bits: u32) -> Option<String> {
+    let n = multi_processes();
+    Some(format!(
+        "`openssl speed -elapsed -multi N` at N = 1 and N = {n} (the cores): sign/s per core at N = {n}; \
+         linearity = the rate at {n} over {n} times the rate at 1; CPU = user + system of the speed processes \
+         per signature at N = {n}, the signing phase's share by speed's own phase times"
+    ))
+}
 
 /// Every step, in row order.
 pub fn steps() -> impl Iterator<Item = &'static StepSpec> {
@@ -369,6 +445,7 @@ mod tests {
                 let reported = match s.run {
                     Run::Handshakes => 1,
                     Run::Speed => s.columns.len(),
+                    Run::SpeedMulti => 2,
                     Run::Process { .. } => 0,
                 };
                 assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].key);
@@ -397,6 +474,10 @@ mod tests {
         );
         assert_eq!(
             ops(Kind::SpeedSign),
+            (vec![Op::Sign, Op::Verify], Per::Run(Expect::AtLeast))
+        );
+        assert_eq!(
+            ops(Kind::SpeedPerCore),
             (vec![Op::Sign, Op::Verify], Per::Run(Expect::AtLeast))
         );
     }

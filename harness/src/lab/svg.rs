@@ -5,9 +5,10 @@ use super::report::dur;
 use super::results::{Kind, Row, Status, Unit};
 use std::fmt::Write as _;
 
-const COLORS: [&str; 9] = [
+/// One colour per column kind (Kind::ALL order).
+const COLORS: [&str; Kind::ALL.len()] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#17becf",
+    "#17becf", "#bcbd22", "#393b79", "#637939",
 ];
 
 const W: f64 = 980.0;
@@ -107,7 +108,7 @@ fn points(rows: &[Row]) -> Vec<Point> {
                             match (c.seconds_per_op(false), c.comparison()) {
                                 (Some(a), Some(k)) => Some(match c.kind.unit() {
                                     Unit::Seconds => (a * k.lo, a * k.hi),
-                                    Unit::PerSecond => (a / k.hi, a / k.lo),
+                                    Unit::PerSecond | Unit::Ratio => (a / k.hi, a / k.lo),
                                 }),
                                 _ => None,
                             }
