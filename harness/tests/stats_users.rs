@@ -64,7 +64,7 @@ fn run_json(args: &[&str], dir: &Path) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)))
 }
 
-fn reason<'a>(doc: &'a Value, uid: u32) -> &'a str {
+fn reason(doc: &Value, uid: u32) -> &str {
     doc["skipped"]
         .as_array()
         .unwrap()

@@ -168,9 +168,9 @@ pub fn run(interval: f64, mut read: impl FnMut() -> Result<Snapshot, String>) ->
     let mut since = Instant::now();
     let mut out = std::io::stdout().lock();
     if terminal {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "\x1b[H\x1b[2Jrustica stats --watch: the first rates come in {interval} s (Ctrl-C ends)\n"
+            "\x1b[H\x1b[2Jrustica stats --watch: the first rates come in {interval} s (Ctrl-C ends)"
         );
         let _ = out.flush();
     }
