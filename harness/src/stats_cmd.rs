@@ -124,10 +124,15 @@ pub fn run(args: StatsArgs) -> u8 {
     let format = if args.json { Format::Json } else { args.format };
     if let Some(interval) = args.watch {
         return if args.sum {
-            watch::run(interval, || {
+            // The skipped files are said once, not at every interval.
+            let mut told = false;
+            watch::run(interval, move || {
                 read_all_users(&args.dir).map(|all| {
-                    for s in &all.skipped {
-                        eprintln!("rustica stats: skipped {}: {}", s.path.display(), s.reason);
+                    if !told {
+                        for s in &all.skipped {
+                            eprintln!("rustica stats: skipped {}: {}", s.path.display(), s.reason);
+                        }
+                        told = true;
                     }
                     all.sum()
                 })
