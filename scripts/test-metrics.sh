@@ -8,7 +8,10 @@
 #   - Debian's prometheus-node-exporter, started here on 127.0.0.1 (a free
 #     port, bounded by timeout, killed at the end) with its textfile
 #     collector reading the file `rustica stats --output` wrote, scraped
-#     with curl: every rustica series equals `rustica stats --json`.
+#     with curl: every rustica series equals `rustica stats --json`;
+#   - Debian's Prometheus scraping that node_exporter (promtool checks the
+#     alert rules of docs/monitoring.md and the textfile first): a rate
+#     query sees signatures made between scrapes.
 # Usage: scripts/test-metrics.sh [--debug]   (default: the release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +22,7 @@ if [ "${1:-}" = "--debug" ]; then profile=debug; cargo_flags=(); fi
 # Debian's python3, which has python3-prometheus-client (not one that a
 # python version manager may put first on PATH).
 py=/usr/bin/python3
-for tool in prometheus-node-exporter curl "$py" openssl setpriv; do
+for tool in prometheus-node-exporter prometheus promtool curl "$py" openssl setpriv; do
   command -v "$tool" >/dev/null || { echo "test-metrics: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 "$py" -c 'import prometheus_client' 2>/dev/null \
@@ -32,8 +35,9 @@ rustica=$(pwd)/target/$profile/rustica
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rustica-metrics.XXXXXX")
 exporter_pid=""
+prometheus_pid=""
 cleanup() {
-  if [ -n "$exporter_pid" ]; then kill "$exporter_pid" 2>/dev/null || true; wait "$exporter_pid" 2>/dev/null || true; fi
+  for pid in $prometheus_pid $exporter_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -84,7 +88,6 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -s "$work/scraped.txt" ] || { cat "$work/exporter.log" >&2; echo "test-metrics: node_exporter did not answer on 127.0.0.1:$port" >&2; exit 1; }
-kill "$exporter_pid"; wait "$exporter_pid" 2>/dev/null || true; exporter_pid=""
 
 "$py" - "$work" "$users" <<'PY'
 import json, sys
@@ -139,4 +142,51 @@ signs = doc["sum"]["ops"]["sign"]
 print(f"node_exporter: {len(expected)} rustica series scraped, all equal to rustica stats --json "
       f"({len(doc['users'])} users; sign: {sum(v for k, v in signs.items() if k not in ('async', 'by_bits'))} in all)")
 PY
+
+# Prometheus itself (Debian's), scraping that node_exporter every second,
+# with the alert rules of docs/monitoring.md: a rate query over rustica's
+# series sees the signatures made between two scrapes.
+awk '/^```yaml$/ {block = ""; inside = 1; next} inside && /^```$/ {inside = 0; if (block ~ /^groups:/) {printf "%s", block; exit}} inside {block = block $0 "\n"}' \
+  docs/monitoring.md >"$work/rules.yml"
+promtool check rules "$work/rules.yml"
+promtool check metrics <"$work/textfile/rustica.prom"
+prom_port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/prometheus.yml" <<YML
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: ["$work/rules.yml"]
+scrape_configs:
+  - job_name: node
+    static_configs:
+      - targets: ["127.0.0.1:$port"]
+        labels: {role: test, offload: software}
+YML
+timeout 300 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+prometheus_pid=$!
+# Prints the result vector of PromQL query $1 (empty: no result yet).
+query() {
+  curl -fsS "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1" 2>/dev/null \
+    | "$py" -c 'import json, sys; print(" ".join(r["value"][1] for r in json.load(sys.stdin)["data"]["result"]))' 2>/dev/null || true
+}
+# Waits (at most about a minute) until query $1 has a result; prints it.
+await() {
+  local result=""
+  for _ in $(seq 300); do
+    result=$(query "$1")
+    [ -n "$result" ] && { echo "$result"; return 0; }
+    kill -0 "$prometheus_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  cat "$work/prometheus.log" >&2
+  echo "test-metrics: Prometheus never answered: $1" >&2
+  return 1
+}
+uid=$(id -u)
+sign_filter="{uid=\"$uid\",operation=\"sign\",backend=\"software\"}"
+before=$(await "rustica_operations_total$sign_filter")
+sign_as "" 4
+"$rustica" stats --all-users --format prometheus --dir "$work/shm" --output "$work/textfile/rustica.prom"
+after=$(await "rustica_operations_total$sign_filter == $((before + 4))")
+rate=$(await "rate(rustica_operations_total$sign_filter[1m]) > 0")
+echo "prometheus: rustica_operations_total$sign_filter went from $before to $after; rate(...[1m]) = $rate/s"
 echo "test-metrics: ok"
