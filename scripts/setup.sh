@@ -7,9 +7,11 @@ need=()
 # runs the library-context lifecycle test (tests/lifecycle.rs); dpkg-dev
 # unpacks the OpenSSL source for scripts/evp-test.sh; debhelper, lintian,
 # rpm, rpmlint and debootstrap build and check the packages
-# (scripts/package.sh, scripts/package-rpm.sh, scripts/test-trixie.sh).
+# (scripts/package.sh, scripts/package-rpm.sh, scripts/test-trixie.sh);
+# prometheus-node-exporter, prometheus (with promtool) and
+# python3-prometheus-client read rustica's metrics (scripts/test-metrics.sh).
 for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3 valgrind dpkg-dev make perl \
-           debhelper lintian rpm rpmlint debootstrap; do
+           debhelper lintian rpm rpmlint debootstrap prometheus-node-exporter prometheus python3-prometheus-client; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -58,6 +58,18 @@ user could have written.
 .TP
 .I /usr/share/doc/rustica/openssl.cnf.example
 A minimal configuration that loads rustica.
+.TP
+.I /dev/shm/rustica\-stats\-UID
+Each user's counters file, read by \fBrustica stats \-\-all\-users\fR and
+\fB\-\-sum\fR. The documents and metric series \fBrustica stats\fR prints are
+described in \fI/usr/share/doc/rustica/statistics.md\fR.
+.TP
+.I rustica\-metrics.service, rustica\-metrics.timer
+Installed by the packages, disabled: every 15 seconds, every user's
+counters as \fIrustica.prom\fR in node_exporter's textfile collector
+directory (Debian: \fI/var/lib/prometheus/node\-exporter\fR; RPM:
+\fI/var/lib/node_exporter/textfile_collector\fR); see
+\fI/usr/share/doc/rustica/monitoring.md\fR.
 .SH EXIT STATUS
 0 on success. \fBrustica lab\fR: 1 when a result is invalid, 2 for a set\-up
 problem, 130 when interrupted. \fBrustica doctor\fR: 1 when a check failed.
@@ -80,6 +92,23 @@ Prove that a signature ran on rustica:
 rustica stats \-\-reset
 openssl dgst \-sha256 \-sign key.pem \-out doc.sig doc.txt
 rustica stats
+.RE
+.fi
+.PP
+Every service's counters, as root, then the live rates of all of them:
+.PP
+.nf
+.RS
+rustica stats \-\-all\-users \-\-sum
+rustica stats \-\-sum \-\-watch 2
+.RE
+.fi
+.PP
+Feed node_exporter and Prometheus:
+.PP
+.nf
+.RS
+systemctl enable \-\-now rustica\-metrics.timer
 .RE
 .fi
 .PP

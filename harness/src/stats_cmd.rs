@@ -1,14 +1,66 @@
-//! `rustica stats`: rustica's counters file, as a table or as JSON.
+//! `rustica stats`: rustica's counters, as a table, JSON or metrics; the
+//! caller's own file, or every user's (`--all-users`, `--sum`); once, or
+//! as live rates (`--watch`). The documents and series are described in
+//! docs/statistics.md.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+
+mod metrics;
+mod users;
+mod watch;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The human table.
+    #[default]
+    Table,
+    /// The JSON document of docs/statistics.md.
+    Json,
+    /// OpenMetrics text (ends with `# EOF`).
+    Openmetrics,
+    /// The Prometheus text format, which node_exporter's textfile
+    /// collector reads.
+    Prometheus,
+}
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
-    /// Print the JSON document (rustica-provider(7), COUNTERS) instead of a table.
-    #[arg(long)]
+    /// Print the JSON document (docs/statistics.md) instead of a table;
+    /// the same as --format json.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// What to print: table, json, openmetrics or prometheus (the series of
+    /// docs/statistics.md).
+    #[arg(long, value_enum, value_name = "F", default_value_t)]
+    format: Format,
+    /// Every user's counters file, one section per user. Root sees every
+    /// user; another caller sees the files their modes let it read, and is
+    /// told so. A file that is a link, is not owned by the user it is
+    /// named for, or is writable by others is reported and skipped.
+    #[arg(long, conflicts_with_all = ["path", "reset"])]
+    all_users: bool,
+    /// One total over every user's counters file (with --all-users: each
+    /// user, then the total).
+    #[arg(long, conflicts_with_all = ["path", "reset"])]
+    sum: bool,
+    /// Where --all-users and --sum look for the users' files.
+    #[arg(long, value_name = "DIR", default_value = stats::DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Show operations per second by operation, backend and key size
+    /// every SECONDS (default 1), until Ctrl-C or the output closes: on a
+    /// terminal the table is redrawn, elsewhere one line per interval.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1",
+          value_parser = parse_interval,
+          conflicts_with_all = ["json", "format", "reset", "output", "all_users"])]
+    watch: Option<f64>,
+    /// Write the output to FILE instead of standard output, atomically: a
+    /// new file (mode 0644) renamed onto FILE once complete, as
+    /// node_exporter's textfile collector wants.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Zero the counters after printing them.
     #[arg(long)]
     reset: bool,
@@ -18,11 +70,126 @@ pub struct StatsArgs {
     path: Option<PathBuf>,
 }
 
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.01..=86400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s}: an interval in seconds, from 0.01 to 86400, is expected"
+        )),
+    }
+}
+
+/// One user's counters in the output.
+pub struct Section {
+    pub uid: u32,
+    /// The user's name, when the user database has one.
+    pub user: Option<String>,
+    pub path: PathBuf,
+    pub counters: Snapshot,
+}
+
+impl Section {
+    /// The user's name, else the uid.
+    pub fn label(&self) -> String {
+        self.user.clone().unwrap_or_else(|| self.uid.to_string())
+    }
+}
+
+/// A user's file that was not read, and why.
+pub struct Skipped {
+    pub uid: u32,
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Everything a run of `--all-users` or `--sum` read.
+pub struct AllUsers {
+    pub sections: Vec<Section>,
+    pub skipped: Vec<Skipped>,
+    /// Said to a caller that is not root: what it could not see.
+    pub not_root_note: Option<String>,
+}
+
+impl AllUsers {
+    pub fn sum(&self) -> Snapshot {
+        let mut total = Snapshot::default();
+        for s in &self.sections {
+            total.add(&s.counters);
+        }
+        total
+    }
+}
+
 pub fn run(args: StatsArgs) -> u8 {
+    let format = if args.json { Format::Json } else { args.format };
+    if let Some(interval) = args.watch {
+        return if args.sum {
+            // The skipped files are said once, not at every interval.
+            let mut told = false;
+            watch::run(interval, move || {
+                read_all_users(&args.dir).map(|all| {
+                    if !told {
+                        for s in &all.skipped {
+                            eprintln!("rustica stats: skipped {}: {}", s.path.display(), s.reason);
+                        }
+                        told = true;
+                    }
+                    all.sum()
+                })
+            })
+        } else {
+            let path = args.path.clone().unwrap_or_else(stats::default_path);
+            watch::run(interval, move || {
+                stats::snapshot(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+            })
+        };
+    }
+    if args.all_users || args.sum {
+        let all = match read_all_users(&args.dir) {
+            Ok(all) => all,
+            Err(e) => {
+                eprintln!("rustica stats: {e}");
+                return 2;
+            }
+        };
+        let text = match format {
+            Format::Table => all_users_table(&all, args.all_users, args.sum),
+            Format::Json => all_users_json(&all, args.all_users, args.sum).to_string() + "\n",
+            Format::Openmetrics | Format::Prometheus => {
+                let sections = metrics::sections_to_print(&all, args.all_users);
+                metrics::render(&sections, all.skipped.len(), format == Format::Openmetrics)
+            }
+        };
+        if format != Format::Table {
+            for s in &all.skipped {
+                eprintln!("rustica stats: skipped {}: {}", s.path.display(), s.reason);
+            }
+            if let Some(note) = &all.not_root_note {
+                eprintln!("rustica stats: {note}");
+            }
+        }
+        return emit(&text, args.output.as_deref());
+    }
     let path = args.path.clone().unwrap_or_else(stats::default_path);
     match stats::snapshot(&path) {
-        Ok(snap) if args.json => println!("{}", snap.to_json()),
-        Ok(snap) => print!("{}", table(&path, &snap)),
+        Ok(snap) => {
+            let text = match format {
+                Format::Table => table(&path, &snap),
+                Format::Json => snap.to_json() + "\n",
+                Format::Openmetrics | Format::Prometheus => {
+                    let uid = users::euid();
+                    let own = metrics::Source {
+                        user: Some((users::name_of(uid).unwrap_or_else(|| uid.to_string()), uid)),
+                        counters: snap,
+                    };
+                    metrics::render(&[own], 0, format == Format::Openmetrics)
+                }
+            };
+            let code = emit(&text, args.output.as_deref());
+            if code != 0 {
+                return code;
+            }
+        }
         Err(e) => {
             eprintln!("rustica stats: cannot read {}: {e}", path.display());
             // --reset still replaces a file from another rustica version.
@@ -36,11 +203,172 @@ pub fn run(args: StatsArgs) -> u8 {
             eprintln!("rustica stats: cannot reset {}: {e}", path.display());
             return 2;
         }
-        if !args.json {
+        if format == Format::Table {
             println!("counters reset");
         }
     }
     0
+}
+
+/// Prints `text`, or writes it to `output` as a new file renamed into
+/// place.
+fn emit(text: &str, output: Option<&Path>) -> u8 {
+    use std::io::Write;
+    match output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed output (`| head`) is not an error of ours.
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            0
+        }
+        Some(file) => {
+            let file = if file.is_absolute() {
+                file.to_path_buf()
+            } else {
+                match std::env::current_dir() {
+                    Ok(d) => d.join(file),
+                    Err(e) => {
+                        eprintln!("rustica stats: cannot resolve {}: {e}", file.display());
+                        return 2;
+                    }
+                }
+            };
+            match crate::safe_fs::write_atomically(&file, text.as_bytes(), 0o644, |_| Ok(())) {
+                Ok(_) => 0,
+                Err(e) => {
+                    eprintln!("rustica stats: {e}");
+                    2
+                }
+            }
+        }
+    }
+}
+
+/// Every user's file in `dir`, read under the trust rules; an error only
+/// when the directory itself cannot be listed.
+pub fn read_all_users(dir: &Path) -> Result<AllUsers, String> {
+    let found =
+        stats::scan_users(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut all = AllUsers {
+        sections: Vec::new(),
+        skipped: Vec::new(),
+        not_root_note: None,
+    };
+    let mut denied = 0;
+    for f in found {
+        match f.counters {
+            Ok(counters) => all.sections.push(Section {
+                uid: f.uid,
+                user: users::name_of(f.uid),
+                path: f.path,
+                counters,
+            }),
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    denied += 1;
+                }
+                let reason = e.to_string();
+                // Say the reason once, not the path again.
+                let prefix = format!("{}: ", f.path.display());
+                let reason = reason.strip_prefix(&prefix).unwrap_or(&reason).to_string();
+                all.skipped.push(Skipped {
+                    uid: f.uid,
+                    path: f.path,
+                    reason,
+                });
+            }
+        }
+    }
+    let me = users::euid();
+    if me != 0 {
+        all.not_root_note = Some(format!(
+            "not running as root: only the files whose modes let uid {me} read them are shown \
+             ({denied} other user{} file{} not readable); run as root to see every user",
+            if denied == 1 { "'s" } else { "s'" },
+            if denied == 1 { "" } else { "s" },
+        ));
+    }
+    Ok(all)
+}
+
+/// The table of `--all-users` (a section per user) and `--sum` (the
+/// total), then the skipped files and, for a caller that is not root,
+/// what it could not see.
+pub fn all_users_table(all: &AllUsers, each_user: bool, sum: bool) -> String {
+    let mut out = String::new();
+    if each_user {
+        for s in &all.sections {
+            out.push_str(&format!(
+                "== user {} (uid {}): {}\n",
+                s.label(),
+                s.uid,
+                s.path.display()
+            ));
+            out.push_str(&table_body(&s.counters));
+            out.push('\n');
+        }
+        if all.sections.is_empty() {
+            out.push_str("(no user's counters file could be read)\n\n");
+        }
+    }
+    if sum {
+        let names: Vec<String> = all.sections.iter().map(Section::label).collect();
+        out.push_str(&format!(
+            "== sum of {} user{}: {}\n",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+        out.push_str(&table_body(&all.sum()));
+        out.push('\n');
+    }
+    for s in &all.skipped {
+        out.push_str(&format!("skipped {}: {}\n", s.path.display(), s.reason));
+    }
+    if let Some(note) = &all.not_root_note {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// The JSON document of `--all-users` / `--sum` (docs/statistics.md).
+pub fn all_users_json(all: &AllUsers, each_user: bool, sum: bool) -> Value {
+    let counters = |s: &Snapshot| -> Value {
+        serde_json::from_str(&s.to_json()).expect("Snapshot::to_json is JSON")
+    };
+    let users: Vec<Value> = all
+        .sections
+        .iter()
+        .map(|s| {
+            let mut u = json!({"uid": s.uid, "user": s.user, "path": s.path});
+            if each_user {
+                u["counters"] = counters(&s.counters);
+            }
+            u
+        })
+        .collect();
+    let skipped: Vec<Value> = all
+        .skipped
+        .iter()
+        .map(|s| json!({"uid": s.uid, "path": s.path, "reason": s.reason}))
+        .collect();
+    let mut doc = json!({
+        "layout_version": stats::VERSION,
+        "caller_uid": users::euid(),
+        "users": users,
+        "skipped": skipped,
+    });
+    if sum {
+        doc["sum"] = counters(&all.sum());
+    }
+    if let Some(note) = &all.not_root_note {
+        doc["note"] = json!(note);
+    }
+    doc
 }
 
 /// The human table: one line per operation, one column per backend, then
@@ -51,6 +379,13 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
     if !path.exists() {
         out.push_str("(no counters file yet: nothing has been counted)\n");
     }
+    out.push_str(&table_body(snap));
+    out
+}
+
+/// [`table`] without its title.
+pub fn table_body(snap: &Snapshot) -> String {
+    let mut out = String::new();
     let mut header = format!("{:<9}", "operation");
     for b in Backend::ALL {
         header.push_str(&format!(" {:>10}", b.name()));
@@ -103,5 +438,13 @@ mod tests {
         }
         assert!(t.contains(" async "), "{t}");
         assert!(t.contains("at most 0 requests in flight"), "{t}");
+    }
+
+    #[test]
+    fn intervals_are_checked() {
+        assert_eq!(parse_interval("0.5"), Ok(0.5));
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("nan").is_err());
+        assert!(parse_interval("-1").is_err());
     }
 }

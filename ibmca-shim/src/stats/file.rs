@@ -96,15 +96,25 @@ pub(super) fn fstat(fd: &Fd) -> io::Result<libc::stat> {
 pub(super) fn ownership_problem(st: &libc::stat) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
+    owner_problem(st, euid).or_else(|| {
+        (st.st_mode & 0o077 != 0)
+            .then(|| format!("mode {:o} gives access to other users", st.st_mode & 0o7777))
+    })
+}
+
+/// The checks every reader of a file applies, whoever it belongs to: a
+/// regular file with one link, owned by `uid` (the user it counts for),
+/// that neither its group nor others may write to. `None`: it passes.
+pub(super) fn owner_problem(st: &libc::stat, uid: u32) -> Option<String> {
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Some("not a regular file".into());
     }
-    if st.st_uid != euid {
-        return Some(format!("owned by uid {}, not {euid}", st.st_uid));
+    if st.st_uid != uid {
+        return Some(format!("owned by uid {}, not {uid}", st.st_uid));
     }
-    if st.st_mode & 0o077 != 0 {
+    if st.st_mode & 0o022 != 0 {
         return Some(format!(
-            "mode {:o} gives access to other users",
+            "mode {:o} lets other users write to it",
             st.st_mode & 0o7777
         ));
     }

@@ -419,8 +419,40 @@ impl Snapshot {
         self.counts[op.index()].iter().sum()
     }
 
-    /// The JSON document `rustica stats --json` prints (rustica-provider(7),
-    /// COUNTERS).
+    /// Adds `other`'s counts to these (the sum of several users' files);
+    /// the most in flight is the larger of the two.
+    pub fn add(&mut self, other: &Snapshot) {
+        for op in 0..NOPS {
+            for b in 0..NBACKENDS {
+                self.counts[op][b] = self.counts[op][b].saturating_add(other.counts[op][b]);
+            }
+            self.asyncs[op] = self.asyncs[op].saturating_add(other.asyncs[op]);
+            for (bits, n) in &other.by_bits[op] {
+                let mine = self.by_bits[op].entry(*bits).or_insert(0);
+                *mine = mine.saturating_add(*n);
+            }
+        }
+        self.max_inflight = self.max_inflight.max(other.max_inflight);
+    }
+
+    /// What was counted since `earlier` (a count that went down, reset in
+    /// between, counts from zero); the most in flight is this one's.
+    pub fn since(&self, earlier: &Snapshot) -> Snapshot {
+        let mut d = self.clone();
+        for op in 0..NOPS {
+            for b in 0..NBACKENDS {
+                d.counts[op][b] = grown(self.counts[op][b], earlier.counts[op][b]);
+            }
+            d.asyncs[op] = grown(self.asyncs[op], earlier.asyncs[op]);
+            for (bits, n) in d.by_bits[op].iter_mut() {
+                *n = grown(*n, earlier.by_bits[op].get(bits).copied().unwrap_or(0));
+            }
+            d.by_bits[op].retain(|_, n| *n != 0);
+        }
+        d
+    }
+
+    /// The JSON document `rustica stats --json` prints (docs/statistics.md).
     pub fn to_json(&self) -> String {
         let mut out = String::from("{\"ops\": {");
         for (i, op) in Op::ALL.into_iter().enumerate() {
@@ -445,14 +477,19 @@ impl Snapshot {
         out
     }
 }
-/// reader cannot fault either); a missing file reads as all zero.
 /// Reads the counters at `path` (with `pread`: nothing is mapped, so the
+/// reader cannot fault either); a missing file reads as all zero.
 pub fn snapshot(path: &Path) -> io::Result<Snapshot> {
-    let fd = match open_checked(path, false) {
-        Ok(fd) => fd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Snapshot::default()),
-        Err(e) => return Err(e),
-    };
+    match open_checked(path, false) {
+        Ok(fd) => read_checked(path, &fd),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Snapshot::default()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the whole of a file that passed its owner checks, then checks
+/// its header.
+fn read_checked(path: &Path, fd: &Fd) -> io::Result<Snapshot> {
     let mut bytes = vec![0u8; FILE_SIZE];
     let mut done = 0;
     while done < FILE_SIZE {
@@ -524,14 +561,26 @@ fn is_ours(path: &Path) -> bool {
     n == 8 && u64::from_ne_bytes(magic) == MAGIC
 }
 
+/// How much a counter grew from `earlier` to `now`: all of `now` when it
+/// went down (the file was reset in between).
+fn grown(now: u64, earlier: u64) -> u64 {
+    if now >= earlier {
+        now - earlier
+    } else {
+        now
+    }
+}
+
 mod file;
 mod recorder;
+mod users;
 
 use file::*;
 pub(crate) use recorder::record_traced;
 #[cfg(test)]
 pub(crate) use recorder::set_thread_stats;
 pub use recorder::{default_path, enabled, record, record_async, record_inflight};
+pub use users::{scan_users, snapshot_of_user, UserFile, DEFAULT_DIR, FILE_PREFIX};
 
 #[cfg(test)]
 mod tests;

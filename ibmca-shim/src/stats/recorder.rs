@@ -14,7 +14,11 @@ pub fn default_path() -> PathBuf {
         None => {
             // SAFETY: geteuid has no preconditions and cannot fail.
             let euid = unsafe { libc::geteuid() };
-            PathBuf::from(format!("/dev/shm/rustica-stats-{euid}"))
+            PathBuf::from(format!(
+                "{}/{}{euid}",
+                super::DEFAULT_DIR,
+                super::FILE_PREFIX
+            ))
         }
     }
 }

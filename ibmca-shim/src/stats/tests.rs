@@ -359,3 +359,92 @@ fn survives_fork() {
     assert_eq!(st.snapshot().get(Op::Sign, Backend::Software), 2);
     std::fs::remove_file(&p).unwrap();
 }
+
+/// A file of this layout at `p`, owned by `uid` (when the test may give
+/// files away), with `mode` and one sign counted.
+fn user_file(p: &Path, uid: u32, mode: u32) -> bool {
+    let st = Stats::open(p).unwrap();
+    st.record(Op::Sign, Backend::Libica, 2048);
+    drop(st);
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::chown(p, Some(uid), None).is_ok()
+}
+
+#[test]
+fn all_users_scan_reads_each_users_file_and_skips_the_untrusted() {
+    let dir = temp_path("users-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mine = dir.join(format!("rustica-stats-{me}"));
+    user_file(&mine, me, 0o600);
+    // Named for another uid but owned by the caller.
+    let misnamed_uid = me + 1;
+    user_file(
+        &dir.join(format!("rustica-stats-{misnamed_uid}")),
+        me,
+        0o600,
+    );
+    std::os::unix::fs::symlink(&mine, dir.join("rustica-stats-4242")).unwrap();
+    // Not users' files: left out.
+    std::fs::write(dir.join("rustica-stats-abc"), b"x").unwrap();
+    std::fs::write(dir.join(".rustica-stats-7.1.2.tmp"), b"x").unwrap();
+    // Only root can give files away: another user's file, and one its
+    // group may write to.
+    let nobody = user_file(&dir.join("rustica-stats-65534"), 65534, 0o600);
+    let group_writable = user_file(&dir.join("rustica-stats-65533"), 65533, 0o620);
+    let as_root = nobody && group_writable;
+
+    let found = scan_users(&dir).unwrap();
+    let by_uid = |uid: u32| found.iter().find(|f| f.uid == uid).expect("listed");
+    let reason = |uid: u32| by_uid(uid).counters.as_ref().unwrap_err().to_string();
+    assert_eq!(
+        by_uid(me)
+            .counters
+            .as_ref()
+            .unwrap()
+            .get(Op::Sign, Backend::Libica),
+        1
+    );
+    assert!(reason(misnamed_uid).contains(&format!("owned by uid {me}, not {misnamed_uid}")));
+    assert!(reason(4242).contains("symbolic link"), "{}", reason(4242));
+    if as_root {
+        assert_eq!(by_uid(65534).counters.as_ref().unwrap().total(Op::Sign), 1);
+        assert!(
+            reason(65533).contains("lets other users write"),
+            "{}",
+            reason(65533)
+        );
+    }
+    assert_eq!(found.len(), 5, "{found:?}");
+    let uids: Vec<u32> = found.iter().map(|f| f.uid).collect();
+    let mut sorted = uids.clone();
+    sorted.sort();
+    assert_eq!(uids, sorted);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sums_and_differences_of_snapshots() {
+    let p = temp_path("sum-a");
+    let st = Stats::open(&p).unwrap();
+    st.record(Op::Sign, Backend::Libica, 2048);
+    let before = st.snapshot();
+    st.record(Op::Sign, Backend::Libica, 2048);
+    st.record(Op::Sign, Backend::Fallback, 4096);
+    let after = st.snapshot();
+    let d = after.since(&before);
+    assert_eq!(d.get(Op::Sign, Backend::Libica), 1);
+    assert_eq!(d.get(Op::Sign, Backend::Fallback), 1);
+    assert_eq!(d.by_bits(Op::Sign).get(&2048), Some(&1));
+    // After a reset, what is there now is what was counted since.
+    assert_eq!(before.since(&after).get(Op::Sign, Backend::Libica), 1);
+    let mut sum = after.clone();
+    sum.add(&before);
+    assert_eq!(sum.get(Op::Sign, Backend::Libica), 3);
+    assert_eq!(sum.by_bits(Op::Sign).get(&2048), Some(&3));
+    assert_eq!(sum.by_bits(Op::Sign).get(&4096), Some(&1));
+    drop(st);
+    std::fs::remove_file(&p).unwrap();
+}
