@@ -21,7 +21,10 @@ pub const EXPLANATION: &str = "A is OpenSSL's default provider, whose method fol
     (crypto/rsa/rsa_gen.c): SP 800-56B rev 2 for two-prime keys of 2048 bits or more with \
     e > 2^16, its classic method otherwise; the lab's keys have two primes and e = 65537. \
     B is rustica: its counters for the column's B runs say whether the keys were made on libica \
-    or in software, and in software rustica applies the default provider's rule.";
+    or in software, and in software rustica applies the default provider's rule. On the libica \
+    backend the keys come from libica's ica_rsa_key_generate_crt, which generates them in \
+    software (EVP_PKEY_keygen in libica's own library context, so by the same rule): counted as \
+    software, since no adapter generates keys (docs/libica.md).";
 
 /// The lab's keys: `genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:N`
 /// and `req -newkey rsa:N`, so two primes and OpenSSL's default e.

@@ -30,13 +30,22 @@ pub(crate) enum Attempt<T> {
     Failed(String),
     /// Not offloadable after all (key layout): software by choice.
     Skipped(&'static str),
+    /// libica returned a checked result but computed it in software
+    /// itself (key generation: libica makes keys with EVP_PKEY_keygen in
+    /// its own library context, no adapter involved): counted as software,
+    /// never as offload. The function, and why it is software.
+    InSoftware(T, &'static str, &'static str),
 }
+
+/// Why a key libica generated is counted as software (trace and docs).
+pub(crate) const LIBICA_KEYGEN_IN_SOFTWARE: &str =
+    "libica generates keys in software (EVP_PKEY_keygen in its own library context), not on the adapter";
 
 impl<T> From<Result<T, String>> for Attempt<T> {
     /// A libica result that the producer already checked (key generation).
     fn from(r: Result<T, String>) -> Self {
         match r {
-            Ok(v) => Attempt::Done(v, "ica_rsa_key_generate_crt"),
+            Ok(v) => Attempt::InSoftware(v, "ica_rsa_key_generate_crt", LIBICA_KEYGEN_IN_SOFTWARE),
             Err(why) => Attempt::Failed(why),
         }
     }
@@ -59,6 +68,10 @@ impl Attempt<Bn> {
             Attempt::Wrong(what, why) => Attempt::Wrong(what, why),
             Attempt::Failed(why) => Attempt::Failed(why),
             Attempt::Skipped(why) => Attempt::Skipped(why),
+            Attempt::InSoftware(m, what, why) => match finish(m)? {
+                Some(v) => Attempt::InSoftware(v, what, why),
+                None => Attempt::Wrong(what, wrong),
+            },
         })
     }
 }
@@ -170,6 +183,10 @@ impl<'a> Offload<'a> {
             Attempt::Done(v, what) => {
                 self.log(Backend::Libica, format_args!("{what} ok{how}"));
                 return Ok((v, Backend::Libica));
+            }
+            Attempt::InSoftware(v, what, why) => {
+                self.log(Backend::Software, format_args!("({what} ok; {why})"));
+                return Ok((v, Backend::Software));
             }
             Attempt::Wrong(what, wrong) => {
                 self.log(
