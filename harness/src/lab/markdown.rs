@@ -267,15 +267,13 @@ pub fn differences(rows: &[Row]) -> Vec<String> {
             if !matches!(c.status, Status::Measured) {
                 continue;
             }
-            if let Some(k) = c.comparison() {
-                if k.differs() {
-                    out.push(format!(
-                        "{} bits, {}: {}",
-                        r.bits,
-                        c.kind.op_name(),
-                        c.verdict_text()
-                    ));
-                }
+            if c.counts_as_difference() {
+                out.push(format!(
+                    "{} bits, {}: {}",
+                    r.bits,
+                    c.kind.op_name(),
+                    c.verdict_text()
+                ));
             }
         }
     }

@@ -253,16 +253,28 @@ impl Column {
         }
     }
 
+    /// Whether this cell counts as a difference: its interval excludes 1,
+    /// and, for key generation (unpaired, heavy-tailed: one key's next
+    /// prime can be near or far), the interval is also within the
+    /// precision target. With the quick lab's 15 keys per side, intervals
+    /// of ±30-70 % excluded 1 by chance (3072 bits: 0.49× [0.28–0.93]
+    /// between two sides running the same method); a ratio that wide is
+    /// not a result.
+    pub fn counts_as_difference(&self) -> bool {
+        self.comparison().is_some_and(|c| {
+            c.differs() && (!self.unpaired() || c.half_width_pct() <= PRECISION_TARGET_PCT)
+        })
+    }
+
     /// The verdict in words: a difference only where the interval
     /// excludes 1; for key generation, "not enough keys to tell" while the
-    /// interval is wider than the precision target.
+    /// interval is wider than the precision target, whichever side of 1 it
+    /// lies on.
     pub fn verdict_text(&self) -> String {
         let what = if self.unpaired() { "keys" } else { "samples" };
         match self.comparison() {
             None => format!("not enough {what} to tell"),
-            Some(c)
-                if self.unpaired() && !c.differs() && c.half_width_pct() > PRECISION_TARGET_PCT =>
-            {
+            Some(c) if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT => {
                 format!(
                     "not enough keys to tell (±{:.0} %; about {} per side for ±{PRECISION_TARGET_PCT:.0} %)",
                     c.half_width_pct(),
@@ -341,8 +353,15 @@ impl Column {
             "ci95": c.map(|c| vec![c.lo, c.hi]),
             "half_width_pct": c.map(|c| c.half_width_pct()),
             "n": c.map(|c| c.n),
-            "differs": c.map(|c| c.differs()),
-            "verdict_key": c.map(|c| c.verdict(self.better()).key()),
+            "interval_excludes_1": c.map(|c| c.differs()),
+            "differs": c.map(|_| self.counts_as_difference()),
+            "verdict_key": c.map(|c| {
+                if self.counts_as_difference() || !c.differs() {
+                    c.verdict(self.better()).key()
+                } else {
+                    "not enough keys"
+                }
+            }),
             "verdict": self.verdict_text(),
             "precision_target_pct": PRECISION_TARGET_PCT,
             "target_met": self.precise(),
@@ -496,6 +515,46 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn samples(values: &[f64]) -> Vec<Sample> {
+        values
+            .iter()
+            .map(|&value| Sample { value, cpu: 0.0 })
+            .collect()
+    }
+
+    #[test]
+    fn a_wide_key_generation_interval_is_not_a_difference() {
+        // 15 keys per side, B's times half of A's but spread over 4×: the
+        // interval excludes 1 yet is far wider than ±5 %.
+        let spread: Vec<f64> = (0..15).map(|i| 0.5 * 1.1f64.powi(i)).collect();
+        let mut c = Column::new(Kind::Keygen, 15);
+        c.a = samples(&spread);
+        c.b = samples(&spread.iter().map(|v| v / 2.0).collect::<Vec<_>>());
+        let k = c.comparison().unwrap();
+        assert!(
+            k.differs() && k.half_width_pct() > PRECISION_TARGET_PCT,
+            "{k:?}"
+        );
+        assert!(!c.counts_as_difference());
+        assert!(
+            c.verdict_text().starts_with("not enough keys to tell"),
+            "{}",
+            c.verdict_text()
+        );
+        assert_eq!(c.comparison_json()["differs"], false);
+        assert_eq!(c.comparison_json()["interval_excludes_1"], true);
+        // A paired cell with the same interval width still counts.
+        let mut p = Column::new(Kind::Signatures, 15);
+        p.a = samples(&spread);
+        p.b = samples(&spread.iter().map(|v| v * 1.2).collect::<Vec<_>>());
+        assert!(p.counts_as_difference());
+        assert!(
+            p.verdict_text().starts_with("B slower"),
+            "{}",
+            p.verdict_text()
+        );
+    }
 
     #[test]
     fn the_sampling_rule() {
