@@ -18,6 +18,13 @@ pub struct ConfigArgs {
     /// Start from an empty file instead of an existing openssl.cnf
     #[arg(long, conflicts_with = "input")]
     fresh: bool,
+    /// Migrate FILE, an openssl.cnf that loads the ibmca ENGINE: take the
+    /// engine out, load rustica in its place, and say what becomes of each
+    /// engine setting (engine_id, dynamic_path, default_algorithms, init,
+    /// control commands) and which have no provider equivalent
+    #[arg(long, value_name = "FILE", value_parser = paths::parse_path,
+          conflicts_with_all = ["input", "fresh"])]
+    from_engine: Option<PathBuf>,
     /// Write the result to FILE (the only file written) instead of stdout:
     /// as a new file (mode 0644) renamed onto FILE once OpenSSL accepted it.
     /// Refused when FILE is a symbolic link or another user's file, or when
@@ -72,7 +79,26 @@ fn config(args: ConfigArgs) -> Result<(), String> {
         found.origin
     );
     let module = found.path;
-    let existing = if args.fresh {
+    let mut keys = Vec::new();
+    let existing = if let Some(file) = &args.from_engine {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let m = sysconf::engine::migrate(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        eprintln!(
+            "rustica config: {} loads the ibmca engine; what each of its settings becomes:",
+            file.display()
+        );
+        for s in &m.mapped {
+            let mark = if s.carried {
+                "carried"
+            } else {
+                "no provider equivalent"
+            };
+            eprintln!("  {} -> {} [{mark}]", s.setting, s.becomes);
+        }
+        keys.extend(m.keys);
+        m.text
+    } else if args.fresh {
         String::new()
     } else {
         let input = match &args.input {
@@ -91,9 +117,10 @@ fn config(args: ConfigArgs) -> Result<(), String> {
             Err(e) => return Err(format!("cannot read {}: {e}", input.display())),
         }
     };
-    let mut keys = Vec::new();
     let mut put = |k: &str, v: Option<String>| {
         if let Some(v) = v {
+            // A key given on the command line wins over one read from the engine.
+            keys.retain(|(have, _)| have != k);
             keys.push((k.to_string(), v));
         }
     };

@@ -27,6 +27,10 @@ impl Report {
     fn ok(&self, what: &str, detail: impl AsRef<str>) {
         println!("ok    {what}: {}", detail.as_ref());
     }
+    /// Not wrong today, but worth acting on (not counted as a failure).
+    fn warn(&self, what: &str, detail: impl AsRef<str>) {
+        println!("warn  {what}: {}", detail.as_ref());
+    }
     fn fail(&mut self, what: &str, detail: impl AsRef<str>) {
         self.failures += 1;
         println!("FAIL  {what}: {}", detail.as_ref());
@@ -94,6 +98,15 @@ pub fn run(args: DoctorArgs) -> u8 {
             Ok(()) => {
                 let text = std::fs::read_to_string(&c).unwrap_or_default();
                 config_keys = sysconf::rustica_section(&text).map(|(_, keys)| keys);
+                if let Some(e) = sysconf::engine::loaded(&text) {
+                    let say = sysconf::engine::openssl4_warning(&e);
+                    // Under a 4.0 core that is not a warning but today's state.
+                    if core_major.is_some_and(|m| m >= 4) {
+                        r.fail("engines", say);
+                    } else {
+                        r.warn("engines", say);
+                    }
+                }
                 check_config(&mut r, &c)
             }
             Err(e) => r.fail("config", e),

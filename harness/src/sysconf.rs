@@ -8,6 +8,8 @@
 //! section, and `default_properties = ?provider=rustica` (a preference,
 //! combined with an existing value rather than replacing it).
 
+pub mod engine;
+
 /// What goes into rustica's section.
 #[derive(Clone, Debug, Default)]
 pub struct RusticaSection {
