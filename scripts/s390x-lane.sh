@@ -122,6 +122,13 @@ if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
 fi
 
 # --- 2. sysroot from Debian's s390x packages ----------------------------------
+APT=(apt-get -q -o APT::Architecture=s390x -o APT::Architectures=s390x
+     -o Dir::State="$APTDIR" -o Dir::State::Lists="$APTDIR/lists"
+     -o Dir::State::status="$APTDIR/status" -o Dir::Cache="$APTDIR/cache"
+     -o Dir::Etc::SourceList="$APTDIR/sources.list"
+     -o Dir::Etc::SourceParts="$APTDIR/sources.list.d"
+     -o APT::Sandbox::User=root)
+APT_CACHE=(apt-cache "${APT[@]:1}")
 # One package into $APTDIR/debs: the version apt picks; else, newest first,
 # every other version the (signed) indices list; else the pinned copy in
 # scripts/s390x-pins.txt, checked by its SHA-256. The mirror can list a
@@ -168,14 +175,7 @@ if [ ! -f "$SYSROOT/.complete" ]; then
     "$src" >"$APTDIR/sources.list.d/debian.sources"
   : >"$APTDIR/sources.list"
   : >"$APTDIR/status"
-  APT=(apt-get -q -o APT::Architecture=s390x -o APT::Architectures=s390x
-       -o Dir::State="$APTDIR" -o Dir::State::Lists="$APTDIR/lists"
-       -o Dir::State::status="$APTDIR/status" -o Dir::Cache="$APTDIR/cache"
-       -o Dir::Etc::SourceList="$APTDIR/sources.list"
-       -o Dir::Etc::SourceParts="$APTDIR/sources.list.d"
-       -o APT::Sandbox::User=root)
   "${APT[@]}" update >/dev/null || die "private apt update for s390x failed"
-  APT_CACHE=(apt-cache "${APT[@]:1}")
   for pkg in "${PKGS[@]}"; do fetch_deb "$pkg" || die "could not download the s390x package $pkg"; done
   for deb in "$APTDIR"/debs/*.deb; do dpkg -x "$deb" "$SYSROOT"; done
   # Debian 13's packages install only under /usr (merged /usr); the /lib
@@ -464,6 +464,41 @@ kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 [ "$tls_ok" = 1 ] || die "a TLS handshake with the s390x s_server -async failed"
 check_async "s_server -async" "$bk" "$bs" "$bd" 1 1
+# The way off the ibmca ENGINE, on Debian's own engine configuration: the
+# sample openssl-ibmca installs (what its README.Debian tells sites to put
+# in openssl.cnf), migrated by `rustica config --from-engine` (the host's
+# rustica command, writing for the s390x module), must load rustica on
+# s390x with no engine left and sign on libica.
+step "rustica config --from-engine on Debian's openssl-ibmca sample (s390x)"
+if ! ls "$APTDIR"/debs/openssl-ibmca_*.deb >/dev/null 2>&1; then
+  fetch_deb openssl-ibmca || die "could not download Debian's s390x openssl-ibmca"
+fi
+ibmca_deb=$(ls "$APTDIR"/debs/openssl-ibmca_*.deb | head -n1)
+rm -rf "$RUN/ibmca" && dpkg -x "$ibmca_deb" "$RUN/ibmca"
+sample=$RUN/ibmca/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
+[ -f "$sample" ] || die "openssl-ibmca has no openssl.cnf.sample"
+grep -q "^engines *= *" "$sample" || die "Debian's sample loads no engine"
+cargo build -q -p rustica-harness --bin rustica || die "building the host's rustica command failed"
+host_rustica=$REPO/target/debug/rustica
+env -u RUSTICA_MODULE "$host_rustica" config --from-engine "$sample" --module "$LOADED_MODULE" \
+  --backend libica --libica libica.so.3 --no-check --out "$RUN/from-engine.cnf" 2>"$RUN/from-engine.log" \
+  || { cat "$RUN/from-engine.log" >&2; die "rustica config --from-engine refused Debian's sample"; }
+sed 's/^/s390x-lane:   /' "$RUN/from-engine.log" >&2
+grep -q "^engines *=" "$RUN/from-engine.cnf" && die "the migrated file still loads an engine"
+from_engine() {
+  env -u RUSTICA_BACKEND -u RUSTICA_LIBICA -u RUSTICA_DEBUG \
+    OPENSSL_CONF="$RUN/from-engine.cnf" RUSTICA_STATS_PATH="$RUN/stats-from-engine" LIBICA_STATS_MODE=0 \
+    qemu-s390x-static -L "$SYSROOT" "$OPENSSL_BIN" "$@"
+}
+from_engine list -providers | grep -q rustica || die "the migrated file does not load rustica on s390x"
+from_engine dgst -sha256 -sign "$RUN/key-2048.pem" -out "$RUN/sig-from-engine.bin" "$RUN/doc.bin" \
+  || die "signing under the migrated file failed on s390x"
+cmp -s "$RUN/sig-from-engine.bin" "$RUN/sig-2048.bin" || die "the signature under the migrated file differs"
+saved_stats=$STATS; STATS=$RUN/stats-from-engine
+signed=$(counter 1 0); STATS=$saved_stats
+[ "$signed" = 1 ] || die "the signature under the migrated file was not counted on libica ($signed)"
+say "from-engine: Debian's sample migrated; rustica loaded on s390x, 1 signature on libica, identical to the earlier one"
+
 libica_deb=$(ls "$APTDIR"/debs/libica3_*.deb 2>/dev/null | head -n1)
 libica_pkg=unknown
 [ -n "$libica_deb" ] && libica_pkg=$(dpkg-deb -f "$libica_deb" Version)
