@@ -307,6 +307,17 @@ fn check_config(r: &mut Report, config: &Path) {
             }
         }
     }
+    if let Some(p) = sysconf::default_properties(&cnf).filter(|p| sysconf::requires_fips(p)) {
+        r.fail(
+            "routing",
+            format!(
+                "`default_properties = {p}` requires fips=yes, which no rustica algorithm carries \
+                 (rustica is not a FIPS 140-3 validated module and does not claim to be): on this \
+                 host OpenSSL never fetches rustica, and the FIPS provider does the RSA \
+                 (docs/security.md, \"FIPS hosts\")"
+            ),
+        );
+    }
     if !cnf.contains("provider=rustica") {
         r.fail(
             "routing",

@@ -141,6 +141,24 @@ pub fn rustica_section(text: &str) -> Option<(String, Vec<(String, String)>)> {
     Some((name, keys))
 }
 
+/// The `default_properties` a config sets (init section, alg_section).
+pub fn default_properties(text: &str) -> Option<String> {
+    let doc = Doc::parse(text);
+    let (_, init) = doc.find(None, "openssl_conf")?;
+    let (_, alg) = doc.find(Some(&init), "alg_section")?;
+    doc.find(Some(&alg), "default_properties").map(|(_, v)| v)
+}
+
+/// Whether `properties` makes `fips=yes` mandatory: then no algorithm
+/// without that property is ever fetched by default, rustica's included
+/// (docs/security.md, "FIPS hosts").
+pub fn requires_fips(properties: &str) -> bool {
+    properties.split(',').map(str::trim).any(|p| {
+        let p = p.replace(' ', "");
+        p == "fips=yes" || p == "fips=true" || p == "fips"
+    })
+}
+
 /// Returns `existing` with rustica loaded system-wide.
 pub fn merge(existing: &str, rustica: &RusticaSection) -> String {
     let mut doc = Doc::parse(existing);
@@ -335,6 +353,17 @@ mod tests {
             Some("fips=yes,?provider=rustica")
         );
         assert!(out.contains("default_properties was `fips=yes`"));
+    }
+
+    #[test]
+    fn a_mandatory_fips_property_is_recognised() {
+        let text = "openssl_conf = i\n[i]\nalg_section = a\n[a]\ndefault_properties = fips=yes,?provider=rustica\n";
+        let p = default_properties(text).unwrap();
+        assert!(requires_fips(&p));
+        assert!(!requires_fips("?fips=yes,?provider=rustica"));
+        assert!(!requires_fips("?provider=rustica"));
+        assert!(!requires_fips("fips=no"));
+        assert!(default_properties("openssl_conf = i\n[i]\n").is_none());
     }
 
     #[test]

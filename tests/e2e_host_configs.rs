@@ -1,9 +1,10 @@
-//! The way off the ibmca ENGINE: `rustica config --from-engine` on Debian's
-//! own engine configuration (the s390x openssl-ibmca package's sample,
+//! Configurations IBM Z hosts run today. The way off the ibmca ENGINE:
+//! `rustica config --from-engine` on Debian's own engine configuration (the s390x openssl-ibmca package's sample,
 //! harness/tests/fixtures/ibmca), and what the running OpenSSL does with a
 //! configuration that still has an `engines` line (what `rustica doctor`
-//! tells users about OpenSSL 4.0). Runs against every OpenSSL the suite
-//! runs against (scripts/test-openssl.sh puts 3.5 and 4.0 first on PATH).
+//! tells users about OpenSSL 4.0). And FIPS hosts, where rustica is
+//! unused and doctor says why. Runs against every OpenSSL the suite runs
+//! against (scripts/test-openssl.sh puts 3.5 and 4.0 first on PATH).
 
 mod common;
 
@@ -158,4 +159,40 @@ fn doctor_says_what_openssl_4_does_with_an_engine_configuration() {
     assert!(text.contains(word), "{text}");
     assert!(text.contains("OpenSSL 4.0 has no ENGINE support"), "{text}");
     assert!(text.contains("--from-engine"), "{text}");
+}
+
+/// On a host whose default properties require fips=yes, OpenSSL never
+/// fetches rustica (its algorithms carry no fips=yes), and doctor says so
+/// plainly instead of a bare "not counted".
+#[test]
+fn doctor_says_rustica_is_unused_on_a_fips_host() {
+    let lab = Lab::new();
+    let out = Command::new(rustica_bin())
+        .args(["config", "--fresh", "--no-check", "--module"])
+        .arg(module_path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cnf = String::from_utf8_lossy(&out.stdout).replace(
+        "default_properties = ?provider=rustica",
+        "default_properties = fips=yes,?provider=rustica",
+    );
+    assert!(cnf.contains("fips=yes"), "{cnf}");
+    let path = lab.path("fips.cnf");
+    std::fs::write(&path, cnf).unwrap();
+    let out = Command::new(rustica_bin())
+        .args(["doctor", "--config"])
+        .arg(&path)
+        .arg("--module")
+        .arg(module_path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("FAIL  routing"), "{text}");
+    assert!(
+        text.contains("requires fips=yes, which no rustica algorithm carries"),
+        "{text}"
+    );
+    assert!(text.contains("OpenSSL never fetches rustica"), "{text}");
 }
