@@ -146,6 +146,18 @@ impl StepSpec {
         (self.applies)(o, bits).err()
     }
 
+    /// How many cells' worth of sampling budget the step gets: one per
+    /// column, except `speed -multi`, whose three columns come from runs
+    /// that load every core at once: on a shared machine their spread is
+    /// the machine's load, which more rounds do not shrink, so the step
+    /// gets one cell's budget.
+    pub fn budget_cells(&self) -> usize {
+        match self.run {
+            Run::SpeedMulti => 1,
+            _ => self.columns.len(),
+        }
+    }
+
     /// Columns that each need runs of their own (TLS); the others share one.
     pub fn turns(&self) -> usize {
         match self.run {

@@ -252,10 +252,11 @@ impl Ctx<'_> {
         // Sampling until the answer is clear. Key generation and new-key
         // certificates keep their planned count: their heavy tails would
         // spend any budget, and their verdict says how many keys it needs.
-        // The budget is per cell: a step with several cells has as many.
+        // The budget is per cell: a step with several cells has as many
+        // (but see StepSpec::budget_cells).
         let rule = SamplingRule::new(
             runs,
-            self.opts.cell_budget * cols.len() as f64,
+            self.opts.cell_budget * step.budget_cells() as f64,
             cols.iter().all(|c| !c.unpaired()),
         );
         let started = Instant::now();
