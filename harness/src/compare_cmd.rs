@@ -101,9 +101,30 @@ fn line(s: &Samples, args: &CompareArgs) -> (String, serde_json::Value) {
         return (format!("-\t-\t{why}"), json);
     };
     let verdict = c.verdict(better);
-    let mut text = verdict.text();
     let needed = c.samples_for(args.target);
     let reached = c.half_width_pct() <= args.target;
+    // Unpaired samples (key generation) are heavy-tailed: an interval
+    // wider than the target is no result on either side of 1, as in the
+    // lab (Column::counts_as_difference).
+    if args.unpaired && !reached {
+        let text = format!(
+            "not enough samples to tell (±{:.0} % from {} per side; about {needed} per side for ±{})",
+            c.half_width_pct(),
+            c.n,
+            args.target
+        );
+        let json = serde_json::json!({
+            "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "paired": false,
+            "half_width_pct": c.half_width_pct(), "target_pct": args.target,
+            "target_met": false, "samples_for_target": needed,
+            "verdict": "not enough samples", "text": text,
+        });
+        return (
+            format!("{:.3}\t[{:.3}–{:.3}]\t{text}", c.ratio, c.lo, c.hi),
+            json,
+        );
+    }
+    let mut text = verdict.text();
     if !reached {
         text.push_str(&format!(
             "; ±{:.1} % from {} {}, about {needed} for ±{}",
@@ -190,8 +211,12 @@ mod tests {
         let s = parse(input.as_bytes(), true).unwrap();
         assert_eq!((s.a.len(), s.b.len()), (6, 6));
         let (text, _) = line(&s, &args(true, true));
-        assert!(text.contains("no difference detected"), "{text}");
+        assert!(text.contains("not enough samples to tell"), "{text}");
         assert!(text.contains("per side"), "{text}");
+        // Far apart and tight: a difference even unpaired.
+        let tight = "A 1.00\nA 1.01\nA 0.99\nA 1.00\nA 1.02\nA 0.98\nB 2.00\nB 2.01\nB 1.99\nB 2.00\nB 2.02\nB 1.98\n";
+        let (text, _) = line(&parse(tight.as_bytes(), true).unwrap(), &args(true, true));
+        assert!(text.contains("B slower"), "{text}");
         assert!(parse("C 1\n".as_bytes(), true).is_err());
         assert!(parse("1 -2\n".as_bytes(), false).is_err());
         assert!(parse("1 2 3\n".as_bytes(), false).is_err());
