@@ -264,6 +264,12 @@ s390x_openssl() {
     OPENSSL_CONF="$RUN/s390x.cnf" RUSTICA_STATS_PATH="$STATS" LIBICA_STATS_MODE=0 \
     qemu-s390x-static -L "$SYSROOT" "$OPENSSL_BIN" "$@"
 }
+# The same, replacing the calling (sub)shell: for background servers.
+exec_s390x_openssl() {
+  exec env -u RUSTICA_BACKEND -u RUSTICA_LIBICA -u RUSTICA_DEBUG \
+    OPENSSL_CONF="$RUN/s390x.cnf" RUSTICA_STATS_PATH="$STATS" LIBICA_STATS_MODE=0 \
+    qemu-s390x-static -L "$SYSROOT" "$OPENSSL_BIN" "$@"
+}
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
 # rustica's counters (ibmca-shim/src/stats.rs, layout version 4), in the
@@ -444,8 +450,11 @@ host_openssl req -x509 -new -key "$RUN/key-2048.pem" -subj /CN=s390x-lane -days 
   -out "$RUN/cert-2048.pem" 2>/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 bk=$(counts 0) bs=$(counts 1) bd=$(counts 4)
-s390x_openssl s_server -async -accept "$port" -cert "$RUN/cert-2048.pem" -key "$RUN/key-2048.pem" \
-  -www -quiet </dev/null >"$RUN/s_server.out" 2>&1 &
+# `exec` in the background subshell, so that $! is qemu's own pid: killing
+# the subshell of a plain `s390x_openssl ... &` left the emulated server
+# running after the lane (one per part, listening, for good).
+(exec_s390x_openssl s_server -async -accept "$port" -cert "$RUN/cert-2048.pem" -key "$RUN/key-2048.pem" \
+  -www -quiet </dev/null >"$RUN/s_server.out" 2>&1) &
 server=$!
 for _ in $(seq 100); do
   python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null && break
