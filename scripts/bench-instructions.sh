@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Instructions per RSA operation, A/B (deterministic, so it can be a check):
+# benches/instructions/ops.c does N operations of one kind through one
+# EVP_PKEY_CTX, under `valgrind --tool=callgrind`, at two values of N, with
+# only the default provider (A) and with rustica preferred through
+# openssl.cnf (B); instructions per operation = (I(N2) - I(N1)) / (N2 - N1),
+# so start-up and the first operation's set-up cancel out. Every run checks
+# its results and which provider ran the operation (EVP_PKEY_CTX_get0_provider:
+# "default" on A, "rustica" on B). Prints a Markdown table. The only
+# randomness is blinding's (and OAEP's seed), which moves the private rows
+# by a few hundred instructions per operation.
+#
+# usage: scripts/bench-instructions.sh [--check] [SIZES...]
+#   default sizes 1024 2048 3072 4096, every operation.
+#   --check: 1024 and 2048 bits, fewer operations per run (a few minutes);
+#            fails if B/A exceeds 1.01 at any row or 1.005 at 2048 bits and
+#            above (docs/performance.md, "Instructions per operation").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+case "${1:-}" in -*) sed -n '2,17p' "$0"; exit 2 ;; esac
+sizes=("${@:-}")
+[ -n "${sizes[*]}" ] || { if [ "$check" = 1 ]; then sizes=(1024 2048); else sizes=(1024 2048 3072 4096); fi; }
+operations=(sign-pkcs1 verify-pkcs1 sign-pss verify-pss encrypt-oaep decrypt-oaep decrypt-pkcs1)
+
+command -v valgrind >/dev/null || { echo "bench-instructions: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+if [ -z "${RUSTICA_MODULE:-}" ]; then
+  scripts/build.sh >/dev/null
+  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -Wall -o "$work/ops" benches/instructions/ops.c -lcrypto
+. scripts/openssl-cnf.sh
+stock_conf "$work/a.cnf"
+rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
+unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG
+export RUSTICA_STATS_PATH=$work/stats
+
+# The two values of N per operation kind and size: about 100-400 M
+# instructions between them (10-60 M with --check), so that blinding's
+# variation is small against the difference.
+counts() { # KIND BITS -> "N1 N2"
+  local private=$1 bits=$2
+  if [ "$check" = 1 ]; then
+    case $private:$bits in
+      1:1024) echo 2 22 ;; 1:*) echo 2 12 ;; 0:1024) echo 10 410 ;; 0:*) echo 10 210 ;;
+    esac
+  else
+    case $private:$bits in
+      1:1024) echo 4 104 ;; 1:2048) echo 4 54 ;; 1:3072) echo 4 24 ;; 1:*) echo 4 14 ;;
+      0:1024) echo 20 1020 ;; 0:2048) echo 20 520 ;; 0:3072) echo 20 320 ;; 0:*) echo 20 220 ;;
+    esac
+  fi
+}
+
+# instructions SIDE OPERATION N KEY: total instructions of one run.
+instructions() {
+  local want=default out
+  [ "$1" = b ] && want=rustica
+  out=$(OPENSSL_CONF=$work/$1.cnf valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+    "$work/ops" "$2" "$3" "$4" 2>"$work/valgrind.log") || {
+    cat "$work/valgrind.log" >&2
+    echo "bench-instructions: $2 $3 failed on side $1" >&2
+    exit 1
+  }
+  [ "$out" = "$want $3" ] || { echo "bench-instructions: side $1 ran $2 on '$out', not $want" >&2; exit 1; }
+  awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$work/cg.out"
+}
+commas() { awk -v n="$1" 'BEGIN { s = ""; while (length(n) > 3) { s = "," substr(n, length(n) - 2) s; n = substr(n, 1, length(n) - 3) }; print n s }'; }
+
+echo "# scripts/bench-instructions.sh$([ "$check" = 1 ] && echo " --check"), $(date -u +%FT%RZ), $(openssl version), B = $RUSTICA_MODULE"
+echo
+echo "| operation | bits | A instr/op | B instr/op | B/A |"
+echo "|---|---:|---:|---:|---:|"
+status=0
+for bits in "${sizes[@]}"; do
+  OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA -pkeyopt "rsa_keygen_bits:$bits" \
+    -out "$work/key-$bits.pem" 2>/dev/null
+  for op in "${operations[@]}"; do
+    private=0
+    case $op in sign-* | decrypt-*) private=1 ;; esac
+    read -r n1 n2 <<<"$(counts "$private" "$bits")"
+    per_op() { # SIDE
+      local i1 i2
+      i1=$(instructions "$1" "$op" "$n1" "$work/key-$bits.pem")
+      i2=$(instructions "$1" "$op" "$n2" "$work/key-$bits.pem")
+      echo $(((i2 - i1) / (n2 - n1)))
+    }
+    a=$(per_op a)
+    b=$(per_op b)
+    ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')
+    bound=1.01
+    [ "$bits" -ge 2048 ] && bound=1.005
+    mark=
+    if awk -v r="$ratio" -v m="$bound" 'BEGIN { exit !(r > m) }'; then
+      mark=" (over $bound)"
+      status=1
+    fi
+    echo "| $op | $bits | $(commas "$a") | $(commas "$b") | $ratio$mark |"
+  done
+done
+[ "$check" = 1 ] || exit 0
+[ "$status" = 0 ] && echo "bench-instructions: every row within stock + 1 % (+ 0.5 % at 2048 bits and above)" >&2
+exit $status
