@@ -12,12 +12,19 @@ use crate::error::{fail, Reason, Result};
 
 /// EM = 00 01 FF..FF 00 || t, `k` bytes, at least 8 bytes of FF.
 pub fn pkcs1_type1_encode(t: &[u8], k: usize) -> Result<Vec<u8>> {
-    if t.len() + 11 > k {
+    pkcs1_type1_encode_parts(&[t], k)
+}
+
+/// [`pkcs1_type1_encode`] of `t` given as consecutive parts (a DigestInfo
+/// prefix and the hash), written straight into the one `k`-byte buffer.
+pub fn pkcs1_type1_encode_parts(parts: &[&[u8]], k: usize) -> Result<Vec<u8>> {
+    let t_len: usize = parts.iter().map(|p| p.len()).sum();
+    if t_len + 11 > k {
         return fail(
             Reason::BadLength,
             format!(
                 "{} bytes to sign do not fit PKCS#1 v1.5 padding for a {}-byte modulus (at most {})",
-                t.len(),
+                t_len,
                 k,
                 k.saturating_sub(11)
             ),
@@ -26,8 +33,12 @@ pub fn pkcs1_type1_encode(t: &[u8], k: usize) -> Result<Vec<u8>> {
     let mut em = vec![0xffu8; k];
     em[0] = 0;
     em[1] = 1;
-    em[k - t.len() - 1] = 0;
-    em[k - t.len()..].copy_from_slice(t);
+    em[k - t_len - 1] = 0;
+    let mut at = k - t_len;
+    for part in parts {
+        em[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
     Ok(em)
 }
 
@@ -321,6 +332,11 @@ mod tests {
     #[test]
     fn type1_rejects_short_padding_and_bad_markers() {
         assert!(pkcs1_type1_encode(&[0u8; 54], 64).is_err());
+        assert_eq!(
+            pkcs1_type1_encode_parts(&[b"a", b"", b"bc"], 64).unwrap(),
+            pkcs1_type1_encode(b"abc", 64).unwrap()
+        );
+        assert!(pkcs1_type1_encode_parts(&[&[0u8; 50], &[0u8; 4]], 64).is_err());
         let mut em = pkcs1_type1_encode(b"abc", 64).unwrap();
         em[1] = 2;
         assert_eq!(pkcs1_type1_decode(&em), None);
