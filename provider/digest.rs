@@ -384,6 +384,9 @@ impl Drop for DigestCache {
 }
 
 /// A running hash (digest-sign/verify update), duplicable for dupctx.
+/// EVP_MAX_MD_SIZE: the longest digest OpenSSL produces.
+pub const MAX_DIGEST_LEN: usize = 64;
+
 pub struct Hasher {
     ctx: *mut ffi::EVP_MD_CTX,
     id: DigestId,
@@ -411,6 +414,18 @@ impl Hasher {
         Ok(h)
     }
 
+    /// Starts the digest over in the same context (a finished one
+    /// included): what MGF1 does per block, without allocating a context.
+    pub fn restart(&mut self) -> Result<()> {
+        // SAFETY: ctx is ours and initialised with a digest (by `new` or
+        // `try_clone`) and never reset: a NULL digest then means the one
+        // it holds, referenced by the context itself.
+        if unsafe { ffi::EVP_DigestInit_ex2(self.ctx, ptr::null(), ptr::null()) } != 1 {
+            return Err(digest_error("initialisation"));
+        }
+        Ok(())
+    }
+
     pub fn id(&self) -> DigestId {
         self.id
     }
@@ -427,14 +442,19 @@ impl Hasher {
     }
 
     pub fn finish(&mut self) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; 64];
+        let mut out = zeroize::Zeroizing::new([0u8; MAX_DIGEST_LEN]);
+        let len = self.finish_into(&mut out)?;
+        Ok(out[..len].to_vec())
+    }
+
+    /// Finishes into `out` (no allocation); returns the digest's length.
+    pub fn finish_into(&mut self, out: &mut [u8; MAX_DIGEST_LEN]) -> Result<usize> {
         let mut len = 0u32;
         // SAFETY: out holds EVP_MAX_MD_SIZE (64) bytes.
         if unsafe { ffi::EVP_DigestFinal_ex(self.ctx, out.as_mut_ptr(), &mut len) } != 1 {
             return Err(digest_error("finalisation"));
         }
-        out.truncate(len as usize);
-        Ok(out)
+        Ok(len as usize)
     }
 
     pub fn try_clone(&self) -> Result<Hasher> {

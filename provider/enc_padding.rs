@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 use crate::ct;
 use std::ptr;
 
-use crate::digest::{DigestCache, DigestId, Hasher};
+use crate::digest::{DigestCache, DigestId, Hasher, MAX_DIGEST_LEN};
 use crate::error::{fail, Reason, Result};
 use crate::ffi;
 
@@ -22,13 +22,19 @@ fn mgf1(
     len: usize,
 ) -> Result<Zeroizing<Vec<u8>>> {
     let mut out = Zeroizing::new(Vec::with_capacity(len + md.size()));
+    // One digest context for every block; each block's digest lands in a
+    // wiped stack buffer.
+    let mut h = Hasher::new(digests, md)?;
+    let mut block = Zeroizing::new([0u8; MAX_DIGEST_LEN]);
     let mut counter: u32 = 0;
     while out.len() < len {
-        let mut h = Hasher::new(digests, md)?;
+        if counter > 0 {
+            h.restart()?;
+        }
         h.update(seed)?;
         h.update(&counter.to_be_bytes())?;
-        let block = Zeroizing::new(h.finish()?);
-        out.extend_from_slice(&block);
+        let got = h.finish_into(&mut block)?;
+        out.extend_from_slice(&block[..got]);
         counter += 1;
     }
     out.truncate(len);

@@ -7,7 +7,7 @@ use std::ops::Deref;
 
 use zeroize::Zeroizing;
 
-use crate::digest::{DigestCache, DigestId};
+use crate::digest::{DigestCache, DigestId, Hasher, MAX_DIGEST_LEN};
 use crate::error::{fail, Reason, Result};
 
 /// EM = 00 01 FF..FF 00 || t, `k` bytes, at least 8 bytes of FF.
@@ -92,15 +92,20 @@ pub fn mgf1(digests: &DigestCache, md: DigestId, seed: &[u8], len: usize) -> Res
         );
     };
     let mut out = Zeroizing::new(Vec::with_capacity(capacity));
-    let mut input = Zeroizing::new(Vec::with_capacity(seed.len() + 4));
-    input.extend_from_slice(seed);
-    input.extend_from_slice(&[0; 4]);
+    // One digest context for every block; each block's digest lands in a
+    // wiped stack buffer.
+    let mut hasher = Hasher::new(digests, md)?;
+    let mut block = Zeroizing::new([0u8; MAX_DIGEST_LEN]);
     for counter in 0..blocks {
         // Fits: blocks - 1 was checked against u32 above.
         let counter = counter as u32;
-        input[seed.len()..].copy_from_slice(&counter.to_be_bytes());
-        let block = Zeroizing::new(digests.digest(md, &input)?);
-        out.extend_from_slice(&block);
+        if counter > 0 {
+            hasher.restart()?;
+        }
+        hasher.update(seed)?;
+        hasher.update(&counter.to_be_bytes())?;
+        let got = hasher.finish_into(&mut block)?;
+        out.extend_from_slice(&block[..got]);
     }
     out.truncate(len);
     Ok(Mask(out))
