@@ -371,19 +371,34 @@ impl Oaep<'_> {
             );
         }
         let db_len = k - h - 1;
-        let mut db = Zeroizing::new(self.digests.digest(self.md, self.label)?);
-        db.resize(db_len - m.len() - 1, 0);
-        db.push(1);
-        db.extend_from_slice(m);
+        // EM = 00 || maskedSeed || maskedDB, built in its one buffer: DB =
+        // lHash || PS || 01 || M goes in place and is masked there.
+        let mut em = Zeroizing::new(vec![0u8; k]);
+        let (masked_seed, masked_db) = em[1..].split_at_mut(h);
+        masked_db[..h].copy_from_slice(&self.label_hash()?[..h]);
+        masked_db[db_len - m.len() - 1] = 1;
+        masked_db[db_len - m.len()..].copy_from_slice(m);
         let seed = Zeroizing::new(random(h)?);
         let db_mask = mgf1(self.digests, self.mgf1, &seed, db_len)?;
-        db.iter_mut().zip(db_mask.iter()).for_each(|(d, x)| *d ^= x);
-        let seed_mask = mgf1(self.digests, self.mgf1, &db, h)?;
-        let mut em = Zeroizing::new(Vec::with_capacity(k));
-        em.push(0);
-        em.extend(seed.iter().zip(seed_mask.iter()).map(|(s, x)| s ^ x));
-        em.extend_from_slice(&db);
+        masked_db.iter_mut().zip(db_mask.iter()).for_each(|(d, x)| *d ^= x);
+        let seed_mask = mgf1(self.digests, self.mgf1, masked_db, h)?;
+        masked_seed
+            .iter_mut()
+            .zip(seed.iter().zip(seed_mask.iter()))
+            .for_each(|(out, (s, x))| *out = s ^ x);
         Ok(em)
+    }
+
+    /// lHash, the digest of the label (public), on the stack.
+    fn label_hash(&self) -> Result<[u8; MAX_DIGEST_LEN]> {
+        let mut hasher = Hasher::new(self.digests, self.md)?;
+        hasher.update(self.label)?;
+        let mut out = [0u8; MAX_DIGEST_LEN];
+        let len = hasher.finish_into(&mut out)?;
+        if len != self.md.size() {
+            return fail(Reason::Internal, "OAEP digest has an unexpected length");
+        }
+        Ok(out)
     }
 
     /// Constant-time EME-OAEP decoding of a `k`-byte block. Errors only for
@@ -391,27 +406,16 @@ impl Oaep<'_> {
     pub fn decode(&self, em: &[u8]) -> Result<Decoded> {
         let k = em.len();
         let h = self.check_size(k)?;
-        let l_hash = self.digests.digest(self.md, self.label)?;
+        let l_hash = self.label_hash()?;
         let (masked_seed, masked_db) = em[1..].split_at(h);
-        let seed_mask = mgf1(self.digests, self.mgf1, masked_db, h)?;
-        let seed: Zeroizing<Vec<u8>> = Zeroizing::new(
-            masked_seed
-                .iter()
-                .zip(seed_mask.iter())
-                .map(|(a, b)| a ^ b)
-                .collect(),
-        );
-        let db_mask = mgf1(self.digests, self.mgf1, &seed, masked_db.len())?;
-        let db: Zeroizing<Vec<u8>> = Zeroizing::new(
-            masked_db
-                .iter()
-                .zip(db_mask.iter())
-                .map(|(a, b)| a ^ b)
-                .collect(),
-        );
+        // Each mask is unmasked in its own wiped buffer.
+        let mut seed = mgf1(self.digests, self.mgf1, masked_db, h)?;
+        seed.iter_mut().zip(masked_seed).for_each(|(x, m)| *x ^= m);
+        let mut db = mgf1(self.digests, self.mgf1, &seed, masked_db.len())?;
+        db.iter_mut().zip(masked_db).for_each(|(x, m)| *x ^= m);
 
         let mut good = ct::is_zero(u32::from(em[0]));
-        good &= ct::bytes_eq(&db[..h], &l_hash);
+        good &= ct::bytes_eq(&db[..h], &l_hash[..h]);
         let mut found = 0u32;
         let mut one_at = 0u32;
         for (i, &b) in db.iter().enumerate().skip(h) {
@@ -425,7 +429,10 @@ impl Oaep<'_> {
         good &= found;
         let msg_at = one_at.wrapping_add(1);
         let len = ct::select(good, (db.len() as u32).wrapping_sub(msg_at), 0) as usize;
-        let mut message = Zeroizing::new(db[h + 1..].to_vec());
+        // The message candidate is DB past lHash and the first byte after
+        // it, moved down in DB's own buffer (a public length).
+        let mut message = db;
+        message.drain(..h + 1);
         ct::shift_left(
             &mut message,
             ct::select(good, msg_at.wrapping_sub(h as u32 + 1), 0) as usize,

@@ -111,6 +111,19 @@ pub fn mgf1(digests: &DigestCache, md: DigestId, seed: &[u8], len: usize) -> Res
     Ok(Mask(out))
 }
 
+/// A digest in a stack buffer (PSS's H is public: the signature carries it).
+struct HashOut {
+    bytes: [u8; MAX_DIGEST_LEN],
+    len: usize,
+}
+
+impl Deref for HashOut {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// Salt length conventions of OpenSSL's `saltlen` parameter.
 pub const SALT_DIGEST: i32 = -1;
 pub const SALT_AUTO: i32 = -2;
@@ -224,12 +237,18 @@ impl<'a> Pss<'a> {
     }
 
     /// H = Hash(00 x 8 || mHash || salt).
-    fn h_of(&self, mhash: &[u8], salt: &[u8]) -> Result<Vec<u8>> {
-        let mut m = Zeroizing::new(Vec::with_capacity(8 + mhash.len() + salt.len()));
-        m.extend_from_slice(&[0u8; 8]);
-        m.extend_from_slice(mhash);
-        m.extend_from_slice(salt);
-        self.digests.digest(self.md, &m)
+    /// Hashed piece by piece: M' itself is never assembled.
+    fn h_of(&self, mhash: &[u8], salt: &[u8]) -> Result<HashOut> {
+        let mut hasher = Hasher::new(self.digests, self.md)?;
+        hasher.update(&[0u8; 8])?;
+        hasher.update(mhash)?;
+        hasher.update(salt)?;
+        let mut out = HashOut {
+            bytes: [0; MAX_DIGEST_LEN],
+            len: 0,
+        };
+        out.len = hasher.finish_into(&mut out.bytes)?;
+        Ok(out)
     }
 
     /// Bits of EM's first byte above emBits, which must be zero.
@@ -254,18 +273,20 @@ impl<'a> Pss<'a> {
         }
         let h = self.h_of(mhash, salt)?;
         let db_len = em_len - h_len - 1;
-        // DB = PS || 01 || salt; it holds the salt until masked.
-        let mut db = Zeroizing::new(vec![0u8; db_len]);
-        db[db_len - salt.len() - 1] = 1;
-        db[db_len - salt.len()..].copy_from_slice(salt);
-        let mask = mgf1(self.digests, self.mgf1, &h, db_len)?;
-        db.iter_mut().zip(&mask).for_each(|(d, m)| *d ^= m);
-        db[0] &= 0xff >> self.unused_bits();
-        let mut em = Vec::with_capacity(self.k);
-        em.resize(self.k - em_len, 0);
-        em.extend_from_slice(&db);
-        em.extend_from_slice(&h);
-        em.push(0xbc);
+        // maskedDB = (PS || 01 || salt) xor mask, made in the mask's own
+        // wiped buffer (PS is zeros: those mask bytes stay as they are).
+        let Mask(mut masked_db) = mgf1(self.digests, self.mgf1, &h, db_len)?;
+        masked_db[db_len - salt.len() - 1] ^= 1;
+        masked_db[db_len - salt.len()..]
+            .iter_mut()
+            .zip(salt)
+            .for_each(|(m, s)| *m ^= s);
+        masked_db[0] &= 0xff >> self.unused_bits();
+        let mut em = vec![0u8; self.k];
+        let at = self.k - em_len;
+        em[at..at + db_len].copy_from_slice(&masked_db);
+        em[at + db_len..at + db_len + h_len].copy_from_slice(&h);
+        em[self.k - 1] = 0xbc;
         Ok(em)
     }
 
@@ -295,9 +316,9 @@ impl<'a> Pss<'a> {
         if unused_bits > 0 && masked_db[0] >> (8 - unused_bits) != 0 {
             return no;
         }
-        let mask = mgf1(self.digests, self.mgf1, h, db_len)?;
-        let mut db = Zeroizing::new(Vec::with_capacity(db_len));
-        db.extend(masked_db.iter().zip(&mask).map(|(d, m)| d ^ m));
+        // DB = maskedDB xor mask, computed in the mask's own wiped buffer.
+        let Mask(mut db) = mgf1(self.digests, self.mgf1, h, db_len)?;
+        db.iter_mut().zip(masked_db).for_each(|(m, d)| *m ^= d);
         db[0] &= 0xff >> unused_bits;
         let Some(one) = db.iter().position(|&b| b != 0) else {
             return no;
@@ -318,7 +339,7 @@ impl<'a> Pss<'a> {
         if expected.is_some_and(|s| s != salt.len()) {
             return no;
         }
-        Ok((self.h_of(mhash, salt)? == h).then_some(salt.len()))
+        Ok((*self.h_of(mhash, salt)? == *h).then_some(salt.len()))
     }
 }
 
