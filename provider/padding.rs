@@ -99,9 +99,7 @@ pub fn mgf1(digests: &DigestCache, md: DigestId, seed: &[u8], len: usize) -> Res
     for counter in 0..blocks {
         // Fits: blocks - 1 was checked against u32 above.
         let counter = counter as u32;
-        if counter > 0 {
-            hasher.restart()?;
-        }
+        hasher.restart()?;
         hasher.update(seed)?;
         hasher.update(&counter.to_be_bytes())?;
         let got = hasher.finish_into(&mut block)?;

@@ -60,18 +60,20 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
     mul_limbs(&a, &b, &n, len)
 }
 
-/// [`mul`] of BIGNUMs a, b < n, where n is `len` bytes long: their limbs
-/// are read straight from libcrypto (one buffer for all three, wiped),
-/// with no big-endian round trip.
-pub(crate) fn mul_bn(a: &Bn, b: &Bn, n: &Bn, len: usize) -> Result<Zeroizing<Vec<u8>>, RsaError> {
-    let l = len.div_ceil(8).max(1);
-    let mut limbs = Zeroizing::new(vec![0u64; 3 * l]);
-    let (a_limbs, rest) = limbs.split_at_mut(l);
-    let (b_limbs, n_limbs) = rest.split_at_mut(l);
+/// [`mul`] of BIGNUMs a, b < n, where n is `len` bytes long and given as
+/// its `ceil(len / 8)` little-endian limbs: the operands' limbs are read
+/// straight from libcrypto (one wiped buffer for both), with no big-endian
+/// round trip.
+pub(crate) fn mul_bn(a: &Bn, b: &Bn, n: &[u64], len: usize) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+    let l = n.len();
+    if l != len.div_ceil(8).max(1) {
+        return Err(RsaError::bad_input("modulus limbs do not match its length"));
+    }
+    let mut limbs = Zeroizing::new(vec![0u64; 2 * l]);
+    let (a_limbs, b_limbs) = limbs.split_at_mut(l);
     a.write_limbs(a_limbs)?;
     b.write_limbs(b_limbs)?;
-    n.write_limbs(n_limbs)?;
-    Ok(mul_limbs(a_limbs, b_limbs, n_limbs, len))
+    Ok(mul_limbs(a_limbs, b_limbs, n, len))
 }
 
 /// The multiplication on `l`-limb little-endian operands (all of one
@@ -172,7 +174,9 @@ mod tests {
                     bn::mont_mul(&mut want, a, b, &mont, &mut ctx).unwrap();
                     let got = mul(&be(a, len), &be(b, len), &n_be, len);
                     assert_eq!(&got[..], &be(&want, len)[..], "{bits} bits");
-                    let got = mul_bn(a, b, &n, len).unwrap();
+                    let mut n_limbs = vec![0u64; len.div_ceil(8)];
+                    n.write_limbs(&mut n_limbs).unwrap();
+                    let got = mul_bn(a, b, &n_limbs, len).unwrap();
                     assert_eq!(&got[..], &be(&want, len)[..], "{bits} bits, from BIGNUMs");
                 }
             }

@@ -107,7 +107,7 @@ impl RsaKey {
         secret_result: bool,
     ) -> Result<Zeroizing<Vec<u8>>, RsaError> {
         if secret_result && bn::ct_mont::matches_libcrypto() {
-            return bn::ct_mont::mul_bn(m, ai, &self.n, self.size);
+            return bn::ct_mont::mul_bn(m, ai, &self.n_limbs, self.size);
         }
         let mut out = Bn::new()?;
         out.set_consttime();
