@@ -91,7 +91,14 @@ pub fn digest_info_prefix(md: DigestId, hash_len: usize) -> Option<DigestInfoPre
         at += bytes.len();
     };
     // Short-form lengths (checked above), so each fits one byte.
-    put(&[0x30, total_len as u8, 0x30, alg_len as u8, 0x06, digest_oid.len() as u8]);
+    put(&[
+        0x30,
+        total_len as u8,
+        0x30,
+        alg_len as u8,
+        0x06,
+        digest_oid.len() as u8,
+    ]);
     put(digest_oid);
     put(NULL);
     put(&[0x04, hash_len as u8]);
@@ -261,7 +268,9 @@ mod tests {
             *other.last_mut().unwrap() ^= 1;
             assert!(!is_digest_info(&other, md, &hash));
         }
-        assert!(digest_info_prefix(DigestId::Md5Sha1, 36).unwrap().is_empty());
+        assert!(digest_info_prefix(DigestId::Md5Sha1, 36)
+            .unwrap()
+            .is_empty());
         // A hash too long for the short form takes the general encoder.
         let long = vec![1u8; 200];
         assert!(digest_info_prefix(DigestId::Sha256, long.len()).is_none());
@@ -269,7 +278,11 @@ mod tests {
             digest_info(DigestId::Sha256, &long),
             digest_info_general(DigestId::Sha256, &long)
         );
-        assert!(is_digest_info(&digest_info(DigestId::Sha256, &long), DigestId::Sha256, &long));
+        assert!(is_digest_info(
+            &digest_info(DigestId::Sha256, &long),
+            DigestId::Sha256,
+            &long
+        ));
     }
 
     #[test]

@@ -391,7 +391,10 @@ impl Oaep<'_> {
         masked_db[db_len - m.len()..].copy_from_slice(m);
         let seed = Zeroizing::new(random(h)?);
         let db_mask = mgf1(&mut hasher, &seed, db_len)?;
-        masked_db.iter_mut().zip(db_mask.iter()).for_each(|(d, x)| *d ^= x);
+        masked_db
+            .iter_mut()
+            .zip(db_mask.iter())
+            .for_each(|(d, x)| *d ^= x);
         let seed_mask = mgf1(&mut hasher, masked_db, h)?;
         masked_seed
             .iter_mut()

@@ -86,7 +86,11 @@ pub(crate) fn mod_reduce_mont(
 
 /// r = r * r * R^-1 mod m in place, r reduced mod m: what advances a
 /// blinding pair (libcrypto's BN_BLINDING_update squares in place too).
-pub(crate) fn mont_sqr_in_place(r: &mut Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Result<(), RsaError> {
+pub(crate) fn mont_sqr_in_place(
+    r: &mut Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
     let r = r.as_mut_ptr();
     check(
         // SAFETY: r is a valid BIGNUM reduced mod the context's modulus

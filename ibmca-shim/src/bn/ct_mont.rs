@@ -64,7 +64,12 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
 /// its `ceil(len / 8)` little-endian limbs: the operands' limbs are read
 /// straight from libcrypto (one wiped buffer for both), with no big-endian
 /// round trip.
-pub(crate) fn mul_bn(a: &Bn, b: &Bn, n: &[u64], len: usize) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+pub(crate) fn mul_bn(
+    a: &Bn,
+    b: &Bn,
+    n: &[u64],
+    len: usize,
+) -> Result<Zeroizing<Vec<u8>>, RsaError> {
     let l = n.len();
     if l != len.div_ceil(8).max(1) {
         return Err(RsaError::bad_input("modulus limbs do not match its length"));
