@@ -1,10 +1,13 @@
 /* N RSA operations of one kind through one EVP_PKEY_CTX, as `openssl speed`
  * does (a benchmark driver for scripts/bench-instructions.sh, which runs it
- * under callgrind at two values of N so that start-up cancels out). The
- * input (digest, signature, ciphertext) is made once before the loop; every
- * result is checked. Prints one line:
- *   <provider of the operation's context> <operations done>
- * usage: ops OPERATION N KEY.pem
+ * under callgrind at two values of N). The input (digest, signature,
+ * ciphertext) is made once, then WARMUP operations run; callgrind collects
+ * only the N operations after them (run it with --collect-atstart=no), so
+ * neither start-up nor the random cost of making the input or of the first
+ * operation's blinding pair enters the count. Every result is checked.
+ * Prints one line:
+ *   <provider of the operation's context> <operations counted>
+ * usage: ops OPERATION WARMUP N KEY.pem
  *   OPERATION: sign-pkcs1 verify-pkcs1 sign-pss verify-pss (SHA-256; PSS
  *   with MGF1-SHA-256 and a 32-byte salt), encrypt-oaep decrypt-oaep
  *   (SHA-256, MGF1-SHA-256, no label), decrypt-pkcs1 (PKCS#1 v1.5).
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <valgrind/callgrind.h>
 
 enum kind { SIGN, VERIFY, ENCRYPT, DECRYPT };
 
@@ -76,23 +80,25 @@ int main(int argc, char **argv)
     EVP_PKEY_CTX *ctx = NULL, *prep = NULL;
     EVP_PKEY *key = NULL;
     FILE *file;
-    long n, i = 0;
+    long warmup, n, i = 0;
     int status = 1;
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: ops OPERATION N KEY.pem\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: ops OPERATION WARMUP N KEY.pem\n");
         return 2;
     }
     for (size_t k = 0; k < sizeof(operations) / sizeof(operations[0]); k++)
         if (strcmp(argv[1], operations[k].name) == 0)
             op = &operations[k];
-    n = strtol(argv[2], NULL, 10);
-    if (op == NULL || n < 0) {
-        fprintf(stderr, "ops: unknown operation %s or bad N %s\n", argv[1], argv[2]);
+    warmup = strtol(argv[2], NULL, 10);
+    n = strtol(argv[3], NULL, 10);
+    if (op == NULL || warmup < 0 || n < 0) {
+        fprintf(stderr, "ops: unknown operation %s or bad counts %s %s\n", argv[1], argv[2],
+                argv[3]);
         return 2;
     }
-    if ((file = fopen(argv[3], "r")) == NULL) {
-        perror(argv[3]);
+    if ((file = fopen(argv[4], "r")) == NULL) {
+        perror(argv[4]);
         return 2;
     }
     key = PEM_read_PrivateKey(file, NULL, NULL, NULL);
@@ -118,7 +124,9 @@ int main(int argc, char **argv)
     ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
     if (ctx == NULL || !init(ctx, op->kind) || !configure(ctx, op, op->kind <= VERIFY))
         goto done;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < warmup + n; i++) {
+        if (i == warmup)
+            CALLGRIND_TOGGLE_COLLECT;
         output_len = sizeof(output);
         switch (op->kind) {
         case SIGN:
@@ -140,6 +148,8 @@ int main(int argc, char **argv)
             break;
         }
     }
+    if (n > 0)
+        CALLGRIND_TOGGLE_COLLECT;
     printf("%s %ld\n", OSSL_PROVIDER_get0_name(EVP_PKEY_CTX_get0_provider(ctx)), n);
     status = 0;
 done:
