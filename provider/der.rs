@@ -48,12 +48,66 @@ fn uint(v: usize) -> Vec<u8> {
     tlv(0x02, &content)
 }
 
-/// DER of DigestInfo { AlgorithmIdentifier { digest OID, NULL }, OCTET STRING hash };
-/// for MD5-SHA1 (no OID) the hash alone, as TLS 1.0/1.1 sign it.
-pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
-    if !md.has_oid() {
-        return hash.to_vec();
+/// The DER of a DigestInfo up to its hash: SEQUENCE { AlgorithmIdentifier
+/// { digest OID, NULL }, OCTET STRING header }. A constant per digest and
+/// hash length, built on the stack: signing and verifying write or compare
+/// it without allocating. Empty for MD5-SHA1 (no OID: TLS 1.0/1.1 sign the
+/// hash alone).
+pub struct DigestInfoPrefix {
+    bytes: [u8; DIGEST_INFO_PREFIX_MAX],
+    len: usize,
+}
+
+/// 8 bytes of headers, NULL's 2 and the OID (at most 9 bytes here).
+const DIGEST_INFO_PREFIX_MAX: usize = 24;
+
+impl std::ops::Deref for DigestInfoPrefix {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
+}
+
+/// The DigestInfo prefix of `md` for a hash of `hash_len` bytes; None
+/// when a length would need DER's long form (a hash of 100 bytes or more,
+/// which no digest has: `digest_info` then encodes in general).
+pub fn digest_info_prefix(md: DigestId, hash_len: usize) -> Option<DigestInfoPrefix> {
+    let mut prefix = DigestInfoPrefix {
+        bytes: [0; DIGEST_INFO_PREFIX_MAX],
+        len: 0,
+    };
+    if !md.has_oid() {
+        return Some(prefix);
+    }
+    let digest_oid = digest_info_oid(md);
+    let alg_len = 2 + digest_oid.len() + NULL.len();
+    let total_len = 2 + alg_len + 2 + hash_len;
+    if 10 + digest_oid.len() > DIGEST_INFO_PREFIX_MAX || total_len >= 0x80 {
+        return None;
+    }
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        prefix.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    // Short-form lengths (checked above), so each fits one byte.
+    put(&[
+        0x30,
+        total_len as u8,
+        0x30,
+        alg_len as u8,
+        0x06,
+        digest_oid.len() as u8,
+    ]);
+    put(digest_oid);
+    put(NULL);
+    put(&[0x04, hash_len as u8]);
+    prefix.len = at;
+    Some(prefix)
+}
+
+/// The OID a DigestInfo names `md` with.
+fn digest_info_oid(md: DigestId) -> &'static [u8] {
     // OpenSSL writes SM3's DigestInfo with the OID of sm3WithRSAEncryption
     // (1.2.156.10197.1.504), not SM3's own (…401); rustica writes and
     // accepts what OpenSSL does, so signatures interoperate both ways.
@@ -61,13 +115,45 @@ pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
     // MD4's own ...2.4 (crypto/rsa/rsa_sign.c), and stock verification
     // accepts only that form.
     const MD4_AS_OPENSSL_WRITES_IT: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x02, 0x03];
-    let digest_oid = match md {
+    match md {
         DigestId::Sm3 => md.info().pkcs1_sig_oid,
         DigestId::Md4 => MD4_AS_OPENSSL_WRITES_IT,
         _ => md.info().oid,
-    };
-    let alg = seq(&[&oid(digest_oid), NULL]);
+    }
+}
+
+/// DigestInfo by the general encoder (any lengths).
+fn digest_info_general(md: DigestId, hash: &[u8]) -> Vec<u8> {
+    if !md.has_oid() {
+        return hash.to_vec();
+    }
+    let alg = seq(&[&oid(digest_info_oid(md)), NULL]);
     seq(&[&alg, &tlv(0x04, hash)])
+}
+
+/// DER of DigestInfo { AlgorithmIdentifier { digest OID, NULL }, OCTET STRING hash };
+/// for MD5-SHA1 (no OID) the hash alone, as TLS 1.0/1.1 sign it.
+pub fn digest_info(md: DigestId, hash: &[u8]) -> Vec<u8> {
+    let Some(prefix) = digest_info_prefix(md, hash.len()) else {
+        return digest_info_general(md, hash);
+    };
+    let mut out = Vec::with_capacity(prefix.len() + hash.len());
+    out.extend_from_slice(&prefix);
+    out.extend_from_slice(hash);
+    out
+}
+
+/// Whether `t` is the DigestInfo of `hash` under `md`, compared in place
+/// (verification compares public data).
+pub fn is_digest_info(t: &[u8], md: DigestId, hash: &[u8]) -> bool {
+    match digest_info_prefix(md, hash.len()) {
+        Some(prefix) => {
+            t.len() == prefix.len() + hash.len()
+                && t[..prefix.len()] == prefix[..]
+                && t[prefix.len()..] == *hash
+        }
+        None => t == digest_info_general(md, hash),
+    }
 }
 
 /// OCTET STRING `hash`: what OpenSSL signs for MDC2 instead of a
@@ -165,6 +251,38 @@ mod tests {
             "303c06092a864886f70d01010a302fa00f300d06096086480165030402010500\
              a11c301a06092a864886f70d010108300d06096086480165030402020500"
         );
+    }
+
+    /// The stack-built prefix is what the general DER encoder writes, for
+    /// every digest and hash length rustica signs with.
+    #[test]
+    fn digest_info_prefix_matches_the_general_encoder() {
+        for md in crate::digest::DIGESTS.iter().map(|d| d.id) {
+            let hash = vec![0x5a; md.size()];
+            let general = digest_info_general(md, &hash);
+            assert!(digest_info_prefix(md, hash.len()).is_some(), "{md:?}");
+            assert_eq!(digest_info(md, &hash), general, "{md:?}");
+            assert!(is_digest_info(&general, md, &hash));
+            assert!(!is_digest_info(&general[1..], md, &hash));
+            let mut other = general.clone();
+            *other.last_mut().unwrap() ^= 1;
+            assert!(!is_digest_info(&other, md, &hash));
+        }
+        assert!(digest_info_prefix(DigestId::Md5Sha1, 36)
+            .unwrap()
+            .is_empty());
+        // A hash too long for the short form takes the general encoder.
+        let long = vec![1u8; 200];
+        assert!(digest_info_prefix(DigestId::Sha256, long.len()).is_none());
+        assert_eq!(
+            digest_info(DigestId::Sha256, &long),
+            digest_info_general(DigestId::Sha256, &long)
+        );
+        assert!(is_digest_info(
+            &digest_info(DigestId::Sha256, &long),
+            DigestId::Sha256,
+            &long
+        ));
     }
 
     #[test]

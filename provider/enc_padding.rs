@@ -9,26 +9,25 @@ use zeroize::Zeroizing;
 use crate::ct;
 use std::ptr;
 
-use crate::digest::{DigestCache, DigestId, Hasher};
+use crate::digest::{DigestCache, DigestId, Hasher, MAX_DIGEST_LEN};
 use crate::error::{fail, Reason, Result};
 use crate::ffi;
 
 /// MGF1 (RFC 8017, B.2.1) whose output and working buffers are wiped when
 /// dropped: in OAEP both masks and the seed they come from are secret.
-fn mgf1(
-    digests: &DigestCache,
-    md: DigestId,
-    seed: &[u8],
-    len: usize,
-) -> Result<Zeroizing<Vec<u8>>> {
-    let mut out = Zeroizing::new(Vec::with_capacity(len + md.size()));
+/// Hashes with `h` (the MGF1 digest's context, restarted per block), so one
+/// OAEP operation needs one digest context.
+fn mgf1(h: &mut Hasher, seed: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(len + h.id().size()));
+    // Each block's digest lands in a wiped stack buffer.
+    let mut block = Zeroizing::new([0u8; MAX_DIGEST_LEN]);
     let mut counter: u32 = 0;
     while out.len() < len {
-        let mut h = Hasher::new(digests, md)?;
+        h.restart()?;
         h.update(seed)?;
         h.update(&counter.to_be_bytes())?;
-        let block = Zeroizing::new(h.finish()?);
-        out.extend_from_slice(&block);
+        let got = h.finish_into(&mut block)?;
+        out.extend_from_slice(&block[..got]);
         counter += 1;
     }
     out.truncate(len);
@@ -177,17 +176,24 @@ impl MdCtx {
         Ok(out)
     }
 
-    fn try_clone(&self) -> Result<MdCtx> {
-        // SAFETY: plain allocation, then a copy of our initialised state.
-        let copy = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
-        if copy.0.is_null()
-            // SAFETY: both contexts are valid (checked non-NULL); ours is
-            // initialised.
-            || unsafe { ffi::EVP_MD_CTX_copy_ex(copy.0, self.0) } != 1
-        {
+    /// An empty context, to be overwritten by `copy_from`.
+    fn empty() -> Result<MdCtx> {
+        // SAFETY: plain allocation.
+        let ctx = MdCtx(unsafe { ffi::EVP_MD_CTX_new() });
+        if ctx.0.is_null() {
+            return fail(Reason::Internal, "SHA-256 allocation failed");
+        }
+        Ok(ctx)
+    }
+
+    /// Becomes a copy of `src`'s running state, in this same context.
+    fn copy_from(&mut self, src: &MdCtx) -> Result<()> {
+        // SAFETY: both contexts are valid and distinct (a shared and an
+        // exclusive borrow); src is initialised.
+        if unsafe { ffi::EVP_MD_CTX_copy_ex(self.0, src.0) } != 1 {
             return fail(Reason::Internal, "SHA-256 copy failed");
         }
-        Ok(copy)
+        Ok(())
     }
 }
 
@@ -199,10 +205,11 @@ impl Drop for MdCtx {
 }
 
 /// HMAC-SHA-256 (RFC 2104) for a key of at most one block: the two keyed
-/// states are made once and copied per message.
+/// states are made once and copied per message into one working context.
 pub struct HmacSha256 {
     inner: MdCtx,
     outer: MdCtx,
+    work: MdCtx,
 }
 
 const SHA256_BLOCK: usize = 64;
@@ -213,32 +220,38 @@ impl HmacSha256 {
         if key.len() > SHA256_BLOCK {
             return fail(Reason::Internal, "HMAC key longer than one block");
         }
-        let mut pad = Zeroizing::new([0u8; SHA256_BLOCK]);
-        pad[..key.len()].copy_from_slice(key);
+        let mut ipad = Zeroizing::new([0x36u8; SHA256_BLOCK]);
+        let mut opad = Zeroizing::new([0x5cu8; SHA256_BLOCK]);
+        for (i, &k) in key.iter().enumerate() {
+            ipad[i] ^= k;
+            opad[i] ^= k;
+        }
         let mut inner = sha.start()?;
         let mut outer = sha.start()?;
-        let ipad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x36).collect());
-        let opad: Zeroizing<Vec<u8>> = Zeroizing::new(pad.iter().map(|b| b ^ 0x5c).collect());
-        inner.update(&ipad)?;
-        outer.update(&opad)?;
-        Ok(HmacSha256 { inner, outer })
+        inner.update(&ipad[..])?;
+        outer.update(&opad[..])?;
+        Ok(HmacSha256 {
+            inner,
+            outer,
+            work: MdCtx::empty()?,
+        })
     }
 
     /// The MAC of the concatenation of `parts`.
-    pub fn mac(&self, parts: &[&[u8]]) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
-        let mut inner = self.inner.try_clone()?;
+    pub fn mac(&mut self, parts: &[&[u8]]) -> Result<Zeroizing<[u8; SHA256_LEN]>> {
+        self.work.copy_from(&self.inner)?;
         for part in parts {
-            inner.update(part)?;
+            self.work.update(part)?;
         }
-        let inner_hash = inner.finish()?;
-        let mut outer = self.outer.try_clone()?;
-        outer.update(&inner_hash[..])?;
-        outer.finish()
+        let inner_hash = self.work.finish()?;
+        self.work.copy_from(&self.outer)?;
+        self.work.update(&inner_hash[..])?;
+        self.work.finish()
     }
 
     /// The implicit-rejection PRF: HMAC in counter mode over
     /// `counter (2 bytes) || label || bit length (2 bytes)`, `len` bytes.
-    fn prf(&self, label: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
+    fn prf(&mut self, label: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
         let bits = u16::try_from(len * 8)
             .map_err(|_| crate::error::Error::new(Reason::Internal, "PRF output too long"))?;
         let mut out = Zeroizing::new(Vec::with_capacity(len + SHA256_LEN));
@@ -293,7 +306,7 @@ pub fn pkcs1_type2_decode_implicit(
         );
     }
     let kdk = HmacSha256::new(sha, key)?.mac(&[c])?;
-    let prf = HmacSha256::new(sha, &kdk[..])?;
+    let mut prf = HmacSha256::new(sha, &kdk[..])?;
     // 128 candidate lengths, two bytes each.
     let candidates = prf.prf(b"length", 256)?;
     let random_message = prf.prf(b"message", k)?;
@@ -312,13 +325,16 @@ pub fn pkcs1_type2_decode_implicit(
     }
     // The synthetic message is the last `synthetic_len` bytes of the PRF
     // output; moved to the front without a length-dependent access.
-    let mut synthetic = Zeroizing::new(random_message[11..].to_vec());
+    // (In the PRF output's own buffer; its first 11 bytes dropped.)
+    let mut synthetic = random_message;
+    synthetic.drain(..11);
     ct::shift_left(&mut synthetic, (max_len - 1 - synthetic_len) as usize);
 
+    // The chosen message overwrites the synthetic one in place.
     let real = pkcs1_type2_decode(em);
-    let mut message = Zeroizing::new(vec![0u8; k - 11]);
-    for (i, out) in message.iter_mut().enumerate() {
-        *out = ct::select_u8(real.good, real.message[i], synthetic[i]);
+    let mut message = synthetic;
+    for (out, &r) in message.iter_mut().zip(real.message.iter()) {
+        *out = ct::select_u8(real.good, r, *out);
     }
     Ok(Decoded {
         good: u32::MAX,
@@ -365,19 +381,46 @@ impl Oaep<'_> {
             );
         }
         let db_len = k - h - 1;
-        let mut db = Zeroizing::new(self.digests.digest(self.md, self.label)?);
-        db.resize(db_len - m.len() - 1, 0);
-        db.push(1);
-        db.extend_from_slice(m);
+        // EM = 00 || maskedSeed || maskedDB, built in its one buffer: DB =
+        // lHash || PS || 01 || M goes in place and is masked there.
+        let mut em = Zeroizing::new(vec![0u8; k]);
+        let (masked_seed, masked_db) = em[1..].split_at_mut(h);
+        let mut hasher = Hasher::new(self.digests, self.mgf1)?;
+        masked_db[..h].copy_from_slice(&self.label_hash(&mut hasher)?[..h]);
+        masked_db[db_len - m.len() - 1] = 1;
+        masked_db[db_len - m.len()..].copy_from_slice(m);
         let seed = Zeroizing::new(random(h)?);
-        let db_mask = mgf1(self.digests, self.mgf1, &seed, db_len)?;
-        db.iter_mut().zip(db_mask.iter()).for_each(|(d, x)| *d ^= x);
-        let seed_mask = mgf1(self.digests, self.mgf1, &db, h)?;
-        let mut em = Zeroizing::new(Vec::with_capacity(k));
-        em.push(0);
-        em.extend(seed.iter().zip(seed_mask.iter()).map(|(s, x)| s ^ x));
-        em.extend_from_slice(&db);
+        let db_mask = mgf1(&mut hasher, &seed, db_len)?;
+        masked_db
+            .iter_mut()
+            .zip(db_mask.iter())
+            .for_each(|(d, x)| *d ^= x);
+        let seed_mask = mgf1(&mut hasher, masked_db, h)?;
+        masked_seed
+            .iter_mut()
+            .zip(seed.iter().zip(seed_mask.iter()))
+            .for_each(|(out, (s, x))| *out = s ^ x);
         Ok(em)
+    }
+
+    /// lHash, the digest of the label (public), on the stack; with
+    /// `mgf1_hasher` (restarted) when MGF1 uses the same digest.
+    fn label_hash(&self, mgf1_hasher: &mut Hasher) -> Result<[u8; MAX_DIGEST_LEN]> {
+        let mut own;
+        let hasher = if mgf1_hasher.id() == self.md {
+            mgf1_hasher.restart()?;
+            mgf1_hasher
+        } else {
+            own = Hasher::new(self.digests, self.md)?;
+            &mut own
+        };
+        hasher.update(self.label)?;
+        let mut out = [0u8; MAX_DIGEST_LEN];
+        let len = hasher.finish_into(&mut out)?;
+        if len != self.md.size() {
+            return fail(Reason::Internal, "OAEP digest has an unexpected length");
+        }
+        Ok(out)
     }
 
     /// Constant-time EME-OAEP decoding of a `k`-byte block. Errors only for
@@ -385,27 +428,17 @@ impl Oaep<'_> {
     pub fn decode(&self, em: &[u8]) -> Result<Decoded> {
         let k = em.len();
         let h = self.check_size(k)?;
-        let l_hash = self.digests.digest(self.md, self.label)?;
+        let mut hasher = Hasher::new(self.digests, self.mgf1)?;
+        let l_hash = self.label_hash(&mut hasher)?;
         let (masked_seed, masked_db) = em[1..].split_at(h);
-        let seed_mask = mgf1(self.digests, self.mgf1, masked_db, h)?;
-        let seed: Zeroizing<Vec<u8>> = Zeroizing::new(
-            masked_seed
-                .iter()
-                .zip(seed_mask.iter())
-                .map(|(a, b)| a ^ b)
-                .collect(),
-        );
-        let db_mask = mgf1(self.digests, self.mgf1, &seed, masked_db.len())?;
-        let db: Zeroizing<Vec<u8>> = Zeroizing::new(
-            masked_db
-                .iter()
-                .zip(db_mask.iter())
-                .map(|(a, b)| a ^ b)
-                .collect(),
-        );
+        // Each mask is unmasked in its own wiped buffer.
+        let mut seed = mgf1(&mut hasher, masked_db, h)?;
+        seed.iter_mut().zip(masked_seed).for_each(|(x, m)| *x ^= m);
+        let mut db = mgf1(&mut hasher, &seed, masked_db.len())?;
+        db.iter_mut().zip(masked_db).for_each(|(x, m)| *x ^= m);
 
         let mut good = ct::is_zero(u32::from(em[0]));
-        good &= ct::bytes_eq(&db[..h], &l_hash);
+        good &= ct::bytes_eq(&db[..h], &l_hash[..h]);
         let mut found = 0u32;
         let mut one_at = 0u32;
         for (i, &b) in db.iter().enumerate().skip(h) {
@@ -419,7 +452,10 @@ impl Oaep<'_> {
         good &= found;
         let msg_at = one_at.wrapping_add(1);
         let len = ct::select(good, (db.len() as u32).wrapping_sub(msg_at), 0) as usize;
-        let mut message = Zeroizing::new(db[h + 1..].to_vec());
+        // The message candidate is DB past lHash and the first byte after
+        // it, moved down in DB's own buffer (a public length).
+        let mut message = db;
+        message.drain(..h + 1);
         ct::shift_left(
             &mut message,
             ct::select(good, msg_at.wrapping_sub(h as u32 + 1), 0) as usize,

@@ -7,17 +7,24 @@ use std::ops::Deref;
 
 use zeroize::Zeroizing;
 
-use crate::digest::{DigestCache, DigestId};
+use crate::digest::{DigestCache, DigestId, Hasher, MAX_DIGEST_LEN};
 use crate::error::{fail, Reason, Result};
 
 /// EM = 00 01 FF..FF 00 || t, `k` bytes, at least 8 bytes of FF.
 pub fn pkcs1_type1_encode(t: &[u8], k: usize) -> Result<Vec<u8>> {
-    if t.len() + 11 > k {
+    pkcs1_type1_encode_parts(&[t], k)
+}
+
+/// [`pkcs1_type1_encode`] of `t` given as consecutive parts (a DigestInfo
+/// prefix and the hash), written straight into the one `k`-byte buffer.
+pub fn pkcs1_type1_encode_parts(parts: &[&[u8]], k: usize) -> Result<Vec<u8>> {
+    let t_len: usize = parts.iter().map(|p| p.len()).sum();
+    if t_len + 11 > k {
         return fail(
             Reason::BadLength,
             format!(
                 "{} bytes to sign do not fit PKCS#1 v1.5 padding for a {}-byte modulus (at most {})",
-                t.len(),
+                t_len,
                 k,
                 k.saturating_sub(11)
             ),
@@ -26,8 +33,12 @@ pub fn pkcs1_type1_encode(t: &[u8], k: usize) -> Result<Vec<u8>> {
     let mut em = vec![0xffu8; k];
     em[0] = 0;
     em[1] = 1;
-    em[k - t.len() - 1] = 0;
-    em[k - t.len()..].copy_from_slice(t);
+    em[k - t_len - 1] = 0;
+    let mut at = k - t_len;
+    for part in parts {
+        em[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
     Ok(em)
 }
 
@@ -81,18 +92,34 @@ pub fn mgf1(digests: &DigestCache, md: DigestId, seed: &[u8], len: usize) -> Res
         );
     };
     let mut out = Zeroizing::new(Vec::with_capacity(capacity));
-    let mut input = Zeroizing::new(Vec::with_capacity(seed.len() + 4));
-    input.extend_from_slice(seed);
-    input.extend_from_slice(&[0; 4]);
+    // One digest context for every block; each block's digest lands in a
+    // wiped stack buffer.
+    let mut hasher = Hasher::new(digests, md)?;
+    let mut block = Zeroizing::new([0u8; MAX_DIGEST_LEN]);
     for counter in 0..blocks {
         // Fits: blocks - 1 was checked against u32 above.
         let counter = counter as u32;
-        input[seed.len()..].copy_from_slice(&counter.to_be_bytes());
-        let block = Zeroizing::new(digests.digest(md, &input)?);
-        out.extend_from_slice(&block);
+        hasher.restart()?;
+        hasher.update(seed)?;
+        hasher.update(&counter.to_be_bytes())?;
+        let got = hasher.finish_into(&mut block)?;
+        out.extend_from_slice(&block[..got]);
     }
     out.truncate(len);
     Ok(Mask(out))
+}
+
+/// A digest in a stack buffer (PSS's H is public: the signature carries it).
+struct HashOut {
+    bytes: [u8; MAX_DIGEST_LEN],
+    len: usize,
+}
+
+impl Deref for HashOut {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Salt length conventions of OpenSSL's `saltlen` parameter.
@@ -208,12 +235,18 @@ impl<'a> Pss<'a> {
     }
 
     /// H = Hash(00 x 8 || mHash || salt).
-    fn h_of(&self, mhash: &[u8], salt: &[u8]) -> Result<Vec<u8>> {
-        let mut m = Zeroizing::new(Vec::with_capacity(8 + mhash.len() + salt.len()));
-        m.extend_from_slice(&[0u8; 8]);
-        m.extend_from_slice(mhash);
-        m.extend_from_slice(salt);
-        self.digests.digest(self.md, &m)
+    /// Hashed piece by piece: M' itself is never assembled.
+    fn h_of(&self, mhash: &[u8], salt: &[u8]) -> Result<HashOut> {
+        let mut hasher = Hasher::new(self.digests, self.md)?;
+        hasher.update(&[0u8; 8])?;
+        hasher.update(mhash)?;
+        hasher.update(salt)?;
+        let mut out = HashOut {
+            bytes: [0; MAX_DIGEST_LEN],
+            len: 0,
+        };
+        out.len = hasher.finish_into(&mut out.bytes)?;
+        Ok(out)
     }
 
     /// Bits of EM's first byte above emBits, which must be zero.
@@ -238,18 +271,20 @@ impl<'a> Pss<'a> {
         }
         let h = self.h_of(mhash, salt)?;
         let db_len = em_len - h_len - 1;
-        // DB = PS || 01 || salt; it holds the salt until masked.
-        let mut db = Zeroizing::new(vec![0u8; db_len]);
-        db[db_len - salt.len() - 1] = 1;
-        db[db_len - salt.len()..].copy_from_slice(salt);
-        let mask = mgf1(self.digests, self.mgf1, &h, db_len)?;
-        db.iter_mut().zip(&mask).for_each(|(d, m)| *d ^= m);
-        db[0] &= 0xff >> self.unused_bits();
-        let mut em = Vec::with_capacity(self.k);
-        em.resize(self.k - em_len, 0);
-        em.extend_from_slice(&db);
-        em.extend_from_slice(&h);
-        em.push(0xbc);
+        // maskedDB = (PS || 01 || salt) xor mask, made in the mask's own
+        // wiped buffer (PS is zeros: those mask bytes stay as they are).
+        let Mask(mut masked_db) = mgf1(self.digests, self.mgf1, &h, db_len)?;
+        masked_db[db_len - salt.len() - 1] ^= 1;
+        masked_db[db_len - salt.len()..]
+            .iter_mut()
+            .zip(salt)
+            .for_each(|(m, s)| *m ^= s);
+        masked_db[0] &= 0xff >> self.unused_bits();
+        let mut em = vec![0u8; self.k];
+        let at = self.k - em_len;
+        em[at..at + db_len].copy_from_slice(&masked_db);
+        em[at + db_len..at + db_len + h_len].copy_from_slice(&h);
+        em[self.k - 1] = 0xbc;
         Ok(em)
     }
 
@@ -279,9 +314,9 @@ impl<'a> Pss<'a> {
         if unused_bits > 0 && masked_db[0] >> (8 - unused_bits) != 0 {
             return no;
         }
-        let mask = mgf1(self.digests, self.mgf1, h, db_len)?;
-        let mut db = Zeroizing::new(Vec::with_capacity(db_len));
-        db.extend(masked_db.iter().zip(&mask).map(|(d, m)| d ^ m));
+        // DB = maskedDB xor mask, computed in the mask's own wiped buffer.
+        let Mask(mut db) = mgf1(self.digests, self.mgf1, h, db_len)?;
+        db.iter_mut().zip(masked_db).for_each(|(m, d)| *m ^= d);
         db[0] &= 0xff >> unused_bits;
         let Some(one) = db.iter().position(|&b| b != 0) else {
             return no;
@@ -302,7 +337,7 @@ impl<'a> Pss<'a> {
         if expected.is_some_and(|s| s != salt.len()) {
             return no;
         }
-        Ok((self.h_of(mhash, salt)? == h).then_some(salt.len()))
+        Ok((*self.h_of(mhash, salt)? == *h).then_some(salt.len()))
     }
 }
 
@@ -321,6 +356,11 @@ mod tests {
     #[test]
     fn type1_rejects_short_padding_and_bad_markers() {
         assert!(pkcs1_type1_encode(&[0u8; 54], 64).is_err());
+        assert_eq!(
+            pkcs1_type1_encode_parts(&[b"a", b"", b"bc"], 64).unwrap(),
+            pkcs1_type1_encode(b"abc", 64).unwrap()
+        );
+        assert!(pkcs1_type1_encode_parts(&[&[0u8; 50], &[0u8; 4]], 64).is_err());
         let mut em = pkcs1_type1_encode(b"abc", 64).unwrap();
         em[1] = 2;
         assert_eq!(pkcs1_type1_decode(&em), None);

@@ -24,12 +24,21 @@ pub(crate) struct Crt {
 /// m = c^d mod n by CRT and Garner's recombination, constant time in the
 /// secret parts. `c` must be reduced mod n.
 pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    // Reduce the input modulo each prime. The primes carry BN_FLG_CONSTTIME,
-    // so libcrypto takes its constant-time division.
+    // Reduce the input modulo each prime. With primes of one size, q < R_p
+    // (and p < R_q), so c < n = p * q is below p * R_p (and q * R_q): two
+    // Montgomery steps reduce it without a division, as the default
+    // provider does. Otherwise the primes carry BN_FLG_CONSTTIME, so
+    // libcrypto takes its constant-time division.
+    let same_size = crt.p.num_bits() == crt.q.num_bits();
     let mut cp = Bn::new()?;
-    bn::nnmod(&mut cp, c, &crt.p, ctx)?;
     let mut cq = Bn::new()?;
-    bn::nnmod(&mut cq, c, &crt.q, ctx)?;
+    if same_size {
+        bn::mod_reduce_mont(&mut cp, c, &crt.mont_p, ctx)?;
+        bn::mod_reduce_mont(&mut cq, c, &crt.mont_q, ctx)?;
+    } else {
+        bn::nnmod(&mut cp, c, &crt.p, ctx)?;
+        bn::nnmod(&mut cq, c, &crt.q, ctx)?;
+    }
     cp.set_consttime();
     cq.set_consttime();
 
@@ -40,7 +49,7 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
     // OpenSSL 3.0; 1536 and 2048 bits, RSA-3072 and RSA-4096, from 3.2) and
     // otherwise runs the two exponentiations one after the other, so it is
     // the right call whenever both primes have the same size.
-    if crt.p.num_bits() == crt.q.num_bits() {
+    if same_size {
         bn::mod_exp_consttime_x2(
             &mut m1,
             &cp,
@@ -64,14 +73,14 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
     // Garner: h = (m1 - m2) * qinv mod p; m = m2 + h * q. m2 < q < p, so both
     // operands of the subtraction are already reduced mod p. qinv is kept in
     // Montgomery form, so one Montgomery product yields h * qinv mod p.
-    let mut diff = Bn::new()?;
-    bn::mod_sub(&mut diff, &m1, &m2, &crt.p, ctx)?;
-    let mut h = Bn::new()?;
-    bn::mont_mul(&mut h, &diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
-    let mut hq = Bn::new()?;
-    bn::mul(&mut hq, &h, &crt.q, ctx)?;
+    // The two inputs, no longer needed, hold the intermediate values.
+    let (diff, h) = (&mut cp, &mut cq);
+    bn::mod_sub(diff, &m1, &m2, &crt.p, ctx)?;
+    bn::mont_mul(h, diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
+    let hq = diff;
+    bn::mul(hq, h, &crt.q, ctx)?;
     let mut m = Bn::new()?;
-    bn::add(&mut m, &hq, &m2)?;
+    bn::add(&mut m, hq, &m2)?;
     // No BN_FLG_CONSTTIME on the result: it is blinded, and the flag would
     // push the public-exponent check onto libcrypto's (much slower)
     // constant-time exponentiation.

@@ -50,14 +50,16 @@ impl SigCtx {
             );
         }
         let em = match self.pad {
-            Pad::Pkcs1 => {
-                let t = match self.md {
-                    Some(DigestId::Mdc2) => der::octet_string(tbs),
-                    Some(md) => der::digest_info(md, tbs),
-                    None => tbs.to_vec(),
-                };
-                padding::pkcs1_type1_encode(&t, k)?
-            }
+            Pad::Pkcs1 => match self.md {
+                Some(DigestId::Mdc2) => padding::pkcs1_type1_encode(&der::octet_string(tbs), k)?,
+                // The DigestInfo prefix is a constant of the digest:
+                // written with the hash into the padded block directly.
+                Some(md) => match der::digest_info_prefix(md, tbs.len()) {
+                    Some(prefix) => padding::pkcs1_type1_encode_parts(&[&prefix, tbs], k)?,
+                    None => padding::pkcs1_type1_encode(&der::digest_info(md, tbs), k)?,
+                },
+                None => padding::pkcs1_type1_encode(tbs, k)?,
+            },
             Pad::Pss => {
                 let pss = self.pss(key)?;
                 let salt_len = pss.signing_salt_len(self.saltlen)?;
@@ -164,9 +166,9 @@ impl SigCtx {
                 Pad::Pkcs1 => match (padding::pkcs1_type1_decode(em), self.md) {
                     (Some(t), Some(DigestId::Mdc2)) => {
                         t == &der::octet_string(tbs)[..]
-                            || t == &der::digest_info(DigestId::Mdc2, tbs)[..]
+                            || der::is_digest_info(t, DigestId::Mdc2, tbs)
                     }
-                    (Some(t), Some(md)) => t == &der::digest_info(md, tbs)[..],
+                    (Some(t), Some(md)) => der::is_digest_info(t, md, tbs),
                     (Some(t), None) => t == tbs,
                     (None, _) => false,
                 },

@@ -55,6 +55,52 @@ pub(crate) fn to_mont(r: &mut Bn, a: &Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Re
     )
 }
 
+/// r = a mod m for any a < m * R, where R = 2^(64 * limbs of m) is the
+/// context's radix: a Montgomery reduction (a * R^-1 mod m) and a
+/// conversion back (times R), no division. Used for a CRT input modulo a
+/// prime, as the default provider reduces: the prime is only ever a
+/// Montgomery modulus, never a divisor.
+pub(crate) fn mod_reduce_mont(
+    r: &mut Bn,
+    a: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    check(
+        // SAFETY: valid BIGNUMs, r distinct from `a`; a < m * R (callers
+        // guarantee), so a fits the reduction's 2 * limbs input; mont is
+        // only read; ctx exclusively borrowed.
+        unsafe { BN_from_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
+        "BN_from_montgomery",
+    )?;
+    r.set_consttime();
+    let r = r.as_mut_ptr();
+    check(
+        // SAFETY: r is valid and reduced mod m (the reduction's output);
+        // BN_to_montgomery may write its own input (libcrypto's Montgomery
+        // product allows r == a); mont is only read; ctx exclusive.
+        unsafe { BN_to_montgomery(r, r, mont.ptr(), ctx.as_mut_ptr()) },
+        "BN_to_montgomery",
+    )
+}
+
+/// r = r * r * R^-1 mod m in place, r reduced mod m: what advances a
+/// blinding pair (libcrypto's BN_BLINDING_update squares in place too).
+pub(crate) fn mont_sqr_in_place(
+    r: &mut Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    let r = r.as_mut_ptr();
+    check(
+        // SAFETY: r is a valid BIGNUM reduced mod the context's modulus
+        // (callers guarantee); BN_mod_mul_montgomery allows the result to
+        // be an operand; mont is only read; ctx exclusively borrowed.
+        unsafe { BN_mod_mul_montgomery(r, r, r, mont.ptr(), ctx.as_mut_ptr()) },
+        "BN_mod_mul_montgomery",
+    )
+}
+
 /// r = a^p mod m, variable time (public exponents only).
 pub(crate) fn mod_exp_public(
     r: &mut Bn,

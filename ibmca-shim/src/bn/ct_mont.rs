@@ -12,6 +12,9 @@
 
 use zeroize::Zeroizing;
 
+use super::Bn;
+use crate::error::RsaError;
+
 /// Limbs as OpenSSL's BN_ULONG on the 64-bit platforms rustica builds for,
 /// so that the Montgomery radix R = 2^(64 * limbs) is the one libcrypto's
 /// BN_MONT_CTX uses (it rounds the modulus up to whole BN_ULONGs).
@@ -24,6 +27,7 @@ pub(crate) const fn matches_libcrypto() -> bool {
 }
 
 /// Big-endian bytes (any length up to `limbs * 8`) to little-endian limbs.
+#[cfg(test)]
 fn limbs_from_be(bytes: &[u8], limbs: usize) -> Zeroizing<Vec<u64>> {
     let mut out = Zeroizing::new(vec![0u64; limbs]);
     for (i, &b) in bytes.iter().rev().enumerate() {
@@ -45,6 +49,7 @@ fn neg_inverse(n0: u64) -> u64 {
 /// a * b * R^-1 mod n as `len` big-endian bytes, where a, b < n are given
 /// as big-endian bytes and n is odd. R = 2^(64 * ceil(bits(n)/64)), as in
 /// libcrypto's Montgomery contexts. Time depends on the lengths only.
+#[cfg(test)]
 pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>> {
     let l = n.len().div_ceil(8).max(1);
     let (a, b, n) = (
@@ -52,12 +57,40 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
         limbs_from_be(b, l),
         limbs_from_be(n, l),
     );
+    mul_limbs(&a, &b, &n, len)
+}
+
+/// [`mul`] of BIGNUMs a, b < n, where n is `len` bytes long and given as
+/// its `ceil(len / 8)` little-endian limbs: the operands' limbs are read
+/// straight from libcrypto (one wiped buffer for both), with no big-endian
+/// round trip.
+pub(crate) fn mul_bn(
+    a: &Bn,
+    b: &Bn,
+    n: &[u64],
+    len: usize,
+) -> Result<Zeroizing<Vec<u8>>, RsaError> {
+    let l = n.len();
+    if l != len.div_ceil(8).max(1) {
+        return Err(RsaError::bad_input("modulus limbs do not match its length"));
+    }
+    let mut limbs = Zeroizing::new(vec![0u64; 2 * l]);
+    let (a_limbs, b_limbs) = limbs.split_at_mut(l);
+    a.write_limbs(a_limbs)?;
+    b.write_limbs(b_limbs)?;
+    Ok(mul_limbs(a_limbs, b_limbs, n, len))
+}
+
+/// The multiplication on `l`-limb little-endian operands (all of one
+/// length `l`, n odd); the result as `len` big-endian bytes.
+fn mul_limbs(a: &[u64], b: &[u64], n: &[u64], len: usize) -> Zeroizing<Vec<u8>> {
+    let l = n.len();
     let n_inv = neg_inverse(n[0]);
-    let (a, b, n): (&[u64], &[u64], &[u64]) = (&a, &b, &n);
     // CIOS: t accumulates a * b[i] and is then made divisible by 2^64 with
-    // a multiple of n and shifted down one limb. t stays below 2n.
-    let mut t_buf = Zeroizing::new(vec![0u64; l + 2]);
-    let t: &mut [u64] = &mut t_buf;
+    // a multiple of n and shifted down one limb. t stays below 2n. t and
+    // t - n share one wiped buffer.
+    let mut work = Zeroizing::new(vec![0u64; 2 * l + 2]);
+    let (t, diff) = work.split_at_mut(l + 2);
     for &bi in b {
         let mut carry = 0u64;
         for (tj, &aj) in t[..l].iter_mut().zip(a) {
@@ -82,7 +115,6 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
         t[l] = t[l + 1] + (s >> 64) as u64;
     }
     // t - n, kept when t >= n (a carry limb set, or no borrow).
-    let mut diff = Zeroizing::new(vec![0u64; l]);
     let mut borrow = 0u64;
     for j in 0..l {
         let (d1, b1) = t[j].overflowing_sub(n[j]);
@@ -147,6 +179,10 @@ mod tests {
                     bn::mont_mul(&mut want, a, b, &mont, &mut ctx).unwrap();
                     let got = mul(&be(a, len), &be(b, len), &n_be, len);
                     assert_eq!(&got[..], &be(&want, len)[..], "{bits} bits");
+                    let mut n_limbs = vec![0u64; len.div_ceil(8)];
+                    n.write_limbs(&mut n_limbs).unwrap();
+                    let got = mul_bn(a, b, &n_limbs, len).unwrap();
+                    assert_eq!(&got[..], &be(&want, len)[..], "{bits} bits, from BIGNUMs");
                 }
             }
         }

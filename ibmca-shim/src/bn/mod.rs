@@ -17,6 +17,7 @@ use crate::error::RsaError;
 // libcrypto functions that openssl-sys does not declare (all present in
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
 extern "C" {
+    fn BN_bn2lebinpad(a: *const BIGNUM, to: *mut u8, tolen: c_int) -> c_int;
     fn BN_MONT_CTX_new() -> *mut BN_MONT_CTX;
     fn BN_MONT_CTX_free(mont: *mut BN_MONT_CTX);
     fn BN_MONT_CTX_set(mont: *mut BN_MONT_CTX, m: *const BIGNUM, ctx: *mut BN_CTX) -> c_int;
@@ -24,6 +25,12 @@ extern "C" {
         r: *mut BIGNUM,
         a: *const BIGNUM,
         b: *const BIGNUM,
+        mont: *mut BN_MONT_CTX,
+        ctx: *mut BN_CTX,
+    ) -> c_int;
+    fn BN_from_montgomery(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
         mont: *mut BN_MONT_CTX,
         ctx: *mut BN_CTX,
     ) -> c_int;
@@ -257,6 +264,33 @@ impl Bn {
             return Err(RsaError::bad_input(
                 "integer does not fit its output buffer",
             ));
+        }
+        Ok(())
+    }
+
+    /// Writes the value as little-endian 64-bit limbs into all of `out`
+    /// (secret memory the caller owns), zero-extended; fails when it does
+    /// not fit. The conversion is libcrypto's, the same as
+    /// `write_be_padded`'s, in the other byte order.
+    pub(crate) fn write_limbs(&self, out: &mut [u64]) -> Result<(), RsaError> {
+        let clen = out
+            .len()
+            .checked_mul(8)
+            .and_then(|len| c_int::try_from(len).ok())
+            .ok_or_else(|| RsaError::bad_input("output length is too large"))?;
+        // SAFETY: out is valid for out.len() * 8 = clen bytes and u8 has no
+        // alignment requirement; BN_bn2lebinpad writes exactly that many
+        // bytes or fails (-1) if the value does not fit.
+        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), out.as_mut_ptr().cast::<u8>(), clen) };
+        if r < 0 {
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
+        }
+        // Little-endian bytes are the limbs' own layout on little-endian
+        // hosts (a no-op there); swapped on big-endian ones (s390x).
+        for limb in out.iter_mut() {
+            *limb = u64::from_le(*limb);
         }
         Ok(())
     }

@@ -107,10 +107,7 @@ impl RsaKey {
         secret_result: bool,
     ) -> Result<Zeroizing<Vec<u8>>, RsaError> {
         if secret_result && bn::ct_mont::matches_libcrypto() {
-            let n = self.n.to_be_padded_public(self.size)?;
-            let m = m.to_be_padded(self.size)?;
-            let ai = ai.to_be_padded(self.size)?;
-            return Ok(bn::ct_mont::mul(&m, &ai, &n, self.size));
+            return bn::ct_mont::mul_bn(m, ai, &self.n_limbs, self.size);
         }
         let mut out = Bn::new()?;
         out.set_consttime();
@@ -140,15 +137,10 @@ impl RsaKey {
         bn::mont_mul(&mut blinded, c, &b.a, &self.mont_n, ctx)?;
         let mut ai = b.ai.dup()?;
         ai.set_consttime();
-        // Next pair: (A^2, Ai^2), still in Montgomery form.
-        let mut a2 = Bn::new()?;
-        bn::mont_mul(&mut a2, &b.a, &b.a, &self.mont_n, ctx)?;
-        let mut ai2 = Bn::new()?;
-        bn::mont_mul(&mut ai2, &b.ai, &b.ai, &self.mont_n, ctx)?;
-        a2.set_consttime();
-        ai2.set_consttime();
-        b.a = a2;
-        b.ai = ai2;
+        // Next pair: (A^2, Ai^2), still in Montgomery form, squared in
+        // place (both keep BN_FLG_CONSTTIME).
+        bn::mont_sqr_in_place(&mut b.a, &self.mont_n, ctx)?;
+        bn::mont_sqr_in_place(&mut b.ai, &self.mont_n, ctx)?;
         b.uses += 1;
         if b.uses < BLINDING_USES {
             self.blinding.put(b);

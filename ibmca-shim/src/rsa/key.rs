@@ -233,9 +233,15 @@ impl RsaKey {
             }
         };
         let bits = n.num_bits();
+        let size = n.num_bytes();
+        // The modulus as limbs, once: every constant-time unblinding uses
+        // it (public, so not wiped).
+        let mut n_limbs = vec![0u64; size.div_ceil(8).max(1)].into_boxed_slice();
+        n.write_limbs(&mut n_limbs)?;
         Ok(RsaKey {
-            size: n.num_bytes(),
+            size,
             bits,
+            n_limbs,
             n,
             e,
             mont_n,

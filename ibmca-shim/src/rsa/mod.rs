@@ -125,6 +125,8 @@ struct Private {
 /// An RSA key. `Send + Sync`: share it behind an `Arc`.
 pub struct RsaKey {
     n: Bn,
+    /// n as little-endian 64-bit limbs (for `bn::ct_mont`).
+    n_limbs: Box<[u64]>,
     e: Bn,
     bits: u32,
     size: usize,
