@@ -35,6 +35,17 @@ fn openssl_with(conf: &std::path::Path, args: &[&str]) -> (bool, String) {
     )
 }
 
+/// rustica's own configuration for a fresh host (`rustica config --fresh`).
+fn fresh_rustica_config() -> String {
+    let out = Command::new(rustica_bin())
+        .args(["config", "--fresh", "--no-check", "--module"])
+        .arg(module_path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// What `rustica doctor` says about OpenSSL 4.0 is what 4.0 does: at an
 /// `engines` line the loader stops, and the modules after it in the init
 /// section are not applied; the program still runs. Before 4.0 the same
@@ -127,13 +138,7 @@ fn doctor_says_what_openssl_4_does_with_an_engine_configuration() {
     let lab = Lab::new();
     // rustica's own set-up with the engine's lines in front of it.
     let merged = lab.path("with-engine.cnf");
-    let out = Command::new(rustica_bin())
-        .args(["config", "--fresh", "--no-check", "--module"])
-        .arg(module_path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let rustica_cnf = String::from_utf8_lossy(&out.stdout).to_string();
+    let rustica_cnf = fresh_rustica_config();
     let with_engine = rustica_cnf.replacen(
         "[rustica_openssl_init]\n",
         "[rustica_openssl_init]\nengines = engine_section\n",
@@ -167,13 +172,7 @@ fn doctor_says_what_openssl_4_does_with_an_engine_configuration() {
 #[test]
 fn doctor_says_rustica_is_unused_on_a_fips_host() {
     let lab = Lab::new();
-    let out = Command::new(rustica_bin())
-        .args(["config", "--fresh", "--no-check", "--module"])
-        .arg(module_path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let cnf = String::from_utf8_lossy(&out.stdout).replace(
+    let cnf = fresh_rustica_config().replace(
         "default_properties = ?provider=rustica",
         "default_properties = fips=yes,?provider=rustica",
     );

@@ -113,16 +113,7 @@ fn line(s: &Samples, args: &CompareArgs) -> (String, serde_json::Value) {
             c.n,
             args.target
         );
-        let json = serde_json::json!({
-            "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "paired": false,
-            "half_width_pct": c.half_width_pct(), "target_pct": args.target,
-            "target_met": false, "samples_for_target": needed,
-            "verdict": "not enough samples", "text": text,
-        });
-        return (
-            format!("{:.3}\t[{:.3}–{:.3}]\t{text}", c.ratio, c.lo, c.hi),
-            json,
-        );
+        return described(&c, args.target, needed, "not enough samples", text);
     }
     let mut text = verdict.text();
     if !reached {
@@ -134,11 +125,22 @@ fn line(s: &Samples, args: &CompareArgs) -> (String, serde_json::Value) {
             args.target
         ));
     }
+    described(&c, args.target, needed, verdict.key(), text)
+}
+
+/// The comparison's tab-separated line and JSON object, given its verdict.
+fn described(
+    c: &Comparison,
+    target: f64,
+    needed: usize,
+    key: &str,
+    text: String,
+) -> (String, serde_json::Value) {
     let json = serde_json::json!({
         "ratio": c.ratio, "lo": c.lo, "hi": c.hi, "n": c.n, "paired": c.paired,
-        "half_width_pct": c.half_width_pct(), "target_pct": args.target,
-        "target_met": reached, "samples_for_target": needed,
-        "verdict": verdict.key(), "text": text,
+        "half_width_pct": c.half_width_pct(), "target_pct": target,
+        "target_met": c.half_width_pct() <= target, "samples_for_target": needed,
+        "verdict": key, "text": text,
     });
     (
         format!("{:.3}\t[{:.3}–{:.3}]\t{text}", c.ratio, c.lo, c.hi),
