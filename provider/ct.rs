@@ -58,10 +58,16 @@ pub fn shift_left(buf: &mut [u8], shift: usize) {
     let len = buf.len();
     let mut step = 1usize;
     while step < len {
-        let take = is_zero((shift & step) as u32 ^ step as u32);
-        for i in 0..len {
-            let next = if i + step < len { buf[i + step] } else { 0 };
-            buf[i] = select_u8(take, next, buf[i]);
+        // One mask per pass (whether this bit of the shift is set), as a
+        // byte; every byte of every pass is read and written either way.
+        let moved = is_zero((shift & step) as u32 ^ step as u32) as u8;
+        let kept = !moved;
+        // Forward, in place: buf[i + step] is read before it is written.
+        for i in 0..len - step {
+            buf[i] = (buf[i + step] & moved) | (buf[i] & kept);
+        }
+        for b in &mut buf[len - step..] {
+            *b &= kept;
         }
         step <<= 1;
     }
@@ -80,6 +86,22 @@ mod tests {
         assert_eq!(lt(4, 3), 0);
         assert_eq!(ge(4, 4), u32::MAX);
         assert_eq!(lt(0, u32::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn shifts_every_amount_of_a_modulus_sized_buffer() {
+        for len in [1usize, 2, 3, 117, 245, 501] {
+            for shift in 0..len {
+                let mut b: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+                let want: Vec<u8> = b[shift..]
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat_n(0, shift))
+                    .collect();
+                shift_left(&mut b, shift);
+                assert_eq!(b, want, "len {len}, shift {shift}");
+            }
+        }
     }
 
     #[test]

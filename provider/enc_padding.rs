@@ -108,6 +108,23 @@ pub fn pkcs1_type2_decode(em: &[u8]) -> Decoded {
 /// it releases itself, so nothing of it is left for provider teardown.
 pub struct Sha256(*mut ffi::EVP_MD);
 
+// SAFETY: a fetched EVP_MD is immutable and reference counted by OpenSSL,
+// made to be used from any thread (as digest.rs's Md).
+unsafe impl Send for Sha256 {}
+// SAFETY: as above; nothing here mutates the EVP_MD.
+unsafe impl Sync for Sha256 {}
+
+impl Clone for Sha256 {
+    /// Another reference to the same digest (a duplicated operation
+    /// context releases its own).
+    fn clone(&self) -> Self {
+        // SAFETY: self.0 is a live EVP_MD this value holds a reference to;
+        // up_ref adds the one the copy releases on drop.
+        unsafe { ffi::EVP_MD_up_ref(self.0) };
+        Sha256(self.0)
+    }
+}
+
 impl Sha256 {
     /// # Safety
     /// `libctx` must be NULL (the default library context) or a live one.

@@ -19,6 +19,10 @@
 #   BENCH_KEYS=DIR: keys from (or generated into) DIR/key-BITS.pem, so that
 #            two builds can be measured with the same keys.
 #   REPEATS=R: runs per private count (default 1, with --check 3).
+#   OPENSSL_DIR=PREFIX: another OpenSSL (scripts/openssl-build.sh's
+#            prefix, e.g. 3.5, whose default provider rejects PKCS#1 v1.5
+#            padding implicitly): the driver is built and run against it,
+#            and RUSTICA_MODULE must be a rustica built against it.
 #   --check: 1024 and 2048 bits, fewer operations per run (about a minute);
 #            fails if B/A exceeds 1.01 at any row or 1.005 at 2048 bits and
 #            above (docs/performance.md, "Instructions per operation").
@@ -39,13 +43,19 @@ sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || { if [ "$check" = 1 ]; then sizes=(1024 2048); else sizes=(1024 2048 3072 4096); fi; }
 
 command -v valgrind >/dev/null || { echo "bench-instructions: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+ossl_flags=()
+if [ -n "${OPENSSL_DIR:-}" ]; then
+  [ -n "${RUSTICA_MODULE:-}" ] || { echo "bench-instructions: OPENSSL_DIR needs RUSTICA_MODULE built against it" >&2; exit 2; }
+  export PATH=$OPENSSL_DIR/bin:$PATH
+  ossl_flags=(-I"$OPENSSL_DIR/include" -L"$OPENSSL_DIR/lib" -Wl,-rpath,"$OPENSSL_DIR/lib")
+fi
 if [ -z "${RUSTICA_MODULE:-}" ]; then
   scripts/build.sh >/dev/null
   RUSTICA_MODULE=$(pwd)/target/release/rustica.so
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -o "$work/ops" benches/instructions/ops.c -lcrypto
+cc -O2 -Wall "${ossl_flags[@]}" -o "$work/ops" benches/instructions/ops.c -lcrypto
 . scripts/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"

@@ -85,6 +85,10 @@ pub struct CipherCtx {
     /// SHA-256 of the private exponent: the implicit-rejection key (made
     /// at decrypt_init).
     pub(super) rejection_key: Option<Zeroizing<[u8; SHA256_LEN]>>,
+    /// The SHA-256 that made it, kept for every decryption of this
+    /// operation (a fetch per decryption cost about 0.2 % of a 2048-bit
+    /// one: docs/performance.md, "Instructions per operation").
+    pub(super) rejection_sha: Option<Sha256>,
     /// Digests fetched for this operation, released with it.
     pub(super) digests: DigestCache,
 }
@@ -116,6 +120,7 @@ impl CipherCtx {
             alt_version: 0,
             implicit_rejection: true,
             rejection_key: None,
+            rejection_sha: None,
             digests: prov.digests(),
         }
     }
@@ -152,7 +157,7 @@ impl CipherCtx {
                 "decryption needs a private key; this RSA key is public only",
             );
         }
-        let rejection_key = if decrypt {
+        let (rejection_key, rejection_sha) = if decrypt {
             let d = key
                 .export_private()
                 .and_then(|parts| parts.d)
@@ -162,13 +167,15 @@ impl CipherCtx {
             // SAFETY: the library context rustica works in, alive as long
             // as the provider context.
             let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
-            Some(enc_padding::implicit_rejection_key(&sha, &d, key.size())?)
+            let rejection_key = enc_padding::implicit_rejection_key(&sha, &d, key.size())?;
+            (Some(rejection_key), Some(sha))
         } else {
-            None
+            (None, None)
         };
         *self = CipherCtx {
             key: Some(key),
             rejection_key,
+            rejection_sha,
             ..CipherCtx::fresh(self.prov())
         };
         self.set_params(params)
@@ -355,12 +362,15 @@ impl CipherCtx {
                         "the context was not initialised for decryption",
                     )
                 })?;
+                let sha = self.rejection_sha.as_ref().ok_or_else(|| {
+                    Error::new(
+                        Reason::MissingKey,
+                        "the context was not initialised for decryption",
+                    )
+                })?;
                 let mut padded = Zeroizing::new(vec![0u8; k]);
                 padded[k - c.len()..].copy_from_slice(c);
-                // SAFETY: the library context rustica works in, alive as long as
-                // the provider context.
-                let sha = unsafe { Sha256::fetch(self.prov().libctx) }?;
-                enc_padding::pkcs1_type2_decode_implicit(&sha, rejection_key, &padded, &em)?
+                enc_padding::pkcs1_type2_decode_implicit(sha, rejection_key, &padded, &em)?
             }
             EncPad::Pkcs1 => enc_padding::pkcs1_type2_decode(&em),
             EncPad::Oaep => self.oaep().decode(&em)?,
@@ -411,6 +421,7 @@ mod tests {
             alt_version: 0,
             implicit_rejection: true,
             rejection_key: None,
+            rejection_sha: None,
             digests: DigestCache::new(std::ptr::null_mut()),
         }
     }
