@@ -110,6 +110,7 @@ stock_implicit=0
 status=0
 for bits in "${sizes[@]}"; do
   keys=${BENCH_KEYS:-$work}
+  mkdir -p "$keys"
   [ -f "$keys/key-$bits.pem" ] || OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA \
     -pkeyopt "rsa_keygen_bits:$bits" -out "$keys/key-$bits.pem" 2>/dev/null
   for op in "${operations[@]}"; do
@@ -135,6 +136,15 @@ for bits in "${sizes[@]}"; do
     }
     a=$(per_op a)
     b=$(per_op b)
+    # A failed run exits only its command substitution: a count that is
+    # not positive means one did, and the row (and a --check) fails.
+    for side in "A $a" "B $b"; do
+      read -r s_name s_count <<<"$side"
+      if ! [[ "$s_count" =~ ^[0-9]+$ ]] || [ "$s_count" -le 0 ]; then
+        echo "bench-instructions: no instruction count for $op at $bits bits on side $s_name" >&2
+        exit 1
+      fi
+    done
     ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')
     bound=1.01
     [ "$bits" -ge 2048 ] && bound=1.005
