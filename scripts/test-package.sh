@@ -163,10 +163,15 @@ scripts/test-trixie.sh "$DEB" || die "the trixie run failed"
 # /usr/share/common-licenses for the Apache text, where the RPM keeps its
 # changelog in the header and ships the text in /usr/share/licenses; the
 # copyright file moves from the doc directory to the licenses directory;
-# rpm adds /usr/lib/.build-id symbolic links (regular files are compared).
+# rpm adds /usr/lib/.build-id symbolic links (regular files are compared);
+# Debian 12's debhelper puts systemd units in /lib/systemd/system, the
+# RPM in /usr/lib/systemd/system (one directory on merged-/usr systems);
+# dh_compress gzips the larger documents (docs/*.md), rpm does not.
 deb_files() {
   dpkg-deb -c "$1" | awk '$1 ~ /^-/ {print $6}' | sed -e 's|^\./|/|' \
     -e 's|^/usr/lib/[a-z0-9_]*-linux-gnu/ossl-modules/|MODULES/|' \
+    -e 's|^/lib/systemd/system/|/usr/lib/systemd/system/|' \
+    -e 's|^\(/usr/share/doc/rustica/.*\.md\)\.gz$|\1|' \
     -e 's|^/usr/share/doc/rustica/copyright$|/usr/share/licenses/rustica/copyright|' \
     | grep -vx /usr/share/doc/rustica/changelog.gz | sort
 }
