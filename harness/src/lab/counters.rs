@@ -239,6 +239,22 @@ mod tests {
     use super::*;
     use ibmca_shim::stats;
 
+    /// `compare` of exactly `expected` at 2048 bits under `--backend libica`.
+    fn under_libica(
+        before: &stats::Snapshot,
+        after: &stats::Snapshot,
+        expected: &[(Op, u64)],
+    ) -> (bool, String) {
+        compare(
+            before,
+            after,
+            2048,
+            expected,
+            Expect::Exactly,
+            Some("libica"),
+        )
+    }
+
     #[test]
     fn public_operations_count_in_software_under_backend_libica() {
         let dir = tempfile::tempdir().unwrap();
@@ -249,25 +265,11 @@ mod tests {
         st.record(Op::Sign, Backend::Libica, 2048);
         let after = stats::snapshot(&path).unwrap();
         let expected = [(Op::Verify, 1), (Op::Sign, 1)];
-        let (ok, d) = compare(
-            &before,
-            &after,
-            2048,
-            &expected,
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, d) = under_libica(&before, &after, &expected);
         assert!(ok, "{d}");
         st.record(Op::Sign, Backend::Software, 2048);
         let later = stats::snapshot(&path).unwrap();
-        let (ok, d) = compare(
-            &after,
-            &later,
-            2048,
-            &[(Op::Sign, 1)],
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, d) = under_libica(&after, &later, &[(Op::Sign, 1)]);
         assert!(!ok, "a private operation in software passed as libica: {d}");
     }
 
@@ -280,24 +282,10 @@ mod tests {
         st.record(Op::Keygen, Backend::Software, 2048);
         let after = stats::snapshot(&path).unwrap();
         let expected = [(Op::Keygen, 1)];
-        let (ok, d) = compare(
-            &before,
-            &after,
-            2048,
-            &expected,
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, d) = under_libica(&before, &after, &expected);
         assert!(ok, "{d}");
         // Still counted: a key rustica did not make fails the check.
-        let (ok, _) = compare(
-            &after,
-            &after,
-            2048,
-            &expected,
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, _) = under_libica(&after, &after, &expected);
         assert!(!ok);
     }
 
@@ -406,28 +394,14 @@ mod tests {
             None,
         );
         assert!(ok);
-        let (ok, d) = compare(
-            &before,
-            &after,
-            2048,
-            &[(Op::Sign, 3)],
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, d) = under_libica(&before, &after, &[(Op::Sign, 3)]);
         assert!(!ok, "{d}");
         // Verifications are software on the libica backend too.
         for _ in 0..2 {
             st.record(Op::Verify, Backend::Software, 2048);
         }
         let public = stats::snapshot(&path).unwrap();
-        let (ok, d) = compare(
-            &after,
-            &public,
-            2048,
-            &[(Op::Verify, 2)],
-            Expect::Exactly,
-            Some("libica"),
-        );
+        let (ok, d) = under_libica(&after, &public, &[(Op::Verify, 2)]);
         assert!(ok, "{d}");
         st.record(Op::Verify, Backend::Libica, 2048);
         let (ok, d) = compare(
