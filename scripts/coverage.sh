@@ -653,7 +653,7 @@ if have dnssec-keygen && have dnssec-signzone; then
     } >"$Z/db.example.test"
     if ls "$Z"/Kexample.test.*.private >/dev/null 2>&1; then
         run_one "$bindv (dnssec-signzone)" "sign (zone, RSASHA256)" sign "" \
-            dnssec-signzone -K "$Z" -o example.test -f "$Z/db.example.test.signed" "$Z/db.example.test"
+            dnssec-signzone -K "$Z" -d "$Z" -o example.test -f "$Z/db.example.test.signed" "$Z/db.example.test"
         if [ -s "$Z/db.example.test.signed" ]; then
             run_one "$bindv (dnssec-verify)" "verify (signed zone)" verify "" \
                 dnssec-verify -o example.test "$Z/db.example.test.signed"

@@ -62,8 +62,8 @@ fn reference_implicit(key: &[u8; SHA256_LEN], c: &[u8], em: &[u8]) -> Vec<u8> {
     let sha = // SAFETY: NULL is the default library context.
     unsafe { Sha256::fetch(std::ptr::null_mut()) }.unwrap();
     let kdk = HmacSha256::new(&sha, key).unwrap().mac(&[c]).unwrap();
-    let prf = HmacSha256::new(&sha, &kdk[..]).unwrap();
-    let stream = |label: &[u8], len: usize| -> Vec<u8> {
+    let mut prf = HmacSha256::new(&sha, &kdk[..]).unwrap();
+    let mut stream = |label: &[u8], len: usize| -> Vec<u8> {
         let bits = ((len * 8) as u16).to_be_bytes();
         (0u16..)
             .map(|i| prf.mac(&[&i.to_be_bytes(), label, &bits]).unwrap().to_vec())
