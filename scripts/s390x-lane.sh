@@ -272,12 +272,12 @@ exec_s390x_openssl() {
 }
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
-# rustica's counters (ibmca-shim/src/stats.rs, layout version 4), in the
+# rustica's counters (ibmca-shim/src/stats, layout version 5), in the
 # writer's (big-endian) byte order: 16 shards of one page each from offset
 # 4096, each starting with u64[op][backend] (ops keygen, sign, verify,
-# encrypt, decrypt; backends libica, software, fallback, failed), then the
-# per-op async counts (offset 160) and a by-bits table, which this script
-# does not read. A counter is the sum over the
+# encrypt, decrypt, keygen_modexp; backends libica, software, fallback,
+# failed), then the per-op async counts (offset 192) and a by-bits table,
+# which this script does not read. A counter is the sum over the
 # shards.
 shard_size=4096
 counter() { # op-index backend-index
@@ -291,7 +291,7 @@ counter() { # op-index backend-index
 s390x_openssl version | grep -q "^OpenSSL [34]\." || die "the s390x openssl does not run under qemu"
 head -c 100000 /dev/urandom >"$RUN/doc.bin"
 
-step "2048-bit key generated on s390x by rustica (libica's ica_rsa_key_generate_crt, in software)"
+step "2048-bit key generated on s390x by rustica (its Miller-Rabin exponentiations on libica)"
 s390x_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$RUN/key-2048.pem" \
   || die "genpkey 2048 on s390x failed"
 host_openssl pkey -in "$RUN/key-2048.pem" -check -noout >/dev/null \
@@ -364,19 +364,18 @@ step "rustica's counters on the s390x side"
 # The header's first word after the magic holds the layout version in its
 # low 32 bits; read the counters only from the layout this script knows.
 layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
-[ "$layout" = 4 ] || die "rustica's counters file has layout version $layout; this script reads version 4"
-ops=(keygen sign verify encrypt decrypt)
+[ "$layout" = 5 ] || die "rustica's counters file has layout version $layout; this script reads version 5"
+ops=(keygen sign verify encrypt decrypt keygen_modexp)
 # What this run did on s390x: one key generation, three signatures (2048
 # and 4096 PKCS#1 v1.5, 2048 PSS) and two verifications (2048, 4096), and
 # per padding one encryption and one decryption. The private operations
 # must be counted on libica; the public ones (verification, encryption) run
 # in software on every backend (docs/libica.md, "Public operations"); the
-# key comes from libica's ica_rsa_key_generate_crt, which generates in
-# software (EVP_PKEY_keygen in libica's own library context), so it is
-# counted as software, with that reason in the trace; nothing may fall
-# back or fail.
-expected_libica=(0 3 0 0 2)
-expected_software=(1 0 2 2 0)
+# key is rustica's, its prime candidates' Miller-Rabin exponentiations
+# made by the real libica's ica_rsa_mod_expo (counted as keygen_modexp,
+# below), so it is counted as libica; nothing may fall back or fail.
+expected_libica=(1 3 0 0 2)
+expected_software=(0 0 2 2 0)
 bad=""
 for op in 0 1 2 3 4; do
   libica=$(counter "$op" 0); software=$(counter "$op" 1)
@@ -389,19 +388,29 @@ done
 [ -z "$bad" ] || die "operations not counted where expected:$bad"
 grep -q "backend = libica: libica.so.3" "$RUN/rustica-debug.log" \
   || die "rustica's debug log does not show libica.so.3 as the backend"
-grep -q "ica_rsa_key_generate_crt ok; libica generates keys in software" "$RUN/rustica-debug.log" \
-  || die "rustica's debug log does not say the key was libica's, made in software"
+# The key's exponentiations: on libica, none recomputed; software only
+# confirmed p and q (FIPS 186-5 Table B.1: 5 rounds each at 2048 bits,
+# more when the method turned a prime down).
+modexp_libica=$(counter 5 0); modexp_software=$(counter 5 1)
+modexp_fallback=$(counter 5 2); modexp_failed=$(counter 5 3)
+say "counters: keygen_modexp libica=$modexp_libica software=$modexp_software fallback=$modexp_fallback failed=$modexp_failed"
+[ "$modexp_libica" -ge 20 ] && [ "$modexp_software" -ge 10 ] \
+  && [ $((modexp_fallback + modexp_failed)) = 0 ] \
+  || die "the key's Miller-Rabin exponentiations were not made on libica"
+grep -q "keygen rsa-2048: Miller-Rabin exponentiations: $modexp_libica on libica, 0 recomputed" \
+  "$RUN/rustica-debug.log" \
+  || die "rustica's debug log does not give the key's exponentiations on libica"
 
 # Asynchronous offload with the real libica: OpenSSL ASYNC jobs on s390x
 # (`speed -async_jobs`, `s_server -async`), each libica call made on one of
 # rustica's offload threads while its job pauses. Every private operation
 # must be counted on libica, and those speed's timed loop and the TLS
 # handshakes ran inside a job as async (the async counts follow the
-# backend counts in each shard, at offset 160).
+# backend counts in each shard, at offset 192).
 async_counter() { # op-index
   local sum=0 s v
   for s in $(seq 0 15); do
-    v=$(od -A n -t u8 --endian=big -j $((4096 + s * shard_size + 160 + $1 * 8)) -N 8 "$STATS" | tr -d ' ')
+    v=$(od -A n -t u8 --endian=big -j $((4096 + s * shard_size + 192 + $1 * 8)) -N 8 "$STATS" | tr -d ' ')
     sum=$((sum + ${v:-0}))
   done
   echo "$sum"
@@ -411,9 +420,8 @@ counts() { echo "$(counter "$1" 0) $(counter "$1" 1) $(counter "$1" 2) $(counter
 # Checks the deltas of the private operations (keygen, sign, decrypt)
 # since $1 $2 $3 (each "libica software fallback failed async"): signatures
 # and decryptions all on libica, key generations (OpenSSL 3.5's speed times
-# them too) all software (libica's ica_rsa_key_generate_crt works in
-# software); none failed or fell back; at least $4 signatures and $5
-# decryptions async.
+# them too) all on libica (their exponentiations); none failed or fell
+# back; at least $4 signatures and $5 decryptions async.
 check_async() { # what before-keygen before-sign before-decrypt min-sign-async min-decrypt-async
   local what=$1 op i before now d
   local -a b n
@@ -423,8 +431,8 @@ check_async() { # what before-keygen before-sign before-decrypt min-sign-async m
     read -r -a b <<<"$before"; read -r -a n <<<"$(counts "$op")"
     say "$what: ${ops[$op]} +$((n[0] - b[0])) libica, +$((n[1] - b[1])) software, +$((n[2] - b[2])) fallback, +$((n[3] - b[3])) failed, +$((n[4] - b[4])) async"
     if [ "$op" = 0 ]; then
-      [ $((n[0] - b[0] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
-        || die "$what: key generation counted as libica, fallback or failed"
+      [ $((n[1] - b[1] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
+        || die "$what: key generation counted as software, fallback or failed"
     else
       [ $((n[1] - b[1] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
         || die "$what: ${ops[$op]} not all on libica"

@@ -46,6 +46,9 @@ module=$CARGO_TARGET_DIR/debug/rustica.so
 cp -f "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
 export RUSTICA_MODULE=$module
 cargo test -p rustica --no-fail-fast -- --test-threads="${RUSTICA_TEST_THREADS:-2}"
+# Same randomness, same key, in software and on the (emulated) adapter,
+# against this OpenSSL's libcrypto (docs/libica.md).
+cargo test -p ibmca-shim --lib same_randomness_same_key
 if [ -x scripts/evp-test.sh ]; then
   scripts/evp-test.sh "$series"
 fi

@@ -91,6 +91,12 @@ const PERSONALISATION: &[u8] = b"rustica operation DRBG";
 /// A DRBG owned by one operation.
 struct OwnDrbg(NonNull<EvpRandCtx>);
 
+// SAFETY: the DRBG context is owned by this value alone and used through
+// `&self` by one thread at a time (Random is not Sync); moving it to
+// another thread hands that thread sole use of it, which OpenSSL allows
+// for an EVP_RAND_CTX.
+unsafe impl Send for OwnDrbg {}
+
 impl Drop for OwnDrbg {
     fn drop(&mut self) {
         // SAFETY: created by EVP_RAND_CTX_new and owned by this value; the
@@ -199,6 +205,9 @@ pub enum Secrecy {
 pub struct Random {
     libctx: LibCtx,
     own: OnceCell<OwnDrbg>,
+    /// Unit tests: a fixed stream instead (same seed, same numbers).
+    #[cfg(test)]
+    fixed: Option<std::cell::Cell<u64>>,
 }
 
 impl Random {
@@ -206,7 +215,29 @@ impl Random {
         Random {
             libctx,
             own: OnceCell::new(),
+            #[cfg(test)]
+            fixed: None,
         }
+    }
+
+    /// A generator apart from the library context's: a DRBG of its own,
+    /// seeded from the context's entropy source, so that drawing from it
+    /// leaves the context's generator where it was. `None` when it cannot
+    /// be made.
+    pub(crate) fn independent(libctx: LibCtx) -> Option<Random> {
+        let own = OwnDrbg::new(libctx).ok()?;
+        let r = Random::new(libctx);
+        let _ = r.own.set(own);
+        Some(r)
+    }
+
+    /// A deterministic stream (splitmix64) for tests that need the same
+    /// numbers twice; nothing cryptographic.
+    #[cfg(test)]
+    pub(crate) fn fixed(seed: u64) -> Random {
+        let mut r = Random::new(LibCtx::DEFAULT);
+        r.fixed = Some(std::cell::Cell::new(seed));
+        r
     }
 
     /// The library context this source draws from first.
@@ -217,6 +248,18 @@ impl Random {
     /// Fills `buf`.
     pub fn fill(&self, buf: &mut [u8], secrecy: Secrecy) -> Result<(), RsaError> {
         if buf.is_empty() {
+            return Ok(());
+        }
+        #[cfg(test)]
+        if let Some(state) = &self.fixed {
+            for chunk in buf.chunks_mut(8) {
+                let mut z = state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+                state.set(z);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^= z >> 31;
+                chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+            }
             return Ok(());
         }
         if let Some(own) = self.own.get() {

@@ -40,8 +40,9 @@ pub fn compare(
             // result from an adapter cannot be checked; docs/libica.md,
             // "Public operations run in software").
             Some("libica") if is_public(op) => d(Backend::Software) == done,
-            // A key from libica's ica_rsa_key_generate_crt is software
-            // work inside libica, counted as software (docs/libica.md).
+            // A key counts as libica when its Miller-Rabin exponentiations
+            // ran there, else as software (outside the offload range) or
+            // fallback (docs/libica.md).
             Some("libica") if op == Op::Keygen => true,
             Some("libica") => d(Backend::Libica) + d(Backend::Fallback) == done,
             _ => true,

@@ -136,7 +136,11 @@ impl Ctx<'_> {
             for b in Backend::ALL {
                 let d = after.get(op, b).saturating_sub(before.get(op, b));
                 if d > 0 {
-                    *row.backends.entry(b.name().to_string()).or_default() += d;
+                    // Operations only: a key's exponentiations are its
+                    // column's detail (the method table), not operations.
+                    if op != Op::KeygenModexp {
+                        *row.backends.entry(b.name().to_string()).or_default() += d;
+                    }
                     for c in cols.iter_mut() {
                         let by = c.b_counted.entry(op.name().to_string()).or_default();
                         *by.entry(b.name().to_string()).or_default() += d;

@@ -14,17 +14,19 @@ use std::collections::BTreeMap;
 pub const SP800_56B: &str =
     "SP 800-56B rev 2 (FIPS 186-5 A.1.6 probable primes from auxiliary primes)";
 pub const CLASSIC: &str = "OpenSSL's classic method (two random probable primes)";
-pub const LIBICA: &str = "libica ica_rsa_key_generate_crt";
+/// rustica's method on libica: the default provider's, with the prime
+/// candidates' Miller-Rabin exponentiations on the adapter.
+pub const ON_LIBICA: &str = "its Miller-Rabin exponentiations on libica (ica_rsa_mod_expo)";
 
 /// How the methods are told, for the report.
 pub const EXPLANATION: &str = "A is OpenSSL's default provider, whose method follows from the key \
     (crypto/rsa/rsa_gen.c): SP 800-56B rev 2 for two-prime keys of 2048 bits or more with \
     e > 2^16, its classic method otherwise; the lab's keys have two primes and e = 65537. \
-    B is rustica: its counters for the column's B runs say whether the keys were made on libica \
-    or in software, and in software rustica applies the default provider's rule. On the libica \
-    backend the keys come from libica's ica_rsa_key_generate_crt, which generates them in \
-    software (EVP_PKEY_keygen in libica's own library context, so by the same rule): counted as \
-    software, since no adapter generates keys (docs/libica.md).";
+    B is rustica, which applies the default provider's rule on every backend; on the libica \
+    backend the Miller-Rabin exponentiations that test p's and q's candidates run on the adapter \
+    (a key counts as libica only when they did), and software confirms every prime the adapter \
+    passes. Its counters for the column's B runs give the keys by backend and their \
+    exponentiations (keygen_modexp) by where they ran (docs/libica.md).";
 
 /// The lab's keys: `genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:N`
 /// and `req -newkey rsa:N`, so two primes and OpenSSL's default e.
@@ -50,13 +52,21 @@ pub fn side_a(bits: u32) -> String {
 }
 
 /// Side B's method for the lab's keys of `bits`, from the key generations
-/// rustica counted (backend name -> count).
-pub fn side_b(bits: u32, counted: &BTreeMap<String, u64>) -> String {
+/// rustica counted (backend name -> count) and their Miller-Rabin
+/// exponentiations (`modexp`, the same by where they ran).
+pub fn side_b(
+    bits: u32,
+    counted: &BTreeMap<String, u64>,
+    modexp: &BTreeMap<String, u64>,
+) -> String {
     let n = |b: &str| counted.get(b).copied().unwrap_or(0);
     let software = side_a(bits);
     let mut parts = Vec::new();
     if n("libica") > 0 {
-        parts.push(format!("{LIBICA} (counters: libica {})", n("libica")));
+        parts.push(format!(
+            "{software}, {ON_LIBICA} (counters: libica {})",
+            n("libica")
+        ));
     }
     if n("software") > 0 {
         parts.push(format!("{software} (counters: software {})", n("software")));
@@ -80,6 +90,18 @@ pub fn side_b(bits: u32, counted: &BTreeMap<String, u64>) -> String {
     if n("failed") > 0 {
         parts.push(format!("failed {}", n("failed")));
     }
+    let exps: Vec<String> = ["libica", "software", "fallback"]
+        .iter()
+        .filter_map(|b| {
+            modexp
+                .get(*b)
+                .filter(|&&v| v > 0)
+                .map(|v| format!("{b} {v}"))
+        })
+        .collect();
+    if !exps.is_empty() {
+        parts.push(format!("Miller-Rabin exponentiations: {}", exps.join(", ")));
+    }
     parts.join("; ")
 }
 
@@ -98,7 +120,14 @@ pub fn of_column(bits: u32, c: &Column) -> Option<(String, String)> {
     } else {
         side_a(bits)
     };
-    Some((a, side_b(bits, &c.b_counted_op("keygen"))))
+    Some((
+        a,
+        side_b(
+            bits,
+            &c.b_counted_op("keygen"),
+            &c.b_counted_op("keygen_modexp"),
+        ),
+    ))
 }
 
 /// Every key-generating column of `row` with its methods.
@@ -141,26 +170,34 @@ mod tests {
 
     #[test]
     fn side_b_follows_the_counters() {
+        let none = counted(&[]);
         assert_eq!(
-            side_b(2048, &counted(&[("software", 15)])),
+            side_b(2048, &counted(&[("software", 15)]), &none),
             format!("{SP800_56B} (counters: software 15)")
         );
         assert_eq!(
-            side_b(1024, &counted(&[("software", 15)])),
+            side_b(1024, &counted(&[("software", 15)]), &none),
             format!("{CLASSIC} (counters: software 15)")
         );
         assert_eq!(
-            side_b(4096, &counted(&[("libica", 15)])),
-            format!("{LIBICA} (counters: libica 15)")
+            side_b(
+                4096,
+                &counted(&[("libica", 15)]),
+                &counted(&[("libica", 900), ("software", 120)])
+            ),
+            format!(
+                "{SP800_56B}, {ON_LIBICA} (counters: libica 15); \
+                 Miller-Rabin exponentiations: libica 900, software 120"
+            )
         );
-        let mixed = side_b(4096, &counted(&[("libica", 14), ("fallback", 1)]));
-        assert!(mixed.starts_with(LIBICA), "{mixed}");
+        let mixed = side_b(4096, &counted(&[("libica", 14), ("fallback", 1)]), &none);
+        assert!(mixed.starts_with(SP800_56B), "{mixed}");
         assert!(
             mixed.contains(&format!("{SP800_56B} (counters: fallback 1")),
             "{mixed}"
         );
-        assert_eq!(side_b(2048, &counted(&[])), "none counted by rustica");
-        assert!(side_b(2048, &counted(&[("failed", 2)])).starts_with("none: every"));
+        assert_eq!(side_b(2048, &none, &none), "none counted by rustica");
+        assert!(side_b(2048, &counted(&[("failed", 2)]), &none).starts_with("none: every"));
     }
 
     #[test]
@@ -187,6 +224,9 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].0, Kind::Keygen);
         assert_eq!(m[0].1, SP800_56B);
-        assert_eq!(m[0].2, format!("{LIBICA} (counters: libica 1)"));
+        assert_eq!(
+            m[0].2,
+            format!("{SP800_56B}, {ON_LIBICA} (counters: libica 1)")
+        );
     }
 }

@@ -127,45 +127,223 @@ pub(crate) fn rand_range(range: &Bn, rng: &Random) -> Result<Bn, RsaError> {
 }
 
 /// Miller-Rabin with `rounds` random bases (FIPS 186-5 B.3.1); `w` odd and
-/// above 3.
+/// above 3. All in software, one round after the other (the auxiliary
+/// primes and key checks; p and q go through [`first_probable_prime`]).
 fn miller_rabin(w: &Bn, rounds: u32, rng: &Random, ctx: &mut BnCtx) -> Result<bool, RsaError> {
-    let mut w1 = w.dup()?;
-    super::arith::sub_word(&mut w1, 1)?;
-    let mut w3 = w.dup()?;
-    super::arith::sub_word(&mut w3, 3)?;
-    // w - 1 = 2^a * m with m odd.
-    let mut a = 1;
-    while !is_bit_set(&w1, a) {
-        a += 1;
-    }
-    let mut m = shift_right(&w1, a)?;
-    m.set_consttime();
-    let mont = MontCtx::new(w, ctx)?;
-    let two = Bn::from_u64(2)?;
-    'rounds: for _ in 0..rounds {
-        // b in [2, w-2].
-        let r = rand_range(&w3, rng)?;
-        let mut b = Bn::new()?;
-        add(&mut b, &r, &two)?;
-        let mut z = Bn::new()?;
-        mod_exp_consttime(&mut z, &b, &m, w, &mont, ctx)?;
-        if z.is_one() || z.cmp(&w1) == Ordering::Equal {
-            continue;
+    let c = Candidate::new(w.dup()?, ctx)?;
+    for _ in 0..rounds {
+        let b = c.draw_base(rng)?;
+        let z = c.exp_in_software(&b, ctx)?;
+        if !c.round_passes(z, ctx)? {
+            return Ok(false);
         }
-        for _ in 1..a {
+    }
+    Ok(true)
+}
+
+/// How many prime candidates are drawn and screened together: the first
+/// Miller-Rabin round of each runs at once on an adapter. Fixed whatever
+/// the backend: which random numbers are drawn, and so which key results,
+/// must not depend on where the arithmetic runs.
+pub(crate) const BATCH: usize = 16;
+
+/// A Miller-Rabin candidate w (odd, above 3), with w - 1 = 2^a · m, m odd.
+pub(crate) struct Candidate {
+    pub(crate) w: Bn,
+    w1: Bn,
+    w3: Bn,
+    /// The odd part of w - 1: each round's exponent.
+    pub(crate) m: Bn,
+    a: u32,
+    mont: MontCtx,
+}
+
+impl Candidate {
+    pub(crate) fn new(mut w: Bn, ctx: &mut BnCtx) -> Result<Candidate, RsaError> {
+        w.set_consttime();
+        let mut w1 = w.dup()?;
+        super::arith::sub_word(&mut w1, 1)?;
+        let mut w3 = w.dup()?;
+        super::arith::sub_word(&mut w3, 3)?;
+        let mut a = 1;
+        while !is_bit_set(&w1, a) {
+            a += 1;
+        }
+        let mut m = shift_right(&w1, a)?;
+        m.set_consttime();
+        let mont = MontCtx::new(&w, ctx)?;
+        Ok(Candidate {
+            w,
+            w1,
+            w3,
+            m,
+            a,
+            mont,
+        })
+    }
+
+    /// A random base in [2, w - 2] (B.3.1 step 4.1).
+    pub(crate) fn draw_base(&self, rng: &Random) -> Result<Bn, RsaError> {
+        let r = rand_range(&self.w3, rng)?;
+        let mut b = Bn::new()?;
+        add(&mut b, &r, &Bn::from_u64(2)?)?;
+        b.set_consttime();
+        Ok(b)
+    }
+
+    /// b^m mod w in software, in constant time (w is a secret candidate).
+    pub(crate) fn exp_in_software(&self, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+        let mut z = Bn::new()?;
+        mod_exp_consttime(&mut z, b, &self.m, &self.w, &self.mont, ctx)?;
+        Ok(z)
+    }
+
+    /// Whether z (below w) can be b^m mod w for a prime w: the rest of
+    /// the round (B.3.1 steps 4.3 to 4.7).
+    pub(crate) fn round_passes(&self, mut z: Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
+        if z.is_one() || z.cmp(&self.w1) == Ordering::Equal {
+            return Ok(true);
+        }
+        for _ in 1..self.a {
             let mut z2 = Bn::new()?;
-            mod_mul(&mut z2, &z, &z, w, ctx)?;
+            mod_mul(&mut z2, &z, &z, &self.w, ctx)?;
             z = z2;
-            if z.cmp(&w1) == Ordering::Equal {
-                continue 'rounds;
+            if z.cmp(&self.w1) == Ordering::Equal {
+                return Ok(true);
             }
             if z.is_one() {
                 return Ok(false);
             }
         }
-        return Ok(false);
+        Ok(false)
+    }
+}
+
+/// What a batch of Miller-Rabin rounds is evaluated for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Want {
+    /// The first round (in order) that passes: rounds of different
+    /// candidates, one each.
+    FirstPass,
+    /// Whether every round passes: rounds of one candidate.
+    AllPass,
+}
+
+/// Where the Miller-Rabin exponentiations of p and q run.
+pub(crate) trait RoundRunner {
+    /// The verdicts of `rounds` (candidate, base) in order, each evaluated
+    /// or `None`: at least every round up to the one that settles `want`
+    /// (the first pass, or the first failure) is evaluated.
+    fn run(
+        &mut self,
+        rounds: &[(&Candidate, &Bn)],
+        want: Want,
+        ctx: &mut BnCtx,
+    ) -> Result<Vec<Option<bool>>, RsaError>;
+
+    /// Whether a candidate that passed every round is accepted: a runner
+    /// whose verdicts came from elsewhere confirms them here.
+    fn confirm(&mut self, candidate: &Candidate, ctx: &mut BnCtx) -> Result<bool, RsaError>;
+}
+
+/// Every round in software, in order, stopping as soon as the answer is
+/// known; `on_exp` is told of each exponentiation (the counters).
+pub(crate) struct SoftwareRounds<F: FnMut()> {
+    pub(crate) on_exp: F,
+}
+
+impl<F: FnMut()> RoundRunner for SoftwareRounds<F> {
+    fn run(
+        &mut self,
+        rounds: &[(&Candidate, &Bn)],
+        want: Want,
+        ctx: &mut BnCtx,
+    ) -> Result<Vec<Option<bool>>, RsaError> {
+        let mut verdicts = vec![None; rounds.len()];
+        for (verdict, (c, b)) in verdicts.iter_mut().zip(rounds) {
+            let z = c.exp_in_software(b, ctx)?;
+            (self.on_exp)();
+            let pass = c.round_passes(z, ctx)?;
+            *verdict = Some(pass);
+            if pass == (want == Want::FirstPass) {
+                break;
+            }
+        }
+        Ok(verdicts)
+    }
+
+    fn confirm(&mut self, _: &Candidate, _: &mut BnCtx) -> Result<bool, RsaError> {
+        // Its verdicts are its own.
+        Ok(true)
+    }
+}
+
+/// Whether no small prime (of those OpenSSL sieves a `w.num_bits()`-bit
+/// candidate with) divides `w`, which exceeds them all.
+pub(crate) fn survives_trial_division(w: &Bn) -> Result<bool, RsaError> {
+    for &p in &small_primes()[1..trial_divisions(w.num_bits())] {
+        if mod_word(w, p)? == 0 {
+            return Ok(false);
+        }
     }
     Ok(true)
+}
+
+/// The first of `candidates` (in order) that passes `rounds` Miller-Rabin
+/// rounds and the runner's confirmation.
+///
+/// The random bases are drawn in a fixed order, whatever the runner
+/// evaluates: the first round's base of every candidate first, then the
+/// other rounds' bases of each candidate whose first round passes, when it
+/// is reached. So a runner that evaluates a whole batch at once (an
+/// adapter) and one that stops at the first pass (software) draw the same
+/// numbers and accept the same candidate.
+pub(crate) fn first_probable_prime(
+    candidates: &[Candidate],
+    rounds: u32,
+    runner: &mut dyn RoundRunner,
+    rng: &Random,
+    ctx: &mut BnCtx,
+) -> Result<Option<usize>, RsaError> {
+    let first_bases = candidates
+        .iter()
+        .map(|c| c.draw_base(rng))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut screened: Vec<Option<bool>> = vec![None; candidates.len()];
+    for i in 0..candidates.len() {
+        if screened[i].is_none() {
+            let rest: Vec<_> = candidates[i..].iter().zip(&first_bases[i..]).collect();
+            for (slot, v) in
+                screened[i..]
+                    .iter_mut()
+                    .zip(runner.run(&rest, Want::FirstPass, ctx)?)
+            {
+                if v.is_some() {
+                    *slot = v;
+                }
+            }
+        }
+        match screened[i] {
+            Some(true) => {}
+            Some(false) => continue,
+            None => {
+                return Err(RsaError::libcrypto(
+                    "internal error: a Miller-Rabin round was not evaluated",
+                ))
+            }
+        }
+        let c = &candidates[i];
+        let bases = (1..rounds)
+            .map(|_| c.draw_base(rng))
+            .collect::<Result<Vec<_>, _>>()?;
+        let more: Vec<_> = bases.iter().map(|b| (c, b)).collect();
+        // Accepted only when every round was evaluated and passed.
+        let all = runner.run(&more, Want::AllPass, ctx)?;
+        if all.iter().all(|v| *v == Some(true)) && runner.confirm(c, ctx)? {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether `w` is probably prime: trial division by small primes (when
@@ -199,8 +377,14 @@ pub(crate) fn is_probable_prime(
 /// A random prime of exactly `bits` bits with the top two bits set, found
 /// as BN_generate_prime_ex2 finds one: a random odd start, moved up by 2
 /// past every number a small prime divides, then Miller-Rabin with the
-/// default rounds.
-pub(crate) fn classic_prime(bits: u32, rng: &Random, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+/// default rounds. Candidates are drawn [`BATCH`] at a time, each from a
+/// start of its own, and the first (in order) that passes is the prime.
+pub(crate) fn classic_prime(
+    bits: u32,
+    rng: &Random,
+    ctx: &mut BnCtx,
+    runner: &mut dyn RoundRunner,
+) -> Result<Bn, RsaError> {
     if bits < 64 {
         return Err(RsaError::bad_input("prime size too small"));
     }
@@ -209,36 +393,39 @@ pub(crate) fn classic_prime(bits: u32, rng: &Random, ctx: &mut BnCtx) -> Result<
     let max_delta = u64::MAX - u64::from(primes[trial - 1]);
     let mut mods = vec![0u32; trial];
     loop {
-        let start = rand_bits(bits, Top::Two, true, rng)?;
-        for (i, &p) in primes.iter().enumerate().skip(1) {
-            mods[i] = mod_word(&start, p)? as u32;
-        }
-        let mut delta: u64 = 0;
-        let mut in_range = true;
-        'sieve: loop {
+        let mut batch = Vec::with_capacity(BATCH);
+        while batch.len() < BATCH {
+            let start = rand_bits(bits, Top::Two, true, rng)?;
             for (i, &p) in primes.iter().enumerate().skip(1) {
-                if (u64::from(mods[i]) + delta).is_multiple_of(u64::from(p)) {
-                    delta += 2;
-                    if delta > max_delta {
-                        in_range = false;
-                        break 'sieve;
-                    }
-                    continue 'sieve;
-                }
+                mods[i] = mod_word(&start, p)? as u32;
             }
-            break;
+            let mut delta: u64 = 0;
+            let mut in_range = true;
+            'sieve: loop {
+                for (i, &p) in primes.iter().enumerate().skip(1) {
+                    if (u64::from(mods[i]) + delta).is_multiple_of(u64::from(p)) {
+                        delta += 2;
+                        if delta > max_delta {
+                            in_range = false;
+                            break 'sieve;
+                        }
+                        continue 'sieve;
+                    }
+                }
+                break;
+            }
+            if !in_range {
+                continue;
+            }
+            let mut candidate = start;
+            add_word(&mut candidate, delta)?;
+            if candidate.num_bits() != bits {
+                continue;
+            }
+            batch.push(Candidate::new(candidate, ctx)?);
         }
-        if !in_range {
-            continue;
-        }
-        let mut candidate = start;
-        add_word(&mut candidate, delta)?;
-        if candidate.num_bits() != bits {
-            continue;
-        }
-        candidate.set_consttime();
-        if is_probable_prime(&candidate, default_rounds(bits), false, rng, ctx)? {
-            return Ok(candidate);
+        if let Some(i) = first_probable_prime(&batch, default_rounds(bits), runner, rng, ctx)? {
+            return Ok(batch.swap_remove(i).w);
         }
     }
 }
@@ -310,7 +497,8 @@ mod tests {
         let rng = Random::new(LibCtx::DEFAULT);
         let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
         for _ in 0..3 {
-            let p = classic_prime(256, &rng, &mut ctx).unwrap();
+            let mut runner = SoftwareRounds { on_exp: || {} };
+            let p = classic_prime(256, &rng, &mut ctx, &mut runner).unwrap();
             assert_eq!(p.num_bits(), 256);
             assert!(is_bit_set(&p, 254));
             assert!(is_probable_prime(&p, 64, true, &rng, &mut ctx).unwrap());

@@ -40,7 +40,8 @@ pub(crate) fn right_aligned_secret(v: &Bn, len: usize) -> Option<SecretBytes> {
 }
 
 /// Big-endian bytes (any length) right-aligned in `len` bytes.
-pub(crate) fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<u8>>> {
+#[cfg(test)]
+fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<u8>>> {
     let start = v.iter().position(|&b| b != 0).unwrap_or(v.len());
     let v = &v[start..];
     if v.len() > len {
@@ -69,20 +70,13 @@ impl ModExpoKey {
         })
     }
 
-    /// Zeroed buffers of `key_length` bytes (key generation output).
-    pub(crate) fn empty(key_length: usize) -> ModExpoKey {
-        ModExpoKey {
-            key_length,
-            modulus: Zeroizing::new(vec![0; key_length]),
-            exponent: SecretBytes::zeroed(key_length),
-        }
-    }
-
-    pub(crate) fn exponent_mut(&mut self) -> &mut [u8] {
+    #[cfg(test)]
+    fn exponent_mut(&mut self) -> &mut [u8] {
         &mut self.exponent
     }
 
-    pub(crate) fn modulus(&self) -> &[u8] {
+    #[cfg(test)]
+    fn modulus(&self) -> &[u8] {
         &self.modulus
     }
 
@@ -129,21 +123,6 @@ impl CrtKey {
             dq: right_aligned_secret(dq, short)?,
             qinv: right_aligned_secret(qinv, long)?,
         })
-    }
-
-    /// Zeroed buffers (key generation output).
-    pub(crate) fn empty(key_length: usize) -> CrtKey {
-        let long = crt_long_len(key_length);
-        let short = crt_short_len(key_length);
-        let z = SecretBytes::zeroed;
-        CrtKey {
-            key_length,
-            p: z(long),
-            q: z(short),
-            dp: z(long),
-            dq: z(short),
-            qinv: z(long),
-        }
     }
 
     /// The C struct pointing into this value's buffers; valid while `self`

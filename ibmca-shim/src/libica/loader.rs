@@ -32,7 +32,6 @@ struct Fns {
     rsa_crt: abi::RsaCrtFn,
     get_version: Option<abi::GetVersionFn>,
     get_functionlist: Option<abi::GetFunctionListFn>,
-    rsa_crt_key_check: Option<abi::RsaCrtKeyCheckFn>,
     rsa_key_generate_crt: Option<abi::RsaKeyGenerateCrtFn>,
     fips_status: Option<abi::FipsStatusFn>,
     cleanup: Option<abi::CleanupFn>,
@@ -108,7 +107,6 @@ fn resolve(handle: *mut c_void, missing: &mut Vec<String>) -> Option<Fns> {
         rsa_crt: required!(handle, sym::RSA_CRT, abi::RsaCrtFn, missing),
         get_version: optional!(handle, sym::GET_VERSION, abi::GetVersionFn),
         get_functionlist: optional!(handle, sym::GET_FUNCTIONLIST, abi::GetFunctionListFn),
-        rsa_crt_key_check: optional!(handle, sym::RSA_CRT_KEY_CHECK, abi::RsaCrtKeyCheckFn),
         rsa_key_generate_crt: optional!(
             handle,
             sym::RSA_KEY_GENERATE_CRT,
@@ -452,89 +450,5 @@ impl Libica {
                 rc,
             }),
         }
-    }
-
-    /// `ica_rsa_crt_key_check` on a private copy: Ok(true) when libica
-    /// would have to swap p and q (which it does in place).
-    pub(crate) fn rsa_crt_key_check(
-        &self,
-        key: &mut super::convert::CrtKey,
-    ) -> Option<Result<bool, CallError>> {
-        let f = self.fns.rsa_crt_key_check?;
-        let mut k = key.as_ica();
-        // SAFETY: k points into `key`'s buffers, which libica may rewrite
-        // (they are ours alone).
-        let rc = unsafe { f(&mut k) };
-        Some(match rc {
-            0 => Ok(false),
-            1 => Ok(true),
-            rc => Err(CallError {
-                function: "ica_rsa_crt_key_check",
-                rc,
-            }),
-        })
-    }
-
-    /// `ica_rsa_key_generate_crt`; `None` when libica does not export it.
-    pub(crate) fn rsa_key_generate_crt(
-        &self,
-        bits: u32,
-        public: &mut super::convert::ModExpoKey,
-        private: &mut super::convert::CrtKey,
-    ) -> Option<Result<(), CallError>> {
-        let f = self.fns.rsa_key_generate_crt?;
-        let mut pubk = public.as_ica();
-        let mut privk = private.as_ica();
-        let handle = self.adapter();
-        // SAFETY: both structs point into buffers of the documented sizes
-        // for their key_length, owned by the caller for the whole call.
-        let rc = unsafe { f(handle, bits, &mut pubk, &mut privk) };
-        Some(match rc {
-            0 => Ok(()),
-            rc => Err(CallError {
-                function: "ica_rsa_key_generate_crt",
-                rc,
-            }),
-        })
-    }
-}
-
-// SAFETY: libica's entry points are thread-safe (documented for libica 3
-// and 4; every RSA call takes all its state as arguments), the function
-// pointers and metadata are immutable after `open`, and the adapter handle
-// is an atomic.
-unsafe impl Send for Libica {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Libica {}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_library_is_an_error_not_a_crash() {
-        let e = match Libica::open_first(Some("/nonexistent/libica-rustica-test.so")) {
-            Err(e) => e,
-            Ok(_) => panic!("loaded a nonexistent library"),
-        };
-        assert!(e.contains("/nonexistent/libica-rustica-test.so"), "{e}");
-    }
-
-    #[test]
-    fn not_libica_names_the_missing_symbols() {
-        // libcrypto is loaded in every test process and is not libica.
-        let e = match Libica::open("libcrypto.so.3") {
-            Err(e) => e,
-            Ok(_) => panic!("libcrypto accepted as libica"),
-        };
-        assert!(e.contains("missing symbol ica_open_adapter"), "{e}");
-    }
-
-    #[test]
-    fn adapter_state_packing() {
-        for (pid, h) in [(1, -1), (4_000_000, 7), (i32::MAX, i32::MAX)] {
-            assert_eq!(unpack(pack(pid, h)), (pid, h));
-        }
-        assert_ne!(pack(1, -1), 0);
     }
 }

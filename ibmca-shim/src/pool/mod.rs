@@ -235,7 +235,7 @@ impl Pool {
 /// Process-directed signals then go to the application's own threads,
 /// which expect them, and never interrupt a libica call (an EINTR would
 /// turn into a software fallback). The caller's mask is restored after.
-fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: an all-zero sigset_t is a valid value for sigfillset and
     // pthread_sigmask to overwrite.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -310,6 +310,12 @@ where
         Ok(ran) => ran,
         Err(call) => Ran::Sync(call()),
     }
+}
+
+/// Whether [`run`] with `limits` would offer its call to an offload thread
+/// (async on, and the caller is in an ASYNC job with a wait context).
+pub(crate) fn would_pause(limits: Option<Limits>) -> bool {
+    limits.is_some() && ossl::current_wait_ctx().is_some()
 }
 
 /// The asynchronous path of [`run`]; gives `call` back when the request

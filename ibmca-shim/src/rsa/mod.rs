@@ -8,7 +8,7 @@
 //! the software fallback, counting and tracing.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use zeroize::Zeroizing;
 
@@ -23,6 +23,7 @@ mod blinding;
 mod generated;
 mod key;
 mod keygen;
+mod keygen_offload;
 mod offload;
 mod sp800_56b;
 
@@ -175,12 +176,113 @@ impl RsaKey {
     /// `ctx`. Every failure is of kind [`ErrorKind::KeyGeneration`] except
     /// an unavailable backend and libcrypto failures.
     pub fn generate_in(ctx: &Context<'_>, bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
+        Self::generate_from(ctx, Random::new(ctx.libctx), bits, e)
+    }
+
+    /// [`RsaKey::generate_in`] with the random numbers of `rng`. On the
+    /// libica backend the prime candidates' Miller-Rabin exponentiations
+    /// run on the adapter, and the same random numbers give the same key
+    /// on either backend. Counted as [`Op::Keygen`] (libica when any of
+    /// its exponentiations ran there), each exponentiation as
+    /// [`Op::KeygenModexp`].
+    ///
+    /// Generation runs on a stack of its own: inside an ASYNC job whose
+    /// libica call would pause, on an offload thread while the job pauses;
+    /// otherwise on a helper thread this one waits for. A job's fixed
+    /// stack (32 KiB in OpenSSL 3.0) is too small for it in a debug build
+    /// and tight in a release one, and rustica cannot always tell it runs
+    /// in a job (a 4.0 core's jobs are invisible to the libcrypto rustica
+    /// links); one thread per key costs microseconds against milliseconds.
+    pub(crate) fn generate_from(
+        ctx: &Context<'_>,
+        rng: Random,
+        bits: u32,
+        e: &[u8],
+    ) -> Result<RsaKey, RsaError> {
+        let pause = Offload::new(ctx.router, Op::Keygen, bits).would_pause()
+            && ctx.router.is_some_and(|r| r.offload(bits).is_some());
+        if pause {
+            return Self::generate_routed(ctx, &rng, bits, e, true);
+        }
+        on_own_stack(move || Self::generate_routed(ctx, &rng, bits, e, false))
+    }
+
+    /// [`RsaKey::generate_from`] on this thread; `pause`: the libica route
+    /// hands the whole generation to an offload thread.
+    fn generate_routed(
+        ctx: &Context<'_>,
+        rng: &Random,
+        bits: u32,
+        e: &[u8],
+        pause: bool,
+    ) -> Result<RsaKey, RsaError> {
         let offload = Offload::new(ctx.router, Op::Keygen, bits);
         offload
             .run(
                 || Self::check_gen_params(bits, e),
-                |ica, e| Ok(Self::generate_libica(&Random::new(ctx.libctx), ica, bits, e).into()),
-                |e| Self::generate_software(ctx, bits, e),
+                |ica, e| {
+                    let (key, adapter) = if pause {
+                        // Inside an ASYNC job: the whole generation runs on
+                        // an offload thread while the job pauses once. Its
+                        // software part needs more stack than a job's
+                        // (32 KiB in OpenSSL 3.0), and the application's
+                        // thread goes on meanwhile.
+                        let ica = Arc::clone(ica);
+                        let (libctx, version, e) = (ctx.libctx, ctx.openssl_version(), e.dup()?);
+                        let ran = offload.call(move || {
+                            let rng = Random::new(libctx);
+                            let inner = Offload::new(None, Op::Keygen, bits);
+                            let mut rounds =
+                                keygen_offload::LibicaRounds::new(&ica, &inner, libctx, bits, &rng);
+                            let ctx = Context {
+                                libctx,
+                                router: None,
+                                core_version: Some(version),
+                            };
+                            let key = Self::generate_with(&ctx, &rng, bits, &e, &mut rounds);
+                            (key, rounds.outcome())
+                        });
+                        match ran {
+                            Some((key, adapter)) => (key?, adapter),
+                            None => {
+                                return Ok(offload::Attempt::Failed(
+                                    "key generation was in flight when the process forked".into(),
+                                ))
+                            }
+                        }
+                    } else {
+                        let mut rounds =
+                            keygen_offload::LibicaRounds::new(ica, &offload, ctx.libctx, bits, rng);
+                        let key = Self::generate_with(ctx, rng, bits, e, &mut rounds)?;
+                        (key, rounds.outcome())
+                    };
+                    offload.trace(format_args!(
+                        "keygen rsa-{bits}: Miller-Rabin exponentiations: {} on libica, {} \
+                         recomputed in software{}",
+                        adapter.on_adapter,
+                        adapter.fallbacks,
+                        adapter
+                            .last_fault
+                            .as_deref()
+                            .map(|f| format!(" (last: {f})"))
+                            .unwrap_or_default()
+                    ));
+                    Ok(match adapter.on_adapter {
+                        0 => offload::Attempt::Recovered(
+                            key,
+                            adapter
+                                .last_fault
+                                .unwrap_or_else(|| "no exponentiation ran on libica".into()),
+                        ),
+                        _ => offload::Attempt::Done(key, "ica_rsa_mod_expo"),
+                    })
+                },
+                |e| {
+                    let mut rounds = crate::bn::prime::SoftwareRounds {
+                        on_exp: || crate::stats::record(Op::KeygenModexp, Backend::Software, bits),
+                    };
+                    Self::generate_with(ctx, rng, bits, e, &mut rounds)
+                },
             )
             .map(|(key, _)| key)
             .map_err(|x| match x.kind() {
@@ -359,3 +461,35 @@ impl fmt::Debug for RsaKey {
 
 #[cfg(test)]
 mod tests;
+
+/// Stack of the helper thread key generation runs on.
+const KEYGEN_STACK: usize = 1 << 20;
+
+/// Runs `f` on a helper thread with [`KEYGEN_STACK`] bytes of stack, all
+/// signals blocked (the application's threads take them), and waits for
+/// it; here when no thread can start. Unit tests run it here: their
+/// counters are per thread.
+fn on_own_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if cfg!(test) {
+        return f();
+    }
+    let f = std::sync::Mutex::new(Some(f));
+    let run = || f.lock().ok().and_then(|mut g| g.take()).map(|f| f());
+    let ran = std::thread::scope(|s| {
+        let helper = crate::pool::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("rustica-keygen".into())
+                .stack_size(KEYGEN_STACK)
+                .spawn_scoped(s, run)
+        });
+        match helper {
+            // A panic there continues here, inside the provider's boundary.
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => None,
+        }
+    });
+    match ran {
+        Some(v) => v,
+        None => run().expect("the generation runs once"),
+    }
+}

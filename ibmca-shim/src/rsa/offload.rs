@@ -30,25 +30,10 @@ pub(crate) enum Attempt<T> {
     Failed(String),
     /// Not offloadable after all (key layout): software by choice.
     Skipped(&'static str),
-    /// libica returned a checked result but computed it in software
-    /// itself (key generation: libica makes keys with EVP_PKEY_keygen in
-    /// its own library context, no adapter involved): counted as software,
-    /// never as offload. The function, and why it is software.
-    InSoftware(T, &'static str, &'static str),
-}
-
-/// Why a key libica generated is counted as software (trace and docs).
-pub(crate) const LIBICA_KEYGEN_IN_SOFTWARE: &str =
-    "libica generates keys in software (EVP_PKEY_keygen in its own library context), not on the adapter";
-
-impl<T> From<Result<T, String>> for Attempt<T> {
-    /// A libica result that the producer already checked (key generation).
-    fn from(r: Result<T, String>) -> Self {
-        match r {
-            Ok(v) => Attempt::InSoftware(v, "ica_rsa_key_generate_crt", LIBICA_KEYGEN_IN_SOFTWARE),
-            Err(why) => Attempt::Failed(why),
-        }
-    }
+    /// libica took part but failed on the way, and software finished the
+    /// job (key generation whose every exponentiation fell back): a
+    /// fallback, without recomputing. Why.
+    Recovered(T, String),
 }
 
 impl Attempt<Bn> {
@@ -68,9 +53,9 @@ impl Attempt<Bn> {
             Attempt::Wrong(what, why) => Attempt::Wrong(what, why),
             Attempt::Failed(why) => Attempt::Failed(why),
             Attempt::Skipped(why) => Attempt::Skipped(why),
-            Attempt::InSoftware(m, what, why) => match finish(m)? {
-                Some(v) => Attempt::InSoftware(v, what, why),
-                None => Attempt::Wrong(what, wrong),
+            Attempt::Recovered(m, why) => match finish(m)? {
+                Some(v) => Attempt::Recovered(v, why),
+                None => Attempt::Failed(why),
             },
         })
     }
@@ -117,6 +102,19 @@ impl<'a> Offload<'a> {
                 Some(r)
             }
             Ran::Lost => None,
+        }
+    }
+
+    /// Whether [`Offload::call`] would run its call on an offload thread
+    /// while the ASYNC job pauses.
+    pub(crate) fn would_pause(&self) -> bool {
+        pool::would_pause(self.router.and_then(Router::async_limits))
+    }
+
+    /// A trace line of this operation's own (when tracing is on).
+    pub(crate) fn trace(&self, msg: std::fmt::Arguments<'_>) {
+        if let Some(router) = self.router {
+            router.log(msg);
         }
     }
 
@@ -184,9 +182,12 @@ impl<'a> Offload<'a> {
                 self.log(Backend::Libica, format_args!("{what} ok{how}"));
                 return Ok((v, Backend::Libica));
             }
-            Attempt::InSoftware(v, what, why) => {
-                self.log(Backend::Software, format_args!("({what} ok; {why})"));
-                return Ok((v, Backend::Software));
+            Attempt::Recovered(v, why) => {
+                self.log(
+                    Backend::Fallback,
+                    format_args!("({why}; finished in software){how}"),
+                );
+                return Ok((v, Backend::Fallback));
             }
             Attempt::Wrong(what, wrong) => {
                 self.log(

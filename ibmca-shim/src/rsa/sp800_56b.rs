@@ -26,7 +26,7 @@
 use std::cmp::Ordering;
 
 use super::generated::GeneratedKey;
-use crate::bn::prime::{self, Top};
+use crate::bn::prime::{self, Candidate, RoundRunner, Top};
 use crate::bn::{self, Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
 use crate::random::Random;
@@ -104,10 +104,11 @@ pub(super) fn generate(
     openssl: (u32, u32),
     rng: &Random,
     bn: &mut BnCtx,
+    runner: &mut dyn RoundRunner,
 ) -> Result<GeneratedKey, RsaError> {
     let rules = Rules::new(nlen, openssl)?;
     loop {
-        let (mut p, mut q) = prime_pair(&rules, e, rng, bn)?;
+        let (mut p, mut q) = prime_pair(&rules, e, rng, bn, runner)?;
         if p.cmp(&q) == Ordering::Less {
             std::mem::swap(&mut p, &mut q);
         }
@@ -132,10 +133,16 @@ pub(super) fn generate(
 
 /// Steps 4 to 6 of FIPS 186-5 A.1.6: p, then q until both |Xp - Xq| and
 /// |p - q| are large enough.
-fn prime_pair(rules: &Rules, e: &Bn, rng: &Random, bn: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
-    let (p, xp) = probable_prime(rules, e, rng, bn)?;
+fn prime_pair(
+    rules: &Rules,
+    e: &Bn,
+    rng: &Random,
+    bn: &mut BnCtx,
+    runner: &mut dyn RoundRunner,
+) -> Result<(Bn, Bn), RsaError> {
+    let (p, xp) = probable_prime(rules, e, rng, bn, runner)?;
     loop {
-        let (q, xq) = probable_prime(rules, e, rng, bn)?;
+        let (q, xq) = probable_prime(rules, e, rng, bn, runner)?;
         if far_apart(&xp, &xq, rules.nlen)? && far_apart(&p, &q, rules.nlen)? {
             return Ok((p, q));
         }
@@ -162,6 +169,7 @@ fn probable_prime(
     e: &Bn,
     rng: &Random,
     bn: &mut BnCtx,
+    runner: &mut dyn RoundRunner,
 ) -> Result<(Bn, Bn), RsaError> {
     let r1 = aux_prime(rules, rng, bn)?;
     let r2 = aux_prime(rules, rng, bn)?;
@@ -170,7 +178,7 @@ fn probable_prime(
             "key generation failed: auxiliary primes too long (FIPS 186-5 Table A.1)",
         ));
     }
-    derive_prime(rules, &r1, &r2, e, rng, bn)
+    derive_prime(rules, &r1, &r2, e, rng, bn, runner)
 }
 
 /// The first probable prime at or above a random odd number of
@@ -186,7 +194,10 @@ fn aux_prime(rules: &Rules, rng: &Random, bn: &mut BnCtx) -> Result<Bn, RsaError
 }
 
 /// FIPS 186-5 B.9: a probable prime Y of nlen/2 bits with Y - 1 divisible
-/// by 2·r1 and Y + 1 divisible by r2, gcd(Y - 1, e) = 1.
+/// by 2·r1 and Y + 1 divisible by r2, gcd(Y - 1, e) = 1. The candidates
+/// Y, Y + 2·r1·r2, ... that pass the gcd and trial division are tested
+/// [`prime::BATCH`] at a time, the first (in order) that passes being the
+/// prime, exactly the one a test of each in turn finds.
 fn derive_prime(
     rules: &Rules,
     r1: &Bn,
@@ -194,6 +205,7 @@ fn derive_prime(
     e: &Bn,
     rng: &Random,
     bn: &mut BnCtx,
+    runner: &mut dyn RoundRunner,
 ) -> Result<(Bn, Bn), RsaError> {
     let bits = rules.nlen / 2;
     // X in [base, 2^bits): base = 2^bits / sqrt(2), from 256 bits of
@@ -238,24 +250,48 @@ fn derive_prime(
         bn::add(&mut y, &x, &offset)?;
         y.set_consttime();
         // Steps 5 to 10.
+        let rounds = rules
+            .prime_rounds
+            .unwrap_or_else(|| prime::default_rounds(bits));
         let mut tries = 0;
-        while y.num_bits() <= bits {
-            let y1 = bn::minus_one(&y)?;
-            if bn::gcd(&y1, e, bn)?.is_one() && Rules::is_prime(&y, rules.prime_rounds, rng, bn)? {
-                return Ok((y, x));
+        loop {
+            let mut batch = Vec::with_capacity(prime::BATCH);
+            // Why the batch stopped short: this X is used up (Y outgrew
+            // nlen/2 bits) or the standard's bound was reached.
+            let mut outgrown = false;
+            let mut bound = false;
+            while batch.len() < prime::BATCH {
+                if y.num_bits() > bits {
+                    outgrown = true;
+                    break;
+                }
+                let y1 = bn::minus_one(&y)?;
+                if bn::gcd(&y1, e, bn)?.is_one() && prime::survives_trial_division(&y)? {
+                    batch.push(Candidate::new(y.dup()?, bn)?);
+                }
+                tries += 1;
+                if tries >= max_steps {
+                    bound = true;
+                    break;
+                }
+                let mut next = Bn::new()?;
+                bn::add(&mut next, &y, &step)?;
+                next.set_consttime();
+                y = next;
             }
-            tries += 1;
-            if tries >= max_steps {
+            if let Some(i) = prime::first_probable_prime(&batch, rounds, runner, rng, bn)? {
+                return Ok((batch.swap_remove(i).w, x));
+            }
+            if bound {
                 return Err(keygen_error(
                     "key generation failed: no prime candidate within FIPS 186-5's bound",
                 ));
             }
-            let mut next = Bn::new()?;
-            bn::add(&mut next, &y, &step)?;
-            next.set_consttime();
-            y = next;
+            if outgrown {
+                // A new X (step 3).
+                break;
+            }
         }
-        // Y outgrew nlen/2 bits: a new X (step 3).
     }
 }
 

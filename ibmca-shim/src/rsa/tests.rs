@@ -854,3 +854,97 @@ fn random_numbers_come_from_the_given_library_context() {
         .is_err());
     without_primes.check(KeyCheck::Pair).unwrap();
 }
+
+/// The emulated libica cargo built beside this test executable
+/// (`cargo build -p libica-emu`; scripts/test.sh builds the workspace
+/// first), else `$RUSTICA_LIBICA_EMU`.
+fn emulator() -> String {
+    if let Ok(p) = std::env::var("RUSTICA_LIBICA_EMU") {
+        return p;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().and_then(|d| d.parent()).unwrap();
+    let p = profile.join("libica_emu.so");
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build -p libica-emu` first",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+fn libica_router() -> crate::backend::Router {
+    let router = crate::backend::Router::new(&crate::backend::Settings {
+        choice: crate::backend::Choice::Libica,
+        libica: Some(emulator()),
+        ..Default::default()
+    });
+    assert_eq!(router.name(), "libica", "{:?}", router.status());
+    router
+}
+
+fn all_parts(k: &RsaKey) -> Vec<Vec<u8>> {
+    let p = k.export_private().unwrap();
+    [p.d, p.p, p.q, p.dp, p.dq, p.qinv]
+        .into_iter()
+        .map(|x| x.unwrap().to_vec())
+        .chain([p.n, p.e])
+        .collect()
+}
+
+/// Offload changes where the Miller-Rabin exponentiations run, not which
+/// key results: from the same random numbers, software alone and the
+/// (emulated) adapter make the same key, byte for byte, by either method
+/// (SP 800-56B at 2048 bits with e = 65537; the classic method at 1024
+/// bits, and at 2048 bits with e = 3), on the OpenSSL this is linked to.
+#[test]
+fn same_randomness_same_key_in_software_and_on_the_adapter() {
+    let router = libica_router();
+    let on_adapter = Context {
+        libctx: LibCtx::DEFAULT,
+        router: Some(&router),
+        core_version: None,
+    };
+    let path = temp_stats("keygen-same");
+    for (bits, e, seed) in [
+        (2048, &[1u8, 0, 1][..], 7u64),
+        (2048, &[1, 0, 1], 8),
+        (1024, &[1, 0, 1], 9),
+        (2048, &[3], 10),
+    ] {
+        stats::set_thread_stats(Some(&path));
+        let software =
+            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed), bits, e).unwrap();
+        let before = stats::snapshot(&path).unwrap();
+        let offloaded = RsaKey::generate_from(&on_adapter, Random::fixed(seed), bits, e).unwrap();
+        stats::set_thread_stats(None);
+        let after = stats::snapshot(&path).unwrap();
+        let delta = |op, b| after.get(op, b) - before.get(op, b);
+        assert_eq!(delta(Op::Keygen, Backend::Libica), 1, "{bits} e={e:?}");
+        assert!(delta(Op::KeygenModexp, Backend::Libica) > 10, "{bits}");
+        assert_eq!(delta(Op::KeygenModexp, Backend::Fallback), 0, "{bits}");
+        // Software confirms each prime the adapter passed (p, q, and any
+        // the method then turned down: with e = 3, those = 1 mod 3), and
+        // does nothing else.
+        let rounds = u64::from(super::keygen_offload::confirmation_rounds(bits / 2));
+        let confirmed = delta(Op::KeygenModexp, Backend::Software);
+        assert!(
+            confirmed >= 2 * rounds && confirmed % rounds == 0,
+            "{bits}: {confirmed} software exponentiations"
+        );
+        assert_eq!(
+            all_parts(&software),
+            all_parts(&offloaded),
+            "{bits} e={e:?}"
+        );
+        offloaded.check(KeyCheck::Pair).unwrap();
+        // A different seed, a different key.
+        let other =
+            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed + 100), bits, e).unwrap();
+        assert_ne!(all_parts(&software), all_parts(&other));
+    }
+    let snap = stats::snapshot(&path).unwrap();
+    assert_eq!(snap.get(Op::Keygen, Backend::Software), 4);
+    assert!(snap.get(Op::KeygenModexp, Backend::Software) > 100);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -61,10 +61,20 @@ pub enum Op {
     Verify,
     Encrypt,
     Decrypt,
+    /// One Miller-Rabin exponentiation of key generation (a prime
+    /// candidate's round), by where it ran; its size is the key's.
+    KeygenModexp,
 }
 
 impl Op {
-    pub const ALL: [Op; 5] = [Op::Keygen, Op::Sign, Op::Verify, Op::Encrypt, Op::Decrypt];
+    pub const ALL: [Op; 6] = [
+        Op::Keygen,
+        Op::Sign,
+        Op::Verify,
+        Op::Encrypt,
+        Op::Decrypt,
+        Op::KeygenModexp,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -73,6 +83,7 @@ impl Op {
             Op::Verify => "verify",
             Op::Encrypt => "encrypt",
             Op::Decrypt => "decrypt",
+            Op::KeygenModexp => "keygen_modexp",
         }
     }
 
@@ -119,7 +130,7 @@ impl Backend {
 /// File magic: "RUSTSTAT" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RUSTSTAT");
 /// File layout version.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// Largest key size counted by size.
 pub const MAX_TRACKED_BITS: u32 = 16384;
 

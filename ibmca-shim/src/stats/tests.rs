@@ -43,7 +43,17 @@ fn refused(p: &Path, why: &str) {
 #[test]
 fn names() {
     let ops: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
-    assert_eq!(ops, ["keygen", "sign", "verify", "encrypt", "decrypt"]);
+    assert_eq!(
+        ops,
+        [
+            "keygen",
+            "sign",
+            "verify",
+            "encrypt",
+            "decrypt",
+            "keygen_modexp"
+        ]
+    );
     let bs: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
     assert_eq!(bs, ["libica", "software", "fallback", "failed"]);
 }
@@ -51,7 +61,7 @@ fn names() {
 #[test]
 fn layout_is_small() {
     assert_eq!(FILE_SIZE, 69632);
-    assert_eq!(BITS_SLOTS, 48);
+    assert_eq!(BITS_SLOTS, 40);
 }
 
 #[test]
@@ -98,7 +108,8 @@ fn counts_and_json() {
          \"sign\": {\"libica\": 1, \"software\": 1, \"fallback\": 0, \"failed\": 1, \"async\": 1, \"by_bits\": {\"2048\": 2, \"4096\": 1}}, \
          \"verify\": {\"libica\": 0, \"software\": 0, \"fallback\": 2, \"failed\": 0, \"async\": 0, \"by_bits\": {\"16384\": 1}}, \
          \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}, \
-         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}}, \
+         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}, \
+         \"keygen_modexp\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}}, \
          \"async_max_inflight\": 7}"
     );
     assert_eq!(s.asynchronous(Op::Sign), 1);
