@@ -37,6 +37,10 @@
 //!   their result as before. So N units of
 //!   latency L serve at most N / L calls per second in one process,
 //!   whatever the number of calling threads.
+//! - `LIBICA_EMU_CPU_LOG=FILE`: at exit the process appends one line
+//!   `PID NANOSECONDS`: the CPU time its threads spent in the emulated
+//!   adapter's arithmetic. On IBM Z that work runs on the card, not on
+//!   the process's CPUs; benchmarks subtract it (scripts/bench-keygen-offload.sh).
 //! - `LIBICA_FIPS_FLAG=1`: libica in FIPS mode. `ica_fips_status` reports
 //!   `ICA_FIPS_MODE`, and `ica_rsa_crt` / `ica_rsa_mod_expo` refuse keys
 //!   below 3072 bits with `EPERM`, as libica does (key generation is not
@@ -86,6 +90,7 @@ const DEVICES: [&std::ffi::CStr; 2] = [c"/dev/z90crypt", c"/dev/null"];
 
 struct Settings {
     counts: Option<std::path::PathBuf>,
+    cpu_log: Option<std::path::PathBuf>,
     errno_every: u64,
     errno: c_uint,
     corrupt_every: u64,
@@ -124,6 +129,7 @@ fn settings() -> &'static Settings {
         };
         Settings {
             counts: var("LIBICA_EMU_COUNTS").map(Into::into),
+            cpu_log: var("LIBICA_EMU_CPU_LOG").map(Into::into),
             errno_every: num("LIBICA_EMU_ERRNO_EVERY"),
             errno,
             corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
@@ -259,11 +265,13 @@ fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_
         } else {
             plan(seq)
         };
+        let started = thread_cpu_ns();
         let (rc, swapped) = match p {
             Plan::Errno(e) => (e, false),
             _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(p)))
                 .unwrap_or((EIO, false)),
         };
+        count_adapter_cpu(thread_cpu_ns().saturating_sub(started));
         (rc, outcome_name(rc, p, swapped))
     };
     // SAFETY: getpid has no preconditions.
@@ -291,6 +299,47 @@ fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_
     let (rc, outcome) = run(seq);
     let _ = file.write_all(format!("{seq} {pid} {function} {bits} {outcome}\n").as_bytes());
     rc
+}
+
+/// This thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: an all-zero timespec is valid for clock_gettime to fill.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// CPU time spent in the emulated arithmetic, for `LIBICA_EMU_CPU_LOG`.
+static ADAPTER_CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+fn count_adapter_cpu(ns: u64) {
+    if settings().cpu_log.is_none() {
+        return;
+    }
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a plain function with no arguments; the
+        // emulator is never unloaded (libica's users keep it loaded).
+        unsafe { libc::atexit(write_adapter_cpu) };
+    });
+    ADAPTER_CPU_NS.fetch_add(ns, AtOrd::Relaxed);
+}
+
+extern "C" fn write_adapter_cpu() {
+    let Some(path) = &settings().cpu_log else {
+        return;
+    };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let line = format!("{pid} {}\n", ADAPTER_CPU_NS.load(AtOrd::Relaxed));
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 fn flip_last_bit(out: &mut [u8]) {

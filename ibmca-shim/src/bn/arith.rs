@@ -269,6 +269,19 @@ pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
     Ok(r)
 }
 
+/// Whether gcd(a, e) = 1, for a secret `a` and a public `e`: Euclid's
+/// first step, a mod e, done in constant time (BN_FLG_CONSTTIME on a copy
+/// of `a`), leaves numbers of e's size. BN_gcd on `a` itself is constant
+/// time in the larger operand, and at 1024 bits against a 17-bit e it was
+/// most of a key generation's instructions.
+pub(crate) fn coprime_to_public(a: &Bn, e: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
+    let mut a = a.dup()?;
+    a.set_consttime();
+    let mut r = Bn::new()?;
+    nnmod(&mut r, &a, e, ctx)?;
+    Ok(gcd(&r, e, ctx)?.is_one())
+}
+
 /// a^-1 mod m, or `None` when it does not exist. Constant-time when `a` or
 /// `m` carries BN_FLG_CONSTTIME.
 pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {

@@ -138,7 +138,7 @@ fn classic(
                 continue;
             }
             let p1 = bn::minus_one(&p)?;
-            if bn::gcd(&p1, e, bn)?.is_one() {
+            if bn::coprime_to_public(&p1, e, bn)? {
                 return Ok(p);
             }
         }

@@ -200,7 +200,7 @@ impl RsaKey {
         e: &[u8],
     ) -> Result<RsaKey, RsaError> {
         let pause = Offload::new(ctx.router, Op::Keygen, bits).would_pause()
-            && ctx.router.is_some_and(|r| r.offload(bits).is_some());
+            && ctx.router.is_some_and(|r| r.offload(bits / 2).is_some());
         if pause {
             return Self::generate_routed(ctx, &rng, bits, e, true);
         }
@@ -216,7 +216,7 @@ impl RsaKey {
         e: &[u8],
         pause: bool,
     ) -> Result<RsaKey, RsaError> {
-        let offload = Offload::new(ctx.router, Op::Keygen, bits);
+        let offload = Offload::new(ctx.router, Op::Keygen, bits).routed_by_primes();
         offload
             .run(
                 || Self::check_gen_params(bits, e),

@@ -66,6 +66,9 @@ pub(crate) struct Offload<'a> {
     router: Option<&'a Router>,
     op: Op,
     bits: u32,
+    /// The size the router's offload range is applied to: the key's, or
+    /// for key generation the primes' (the moduli libica works with).
+    route_bits: u32,
     /// Count the outcome in the statistics (the caller counts it itself
     /// when its own checks follow).
     pub(crate) count: bool,
@@ -80,6 +83,7 @@ impl<'a> Offload<'a> {
             router,
             op,
             bits,
+            route_bits: bits,
             count: true,
             asynced: Cell::new(false),
         }
@@ -103,6 +107,13 @@ impl<'a> Offload<'a> {
             }
             Ran::Lost => None,
         }
+    }
+
+    /// Key generation: the offload range applies to the primes, half the
+    /// key's size (an adapter's 4096-bit limit takes keys up to 8192 bits).
+    pub(crate) fn routed_by_primes(mut self) -> Self {
+        self.route_bits = self.bits / 2;
+        self
     }
 
     /// Whether [`Offload::call`] would run its call on an offload thread
@@ -167,10 +178,10 @@ impl<'a> Offload<'a> {
             router.check_available()?;
         }
         let mut job = prepare()?;
-        let ica = self.router.and_then(|r| r.offload(self.bits));
+        let ica = self.router.and_then(|r| r.offload(self.route_bits));
         let Some(ica) = ica else {
             if let Some(router) = self.router.filter(|r| r.tracing()) {
-                let why = router.software_reason(self.bits);
+                let why = router.software_reason(self.route_bits);
                 self.log(Backend::Software, format_args!("({why})"));
             }
             return Ok((software(&mut job)?, Backend::Software));

@@ -266,7 +266,7 @@ fn derive_prime(
                     break;
                 }
                 let y1 = bn::minus_one(&y)?;
-                if bn::gcd(&y1, e, bn)?.is_one() && prime::survives_trial_division(&y)? {
+                if bn::coprime_to_public(&y1, e, bn)? && prime::survives_trial_division(&y)? {
                     batch.push(Candidate::new(y.dup()?, bn)?);
                 }
                 tries += 1;
