@@ -278,15 +278,21 @@ impl<F: FnMut()> RoundRunner for SoftwareRounds<F> {
     }
 }
 
+/// The first odd small prime (of those OpenSSL divides a
+/// `w.num_bits()`-bit candidate by) that divides `w`.
+fn small_factor(w: &Bn) -> Result<Option<u32>, RsaError> {
+    for &p in &small_primes()[1..trial_divisions(w.num_bits())] {
+        if mod_word(w, p)? == 0 {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether no small prime (of those OpenSSL sieves a `w.num_bits()`-bit
 /// candidate with) divides `w`, which exceeds them all.
 pub(crate) fn survives_trial_division(w: &Bn) -> Result<bool, RsaError> {
-    for &p in &small_primes()[1..trial_divisions(w.num_bits())] {
-        if mod_word(w, p)? == 0 {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    Ok(small_factor(w)?.is_none())
 }
 
 /// The first of `candidates` (in order) that passes `rounds` Miller-Rabin
@@ -365,10 +371,8 @@ pub(crate) fn is_probable_prime(
         return Ok(true);
     }
     if trial {
-        for &p in &small_primes()[1..trial_divisions(w.num_bits())] {
-            if mod_word(w, p)? == 0 {
-                return Ok(w.cmp_u64(p.into())? == Ordering::Equal);
-            }
+        if let Some(p) = small_factor(w)? {
+            return Ok(w.cmp_u64(p.into())? == Ordering::Equal);
         }
     }
     miller_rabin(w, rounds, rng, ctx)

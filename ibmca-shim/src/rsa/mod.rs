@@ -199,8 +199,9 @@ impl RsaKey {
         bits: u32,
         e: &[u8],
     ) -> Result<RsaKey, RsaError> {
-        let pause = Offload::new(ctx.router, Op::Keygen, bits).would_pause()
-            && ctx.router.is_some_and(|r| r.offload(bits / 2).is_some());
+        let pause = Offload::new(ctx.router, Op::Keygen, bits)
+            .routed_by_primes()
+            .would_pause();
         if pause {
             return Self::generate_routed(ctx, &rng, bits, e, true);
         }

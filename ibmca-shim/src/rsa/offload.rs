@@ -116,10 +116,12 @@ impl<'a> Offload<'a> {
         self
     }
 
-    /// Whether [`Offload::call`] would run its call on an offload thread
-    /// while the ASYNC job pauses.
+    /// Whether this operation goes to libica and its [`Offload::call`]
+    /// would run on an offload thread while the ASYNC job pauses.
     pub(crate) fn would_pause(&self) -> bool {
-        pool::would_pause(self.router.and_then(Router::async_limits))
+        self.router
+            .is_some_and(|r| r.offload(self.route_bits).is_some())
+            && pool::would_pause(self.router.and_then(Router::async_limits))
     }
 
     /// A trace line of this operation's own (when tracing is on).
