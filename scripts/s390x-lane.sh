@@ -28,6 +28,11 @@
 # show libica for every operation; then `openssl speed -async_jobs 8` and
 # TLS handshakes against `s_server -async` on s390x, every private
 # operation counted on libica and those inside a job counted as async.
+# On Debian 12 and 13, the workshop's own setup joins as a third side
+# (scripts/s390x-three-sides.sh): stock OpenSSL, rustica and Debian's ibmca
+# ENGINE on the same libica, then on the project's emulated adapter
+# cross-built for s390x; its facts must match docs/comparison/ (what
+# docs/comparison.md is rendered from; S390X_LANE_RECORD=1 records them).
 # Prints each part's OpenSSL and libica versions and counters. Exits
 # non-zero, saying what failed.
 #
@@ -233,7 +238,9 @@ export CFLAGS_s390x_unknown_linux_gnu="--sysroot=$SYSROOT"
 export OPENSSL_LIB_DIR=$OSSL_LIBDIR
 export OPENSSL_INCLUDE_DIR=$OSSL_INCDIR
 export RUSTICA_SYSROOT=$SYSROOT
-cargo build -q --target "$TARGET" --target-dir "$BUILD_DIR" -p rustica --lib \
+# The emulated libica too: scripts/s390x-three-sides.sh gives it to rustica
+# and to the ibmca engine in place of libica.so.3.
+cargo build -q --target "$TARGET" --target-dir "$BUILD_DIR" -p rustica -p libica-emu --lib \
   || die "cross build failed"
 MODULE=$BUILD_DIR/$TARGET/debug/librustica.so
 [ -f "$MODULE" ] || die "no $MODULE after the build"
@@ -515,10 +522,37 @@ saved_stats=$STATS; STATS=$RUN/stats-from-engine
 signed=$(counter 1 0); STATS=$saved_stats
 [ "$signed" = 1 ] || die "the signature under the migrated file was not counted on libica ($signed)"
 say "from-engine: Debian's sample migrated; rustica loaded on s390x, 1 signature on libica, identical to the earlier one"
-
 libica_deb=$(ls "$APTDIR"/debs/libica3_*.deb 2>/dev/null | head -n1)
 libica_pkg=unknown
 [ -n "$libica_deb" ] && libica_pkg=$(dpkg-deb -f "$libica_deb" Version)
+
+# The workshop's setup as a third side: stock OpenSSL, rustica and Debian's
+# ibmca engine on the same libica, then on the emulated adapter; facts
+# checked against docs/comparison/ (S390X_LANE_RECORD=1 records them
+# instead; scripts/comparison.py renders docs/comparison.md). Debian's
+# engine needs ENGINE support, so not on OpenSSL 4.0.
+if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
+  step "three sides: stock, rustica, the ibmca engine (scripts/s390x-three-sides.sh)"
+  # Over the emulated adapter's 4096 bits; made once (seconds to a minute).
+  key8192=$LANE/key-8192.pem
+  if [ ! -s "$key8192" ]; then
+    host_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:8192 -out "$key8192.new" 2>/dev/null \
+      && mv "$key8192.new" "$key8192" || die "could not generate the 8192-bit key"
+  fi
+  cp "$key8192" "$RUN/key-8192.pem"
+  RUSTICA_HOST_COMMAND=$host_rustica scripts/s390x-three-sides.sh --release "$RELEASE" --sysroot "$SYSROOT" \
+    --module "$LOADED_MODULE" --engine-deb "$ibmca_deb" --emulator "$BUILD_DIR/$TARGET/debug/libica_emu.so" \
+    --keys "$RUN" --out "$PART/three-sides" --libica-version "$libica_pkg" \
+    || die "the three-sides comparison failed (log: $PART/three-sides/run.log)"
+  if [ -n "${S390X_LANE_RECORD:-}" ]; then
+    mkdir -p docs/comparison
+    cp "$PART/three-sides/facts.tsv" "docs/comparison/$RELEASE.tsv"
+    say "recorded docs/comparison/$RELEASE.tsv"
+  fi
+  scripts/comparison.py --check-facts "$RELEASE" "$PART/three-sides/facts.tsv" \
+    || die "the three sides no longer behave as docs/comparison.md says"
+fi
+
 say "versions: $(s390x_openssl version); libica3 package $libica_pkg;" \
     "rustica: $(grep -m1 -o 'backend = libica: [^;]*' "$RUN/rustica-debug.log")"
 step "OK: rustica on s390x (big-endian, $(s390x_openssl version | awk '{print "OpenSSL", $2}'), Debian ${RELEASE/openssl-4.0/stable} userland) with the real libica 3 signs, verifies, encrypts and decrypts"
