@@ -34,6 +34,7 @@ SECTIONS = [
     ("emulated", "The project's emulated adapter, the same for B and C"),
     ("speed", "Throughput on the emulated adapter (under qemu-user)"),
     ("faults", "The emulated adapter failing or lying: what the caller gets"),
+    ("lab", "`rustica lab` with the engine as side C (emulated adapter)"),
 ]
 
 SHORT = {
@@ -42,9 +43,17 @@ SHORT = {
     "emulated": "Emulated adapter",
     "speed": "Emulated adapter",
     "faults": "Faults",
+    "lab": "rustica lab",
 }
 
 SECTION_INTRO = {
+    "lab": (
+        "`rustica lab --c-config <the engine's sample> --count-libica-calls` through a wrapper "
+        "that runs the s390x `openssl` under qemu with the emulator as libica.so.3: 2048 bits, "
+        "3 processes a column, TLS left out (C's servers would negotiate AES-GCM, above). Its "
+        "report validates C against A and B and counts each side's adapter calls from the "
+        "emulator's logs."
+    ),
     "no card": (
         "As on a host without a CEX adapter (and as under qemu-user): libica lists RSA "
         "as software only, and the engine takes from libica only what libica marks as "

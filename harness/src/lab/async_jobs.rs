@@ -183,6 +183,8 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
                 let rate = p.sign_count as f64 / p.sign_secs;
                 match side {
                     Side::A => row.a.push(rate),
+                    // This step takes turns between A and B only.
+                    Side::C => {}
                     Side::B => {
                         row.b.push(rate);
                         let (ok, detail, counted, asynced) = match (&before, &ctx.snap()) {

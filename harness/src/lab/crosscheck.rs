@@ -67,6 +67,9 @@ impl Ctx<'_> {
         paths: &Paths,
         tally: &Tally,
     ) -> Flow {
+        if self.c.is_some() {
+            self.cross_check_c(row, step, paths)?;
+        }
         match step.cross_check {
             CrossCheck::ChooseKeyPair => choose_key_pair(row, paths),
             CrossCheck::SameSignatures => same_signatures(row, paths),
@@ -96,6 +99,136 @@ impl Ctx<'_> {
                 ));
             }
             CrossCheck::None => {}
+        }
+        Ok(())
+    }
+
+    /// Side C's checks for `step`, into `row.c_checks`: what C made is what
+    /// A and B make (PKCS#1 v1.5 is deterministic), A accepts C's
+    /// certificates and keys, C accepts B's signature and certificate, and
+    /// C's servers complete handshakes.
+    fn cross_check_c(&mut self, row: &mut Row, step: &StepSpec, paths: &Paths) -> Flow {
+        let bits = paths.bits;
+        let failed = |row: &Row, kind: Kind| row.column(kind).and_then(|c| c.c_failed.clone());
+        match step.cross_check {
+            CrossCheck::ChooseKeyPair => {
+                let key = paths.generated_key(Side::C, 0);
+                if key.is_file() {
+                    let k = key.to_string_lossy().into_owned();
+                    let args = strings(&["-check", "-noout", "-in", &k]);
+                    let label = format!("{bits} bits: C's key check");
+                    let r = match self.op(Side::A, "pkey", &args, 0.005, &label) {
+                        Ok(f) => Ok(f.stdout.trim().to_string()),
+                        Err(RunError::Interrupted) => return Err(Stop),
+                        Err(RunError::Failed(m)) => Err(m),
+                    };
+                    row.c_checks.push(Check::new(
+                        "C's generated key passes `openssl pkey -check` under A",
+                        r.is_ok(),
+                        r.unwrap_or_else(|e| e),
+                    ));
+                }
+            }
+            CrossCheck::SameSignatures => {
+                let a = fs::read(paths.signature(Side::A)).unwrap_or_default();
+                let b = fs::read(paths.signature(Side::B)).unwrap_or_default();
+                let c = fs::read(paths.signature(Side::C)).unwrap_or_default();
+                let ok = !c.is_empty() && c == a && c == b;
+                let detail = match failed(row, Kind::Signatures) {
+                    Some(why) => why,
+                    None if ok => format!("{} bytes, byte for byte", c.len()),
+                    None => format!(
+                        "C: {} bytes, same as A's: {}, same as B's: {}",
+                        c.len(),
+                        c == a,
+                        c == b
+                    ),
+                };
+                row.c_checks.push(Check::new(
+                    "C's PKCS#1 v1.5 signature is identical to A's and B's",
+                    ok,
+                    detail,
+                ));
+            }
+            CrossCheck::VerifiedBothWays => {
+                if let Some(c) = row.column(Kind::Verifications) {
+                    let n = c.count.max(c.a.len()).max(c.b.len());
+                    let detail = failed(row, Kind::Verifications).unwrap_or_else(|| {
+                        format!(
+                            "{} of {n} verifications by C of the signature made by B",
+                            c.c.len()
+                        )
+                    });
+                    row.c_checks.push(Check::new(
+                        "B's signature verifies under C",
+                        c.c_failed.is_none() && c.c.len() >= n,
+                        detail,
+                    ));
+                }
+            }
+            CrossCheck::CertificatesVerify => {
+                let c_cert = paths.certificate(Side::C);
+                if c_cert.is_file() {
+                    let r = self.verify_cert(Side::A, &c_cert, bits)?;
+                    row.c_checks.push(Check::new(
+                        "C's certificate passes `openssl verify` under A",
+                        r.is_ok(),
+                        r.unwrap_or_else(|e| e),
+                    ));
+                }
+                let b_cert = paths.certificate(Side::B);
+                if b_cert.is_file() {
+                    let r = self.verify_cert(Side::C, &b_cert, bits)?;
+                    row.c_checks.push(Check::new(
+                        "B's certificate passes `openssl verify` under C",
+                        r.is_ok(),
+                        r.unwrap_or_else(|e| e),
+                    ));
+                }
+            }
+            CrossCheck::NewKeyCertificateVerifies => {
+                let c_cert = paths.new_key_certificate(Side::C);
+                if c_cert.is_file() {
+                    let r = self.verify_cert(Side::A, &c_cert, bits)?;
+                    row.c_checks.push(Check::new(
+                        "C's new-key certificate passes `openssl verify` under A",
+                        r.is_ok(),
+                        r.unwrap_or_else(|e| e),
+                    ));
+                }
+            }
+            CrossCheck::HandshakesCompleted => {
+                for c in step.columns {
+                    if let Some(col) = row.column(c.kind) {
+                        let ok = col.c_failed.is_none() && !col.c.is_empty();
+                        let detail = col
+                            .c_failed
+                            .clone()
+                            .unwrap_or_else(|| format!("{} runs against C servers", col.c.len()));
+                        row.c_checks.push(Check::new(
+                            format!(
+                                "a C server completes handshakes with an A client ({})",
+                                c.op_name
+                            ),
+                            ok,
+                            detail,
+                        ));
+                    }
+                }
+            }
+            CrossCheck::None => {
+                // Steps without a cross-check of their own (speed): C's runs
+                // either gave samples or say why not.
+                for c in step.columns {
+                    if let Some(why) = failed(row, c.kind) {
+                        row.c_checks.push(Check::new(
+                            format!("C's {} runs", c.op_name),
+                            false,
+                            why,
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }

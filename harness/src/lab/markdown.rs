@@ -4,7 +4,7 @@
 
 use super::method;
 use super::report::{all_valid, dur, num, RunInfo};
-use super::results::{self, Column, Kind, Row, Status, Unit};
+use super::results::{self, Column, Kind, Row, Side, Status, Unit};
 use std::fmt::Write as _;
 
 /// B/A with its 95 % interval, or why there is none.
@@ -23,11 +23,11 @@ fn status_cell(c: &Column) -> Option<String> {
     }
 }
 
-fn figure_cell(c: &Column, b: bool) -> String {
+fn figure_cell(c: &Column, side: Side) -> String {
     if let Status::Skipped(_) = c.status {
         return "skipped".into();
     }
-    let f = match c.figure(b) {
+    let f = match c.figure(side) {
         Some(f) => num(f),
         None => "-".into(),
     };
@@ -58,13 +58,16 @@ fn column_order(rows: &[Row]) -> Vec<(Kind, usize)> {
 
 pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     let mut md = String::new();
-    let _ = writeln!(
-        md,
+    let title = if info.c_name.is_some() {
+        "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica, beside C\n"
+    } else {
         "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica\n"
-    );
+    };
+    let _ = writeln!(md, "{title}");
     md_summary(&mut md, info, rows);
     md_results(&mut md, rows);
     md_verdicts(&mut md, rows);
+    md_side_c(&mut md, info, rows);
     md_keygen_methods(&mut md, rows);
     md_per_operation(&mut md, rows);
     md_validation(&mut md, rows);
@@ -93,6 +96,19 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         )
     };
     let _ = writeln!(md, "{verdict}\n");
+    if info.c_name.is_some() {
+        let failed: usize = rows
+            .iter()
+            .map(|r| r.c_checks.iter().filter(|c| !c.ok).count())
+            .sum();
+        let total: usize = rows.iter().map(|r| r.c_checks.len()).sum();
+        let _ = writeln!(
+            md,
+            "Side C: {} of {total} checks against A and B passed{}.\n",
+            total - failed,
+            if failed > 0 { " (see Validation)" } else { "" }
+        );
+    }
     let env = &info.environment;
     let _ = writeln!(
         md,
@@ -116,6 +132,12 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
     );
     let _ = writeln!(md, "{}", side_b_line(info));
     let _ = writeln!(md, "- B for `openssl speed`: {}.", info.speed_load);
+    if let Some(c) = &info.c_name {
+        let _ = writeln!(
+            md,
+            "- C: {c}; run after A and B in every round. Its figures are compared with A's (C/A) and B's (B/C) under \"C beside A and B\"; validation checks its results against A's and B's."
+        );
+    }
     let diffs = differences(rows);
     if diffs.is_empty() {
         let _ = writeln!(
@@ -184,15 +206,26 @@ fn md_results(md: &mut String, rows: &[Row]) {
     let _ = writeln!(md, "{head}\n{sep}");
     for r in rows {
         let ok = r.valid();
-        for (label, side) in [("A", Some(false)), ("B", Some(true)), ("B/A", None)] {
+        let with_c = r.columns.iter().any(|c| !c.c.is_empty());
+        let lines: &[(&str, Option<Side>)] = if with_c {
+            &[
+                ("A", Some(Side::A)),
+                ("B", Some(Side::B)),
+                ("C", Some(Side::C)),
+                ("B/A", None),
+            ]
+        } else {
+            &[("A", Some(Side::A)), ("B", Some(Side::B)), ("B/A", None)]
+        };
+        for &(label, side) in lines {
             let mut line = format!("| {} | {label} |", r.bits);
             for (k, _) in &cols {
                 let cell = match r.column(*k) {
                     None => "-".into(),
                     Some(c) => match side {
-                        Some(false) => figure_cell(c, false),
-                        Some(true) if !ok => "INVALID".into(),
-                        Some(true) => figure_cell(c, true),
+                        Some(Side::A) => figure_cell(c, Side::A),
+                        Some(_) if !ok => "INVALID".into(),
+                        Some(s) => figure_cell(c, s),
                         None if !ok => "INVALID".into(),
                         None => status_cell(c).unwrap_or_else(|| ratio_cell(c)),
                     },
@@ -253,6 +286,68 @@ fn md_verdicts(md: &mut String, rows: &[Row]) {
                 c.verdict_text(),
                 c.a.len().min(c.b.len()),
                 c.sampling
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// Side C's cells: C/A and B/C with their intervals and verdicts, and the
+/// libica calls of each side where they were counted.
+fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
+    let Some(name) = &info.c_name else {
+        return;
+    };
+    let _ = writeln!(md, "## C beside A and B\n");
+    let _ = writeln!(
+        md,
+        "C: {name}. The same intervals as B/A: C/A over A's and C's samples, B/C over B's and C's (the three sides \
+         take turns in every round, so sample i of each saw the same machine). For B/C, \"B faster\" means faster \
+         than C. libica calls: from the emulated libica's call log of each side (`--count-libica-calls`), by function.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | C | C/A [95 %] | C against A | B/C [95 %] | B against C | libica calls B | libica calls C |"
+    );
+    let _ = writeln!(md, "|---:|---|---:|---|---|---|---|---|---|");
+    let interval = |k: Option<super::effect::Comparison>| match k {
+        Some(k) => format!("{}× [{}–{}]", num(k.ratio), num(k.lo), num(k.hi)),
+        None => "-".into(),
+    };
+    let calls = |c: &Column, side: Side| match c.libica_calls.get(side.name()) {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(f, n)| format!("{f} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => "-".into(),
+    };
+    for r in rows {
+        for c in &r.columns {
+            if !matches!(c.status, Status::Measured) || c.c.is_empty() {
+                continue;
+            }
+            if !r.valid() {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | INVALID | INVALID | INVALID | INVALID | INVALID | | |",
+                    r.bits,
+                    c.kind.op_name()
+                );
+                continue;
+            }
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.bits,
+                c.kind.op_name(),
+                figure_cell(c, Side::C),
+                interval(c.comparison_of(Side::C, Side::A)),
+                c.verdict_of(Side::C, Side::A),
+                interval(c.comparison_of(Side::B, Side::C)),
+                c.verdict_of(Side::B, Side::C),
+                calls(c, Side::B),
+                calls(c, Side::C)
             );
         }
     }
@@ -325,7 +420,7 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
             if matches!(c.status, Status::Skipped(_)) || (c.a.is_empty() && c.b.is_empty()) {
                 continue;
             }
-            let wall = |b: bool| match (c.per_op(b), c.kind.unit()) {
+            let wall = |side: Side| match (c.per_op(side), c.kind.unit()) {
                 (Some(s), Unit::Seconds) => {
                     format!("{} [{}–{}]", dur(s.median), dur(s.min), dur(s.max))
                 }
@@ -337,12 +432,12 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
                 }
                 (None, _) => "-".into(),
             };
-            let cpu = |b: bool| match c.cpu(b) {
+            let cpu = |side: Side| match c.cpu(side) {
                 Some(s) if s.max > 0.0 => dur(s.median),
                 _ => "-".into(),
             };
             let (bw, br, bc) = if ok {
-                (wall(true), ratio_cell(c), cpu(true))
+                (wall(Side::B), ratio_cell(c), cpu(Side::B))
             } else {
                 ("INVALID".into(), "INVALID".into(), "INVALID".into())
             };
@@ -351,8 +446,8 @@ fn md_per_operation(md: &mut String, rows: &[Row]) {
                 "| {} | {} | {} | {bw} | {br} | {} | {bc} |",
                 r.bits,
                 c.kind.op_name(),
-                wall(false),
-                cpu(false)
+                wall(Side::A),
+                cpu(Side::A)
             );
         }
     }
@@ -388,6 +483,16 @@ fn md_validation(md: &mut String, rows: &[Row]) {
         }
         if r.incomplete {
             let _ = writeln!(md, "- interrupted before the row was finished");
+        }
+        if !r.c_checks.is_empty() {
+            let _ = writeln!(
+                md,
+                "\nSide C (these do not change the row's validity, which is B's):\n"
+            );
+            for c in &r.c_checks {
+                let mark = if c.ok { "ok" } else { "**FAILED**" };
+                let _ = writeln!(md, "- {mark}: {}: {}", c.name, c.detail.replace('\n', " "));
+            }
         }
         md.push('\n');
     }

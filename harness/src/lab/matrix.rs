@@ -8,6 +8,7 @@ use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, 
 use super::options::{Options, SECLEVEL1_BELOW};
 use super::progress::Progress;
 use super::results::{Check, Column, Row, Sample, SamplingRule, Status};
+use super::setup;
 use super::steps;
 use columns::{strings, Expect};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
@@ -22,7 +23,7 @@ impl Options {
             .filter(|s| s.skipped(self, bits).is_none())
             .map(|s| {
                 let runs = (s.runs)(self, bits) as f64;
-                2.0 * s.turns() as f64 * runs * (s.estimate)(self, bits)
+                self.sides as f64 * s.turns() as f64 * runs * (s.estimate)(self, bits)
             })
             .sum()
     }
@@ -69,6 +70,8 @@ pub struct Tally {
 pub struct Ctx<'a> {
     pub a: SideEnv,
     pub b: SideEnv,
+    /// Side C (`--c-config`, `--c-engine`), run after A and B each round.
+    pub c: Option<SideEnv>,
     pub scratch: Scratch,
     pub out: PathBuf,
     pub document: PathBuf,
@@ -82,6 +85,44 @@ impl Ctx<'_> {
         match side {
             Side::A => &self.a,
             Side::B => &self.b,
+            // Only asked for when there is a side C (`sides`).
+            Side::C => self.c.as_ref().unwrap_or(&self.a),
+        }
+    }
+
+    /// The sides that take turns, in order.
+    pub(super) fn sides(&self) -> &'static [Side] {
+        if self.c.is_some() {
+            &[Side::A, Side::B, Side::C]
+        } else {
+            &[Side::A, Side::B]
+        }
+    }
+
+    /// `--count-libica-calls`: empties `side`'s call log before a run.
+    fn clear_libica_log(&self, side: Side) {
+        if self.opts.count_libica_calls && side != Side::A {
+            let _ = std::fs::write(setup::libica_call_log(&self.out, side), b"");
+        }
+    }
+
+    /// `--count-libica-calls`: adds the calls `side`'s last run logged (one
+    /// line `SEQ PID FUNCTION BITS OUTCOME` each) to `cols`.
+    fn add_libica_calls(&self, side: Side, cols: &mut [Column]) {
+        if !self.opts.count_libica_calls || side == Side::A {
+            return;
+        }
+        let text =
+            std::fs::read_to_string(setup::libica_call_log(&self.out, side)).unwrap_or_default();
+        let mut by_function = std::collections::BTreeMap::<String, u64>::new();
+        for function in text.lines().filter_map(|l| l.split_whitespace().nth(2)) {
+            *by_function.entry(function.to_string()).or_default() += 1;
+        }
+        for c in cols.iter_mut() {
+            let per_side = c.libica_calls.entry(side.name().to_string()).or_default();
+            for (f, n) in &by_function {
+                *per_side.entry(f.clone()).or_default() += n;
+            }
         }
     }
 
@@ -280,15 +321,26 @@ impl Ctx<'_> {
                 if cols[first].failed() {
                     continue;
                 }
-                for side in [Side::A, Side::B] {
+                for &side in self.sides() {
+                    if side == Side::C && cols[first].c_failed.is_some() {
+                        continue;
+                    }
                     let checked = side == Side::B && matches!(step.counted.per, Per::Run(_));
                     let before = checked.then(|| self.snap());
                     let commands = (round == 0).then_some(&mut cols[first].commands);
                     let spec = &step.columns[first];
+                    self.clear_libica_log(side);
                     let outcome =
                         match self.run_once(step, spec, paths, side, (round, planned), commands) {
                             Ok(o) => o,
                             Err(RunFail::Stop) => return Err(Stop),
+                            // C's failure is C's: A and B go on.
+                            Err(RunFail::Failed(m)) if side == Side::C => {
+                                for c in &mut cols[filled.clone()] {
+                                    c.c_failed = Some(m.clone());
+                                }
+                                continue;
+                            }
                             Err(RunFail::Failed(m)) => {
                                 for c in &mut cols[filled.clone()] {
                                     c.status = Status::Failed(m.clone());
@@ -297,12 +349,10 @@ impl Ctx<'_> {
                             }
                         };
                     for (c, s) in cols[filled.clone()].iter_mut().zip(outcome.samples) {
-                        match side {
-                            Side::A => c.a.push(s),
-                            Side::B => c.b.push(s),
-                        }
+                        c.side_mut(side).push(s);
                     }
-                    if side == Side::A {
+                    self.add_libica_calls(side, &mut cols[filled.clone()]);
+                    if side != Side::B {
                         continue;
                     }
                     tally.b_reported += outcome.reported.first().copied().unwrap_or(0);

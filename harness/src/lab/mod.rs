@@ -84,6 +84,8 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let _ = fs::remove_file(&stats_path);
     let b = setup::side_b(args, &setup, &out, &stats_path)?;
     let (provider_name, listing) = setup::rustica_loads(args, &setup, &b)?;
+    let c = setup::side_c(args, &setup, &out)?;
+    let c_name = c.as_ref().map(|(_, name)| name.clone());
     let mut notes = Vec::new();
     if !provider_name.to_lowercase().contains("rustica") {
         let m = format!(
@@ -108,6 +110,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let mut ctx = matrix::Ctx {
         a,
         b,
+        c: c.map(|(env, _)| env),
         scratch,
         out: out.clone(),
         document,
@@ -128,6 +131,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         options,
         interrupted: false,
         b_counters: None,
+        c_name,
         notes,
     };
     let mut rows = Vec::new();
@@ -190,6 +194,12 @@ fn matrix_options(args: &LabArgs) -> Options {
         port: args.port,
         skip: args.skip.clone(),
         backend: args.backend.clone(),
+        sides: if args.c_config.is_some() || args.c_engine.is_some() {
+            3
+        } else {
+            2
+        },
+        count_libica_calls: args.count_libica_calls,
     }
 }
 
@@ -261,6 +271,9 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
     let _ = writeln!(so, "rustica lab: results in {}", out.display());
     for r in rows {
         let _ = writeln!(so, "  {:>5} bits: {}", r.bits, r.status_word());
+        for c in r.c_checks.iter().filter(|c| !c.ok) {
+            let _ = writeln!(so, "      side C: failed check: {}: {}", c.name, c.detail);
+        }
         if r.valid() {
             continue;
         }

@@ -18,6 +18,9 @@ pub enum Side {
     A,
     /// openssl with rustica loaded.
     B,
+    /// openssl with a configuration the user names (`--c-config`,
+    /// `--c-engine`): the setup being compared, e.g. the ibmca ENGINE.
+    C,
 }
 
 impl Side {
@@ -25,6 +28,7 @@ impl Side {
         match self {
             Side::A => "A",
             Side::B => "B",
+            Side::C => "C",
         }
     }
 }
@@ -119,6 +123,18 @@ pub fn config_b(module: &Path, backend: Option<&str>, libica: Option<&str>) -> S
          [evp_properties]\n\
          default_properties = ?provider=rustica\n\n\
          {REQ_SECTIONS}"
+    )
+}
+
+/// Side C's openssl.cnf for `--c-config FILE`: the user's file, included
+/// as it is, and the lab's certificate sections after it (what `req -x509`
+/// of the certificate columns uses on every side).
+pub fn config_c(user: &Path) -> String {
+    format!(
+        "# rustica lab, side C: the configuration named by --c-config.\n\
+         .include {}\n\n\
+         {REQ_SECTIONS}",
+        user.display()
     )
 }
 

@@ -66,6 +66,11 @@ pub struct Options {
     pub skip: Vec<SkipWhat>,
     /// `--backend` as given (auto, software, libica).
     pub backend: Option<String>,
+    /// Sides that take turns: 2 (A, B), or 3 with a side C.
+    pub sides: usize,
+    /// `--count-libica-calls`: B's and C's calls from the emulated
+    /// libica's logs.
+    pub count_libica_calls: bool,
 }
 
 impl Options {
@@ -178,6 +183,23 @@ pub struct LabArgs {
     /// (needs --backend libica); results in async-jobs.md and .json.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(super) async_jobs: Option<u32>,
+    /// Side C: run every step a third time, under this openssl.cnf (e.g.
+    /// one that loads the ibmca ENGINE), alternating with A and B; its
+    /// results are reported as C/A and B/C.
+    #[arg(long, value_name = "FILE", value_parser = paths::parse_path, conflicts_with = "c_engine")]
+    pub(super) c_config: Option<PathBuf>,
+    /// Side C: stock OpenSSL's configuration with `-engine ID` on every
+    /// command line (OpenSSL 3 only: 4.0 has no engines).
+    #[arg(long, value_name = "ID")]
+    pub(super) c_engine: Option<String>,
+    /// What side C is, for the reports [default: the file or engine].
+    #[arg(long, value_name = "TEXT")]
+    pub(super) c_name: Option<String>,
+    /// Count the libica calls of sides B and C from the emulated libica's
+    /// call log (LIBICA_EMU_COUNTS, one file per side and run): for runs on
+    /// libica_emu.so, which both sides must load.
+    #[arg(long)]
+    pub(super) count_libica_calls: bool,
     /// The openssl program [default: `openssl` on PATH].
     #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
     pub(super) openssl: PathBuf,

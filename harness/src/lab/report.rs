@@ -4,7 +4,7 @@
 //! samples, under a name that says they are not validated).
 
 use super::method;
-use super::results::{Row, Status};
+use super::results::{Row, Side, Status};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -25,6 +25,8 @@ pub struct RunInfo {
     pub interrupted: bool,
     /// rustica's counters for the run (B's private file), as JSON text.
     pub b_counters: Option<String>,
+    /// Side C in words, when the lab ran one.
+    pub c_name: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -70,6 +72,13 @@ fn row_json(r: &Row) -> Value {
         .into_iter()
         .map(|(k, a, b)| json!({"column": k.key(), "A": a, "B": b}))
         .collect();
+    if !r.c_checks.is_empty() {
+        v["C_checks"] = r
+            .c_checks
+            .iter()
+            .map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail}))
+            .collect();
+    }
     if !r.valid() {
         if let Some(cols) = v["columns"].as_array_mut() {
             for c in cols {
@@ -88,7 +97,7 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         .as_deref()
         .and_then(|s| serde_json::from_str::<Value>(s).ok())
         .unwrap_or(Value::Null);
-    json!({
+    let mut v = json!({
         "tool": "rustica lab",
         "version": env!("CARGO_PKG_VERSION"),
         "started": info.started,
@@ -107,15 +116,31 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
         "b_counters": counters,
         "notes": info.notes,
-    })
+    });
+    if let Some(c) = &info.c_name {
+        v["side_C"] = json!(c);
+    }
+    v
 }
 
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
         "bits,status,column,unit,count,column_status,a_figure,a_median,a_min,a_max,a_cpu_median,\
          b_figure,b_median,b_min,b_max,b_cpu_median,ratio_median,ratio_min,ratio_max,\
-         ratio_estimate,ci95_low,ci95_high,half_width_pct,verdict,target_met,sampling\n",
+         ratio_estimate,ci95_low,ci95_high,half_width_pct,verdict,target_met,sampling",
     );
+    // Side C's columns only when the lab ran one.
+    let with_c = rows
+        .iter()
+        .any(|r| r.columns.iter().any(|c| !c.c.is_empty()));
+    if with_c {
+        out.push_str(
+            ",c_figure,c_median,c_min,c_max,c_cpu_median,c_over_a_estimate,c_over_a_ci95_low,\
+             c_over_a_ci95_high,c_over_a_verdict,b_over_c_estimate,b_over_c_ci95_low,b_over_c_ci95_high,\
+             b_over_c_verdict",
+        );
+    }
+    out.push('\n');
     let f = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for r in rows {
         let ok = r.valid();
@@ -126,25 +151,25 @@ pub fn csv(rows: &[Row]) -> String {
                 Status::Failed(_) => "failed",
             };
             let unit = c.kind.unit().symbol();
-            let (a, acpu) = (c.per_op(false), c.cpu(false));
+            let (a, acpu) = (c.per_op(Side::A), c.cpu(Side::A));
             let mut line = format!(
                 "{},{},{},{unit},{},{cs},{},{},{},{},{}",
                 r.bits,
                 r.status_word(),
                 c.kind.key(),
                 c.count,
-                f(c.figure(false)),
+                f(c.figure(Side::A)),
                 f(a.map(|s| s.median)),
                 f(a.map(|s| s.min)),
                 f(a.map(|s| s.max)),
                 f(acpu.map(|s| s.median)),
             );
             if ok {
-                let (b, bcpu, rt) = (c.per_op(true), c.cpu(true), c.ratio());
+                let (b, bcpu, rt) = (c.per_op(Side::B), c.cpu(Side::B), c.ratio());
                 let _ = write!(
                     line,
                     ",{},{},{},{},{},{},{},{}",
-                    f(c.figure(true)),
+                    f(c.figure(Side::B)),
                     f(b.map(|s| s.median)),
                     f(b.map(|s| s.min)),
                     f(b.map(|s| s.max)),
@@ -167,6 +192,34 @@ pub fn csv(rows: &[Row]) -> String {
                 );
             } else {
                 line.push_str(&",INVALID".repeat(15));
+            }
+            if with_c {
+                if ok {
+                    let (cs, ccpu) = (c.per_op(Side::C), c.cpu(Side::C));
+                    let (ca, bc) = (
+                        c.comparison_of(Side::C, Side::A),
+                        c.comparison_of(Side::B, Side::C),
+                    );
+                    let _ = write!(
+                        line,
+                        ",{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\"",
+                        f(c.figure(Side::C)),
+                        f(cs.map(|s| s.median)),
+                        f(cs.map(|s| s.min)),
+                        f(cs.map(|s| s.max)),
+                        f(ccpu.map(|s| s.median)),
+                        f(ca.map(|k| k.ratio)),
+                        f(ca.map(|k| k.lo)),
+                        f(ca.map(|k| k.hi)),
+                        c.verdict_of(Side::C, Side::A).replace('"', "'"),
+                        f(bc.map(|k| k.ratio)),
+                        f(bc.map(|k| k.lo)),
+                        f(bc.map(|k| k.hi)),
+                        c.verdict_of(Side::B, Side::C).replace('"', "'"),
+                    );
+                } else {
+                    line.push_str(&",INVALID".repeat(13));
+                }
             }
             out.push_str(&line);
             out.push('\n');
@@ -232,6 +285,7 @@ pub mod tests {
             options: json!({}),
             interrupted: false,
             b_counters: Some("{\"ops\": {}}".into()),
+            c_name: None,
             notes: vec!["a note".into()],
         }
     }

@@ -2,6 +2,7 @@
 
 use super::columns::{ColumnSpec, Reduce};
 use super::effect::{Better, Comparison, MIN_PAIRS};
+pub use super::openssl::Side;
 pub use super::options::Kind;
 use super::steps;
 use serde_json::{json, Value};
@@ -102,8 +103,9 @@ pub enum Status {
     Failed(String),
 }
 
-/// One column of one row: the A and B samples in the order they were
-/// taken (A and B alternating, so sample i of A and of B form a pair).
+/// One column of one row: the A and B (and C) samples in the order they
+/// were taken (the sides alternating, so sample i of each side form a
+/// pair, or a triple).
 #[derive(Clone, Debug)]
 pub struct Column {
     pub kind: Kind,
@@ -111,12 +113,21 @@ pub struct Column {
     pub count: usize,
     pub a: Vec<Sample>,
     pub b: Vec<Sample>,
+    /// Side C's samples (empty without a side C).
+    pub c: Vec<Sample>,
+    /// Why side C's runs of this column stopped, if one failed (A's and
+    /// B's go on).
+    pub c_failed: Option<String>,
     pub status: Status,
     pub note: Option<String>,
     /// The first A and B command lines, as a person would type them.
     pub commands: Vec<String>,
     /// What rustica's counters moved by during this column's B runs.
     pub b_counted: Counted,
+    /// libica calls of this column's runs by side and function, from the
+    /// emulated libica's call log (`--count-libica-calls`): "B" ->
+    /// "rsa_crt" -> 100.
+    pub libica_calls: Counted,
     /// How sampling ended: "precision target met", "time budget spent",
     /// "round limit" or "planned runs" (fixed count).
     pub sampling: &'static str,
@@ -158,10 +169,13 @@ impl Column {
             count,
             a: Vec::new(),
             b: Vec::new(),
+            c: Vec::new(),
+            c_failed: None,
             status: Status::Measured,
             note: None,
             commands: Vec::new(),
             b_counted: Counted::new(),
+            libica_calls: Counted::new(),
             sampling: "planned runs",
         }
     }
@@ -178,28 +192,36 @@ impl Column {
         }
     }
 
-    pub fn side(&self, b: bool) -> &[Sample] {
-        if b {
-            &self.b
-        } else {
-            &self.a
+    pub fn side(&self, side: Side) -> &[Sample] {
+        match side {
+            Side::A => &self.a,
+            Side::B => &self.b,
+            Side::C => &self.c,
+        }
+    }
+
+    pub fn side_mut(&mut self, side: Side) -> &mut Vec<Sample> {
+        match side {
+            Side::A => &mut self.a,
+            Side::B => &mut self.b,
+            Side::C => &mut self.c,
         }
     }
 
     /// Median, min and max of one side's samples (per operation).
-    pub fn per_op(&self, b: bool) -> Option<Summary> {
-        summarize(&self.side(b).iter().map(|s| s.value).collect::<Vec<_>>())
+    pub fn per_op(&self, side: Side) -> Option<Summary> {
+        summarize(&self.side(side).iter().map(|s| s.value).collect::<Vec<_>>())
     }
 
     /// CPU seconds per operation, median/min/max.
-    pub fn cpu(&self, b: bool) -> Option<Summary> {
-        summarize(&self.side(b).iter().map(|s| s.cpu).collect::<Vec<_>>())
+    pub fn cpu(&self, side: Side) -> Option<Summary> {
+        summarize(&self.side(side).iter().map(|s| s.cpu).collect::<Vec<_>>())
     }
 
     /// The lab-shaped figure: total seconds of the loop (loop columns),
     /// otherwise the median.
-    pub fn figure(&self, b: bool) -> Option<f64> {
-        let s = self.side(b);
+    pub fn figure(&self, side: Side) -> Option<f64> {
+        let s = self.side(side);
         if s.is_empty() {
             return None;
         }
@@ -209,7 +231,7 @@ impl Column {
             let mean = s.iter().map(|x| x.value).sum::<f64>() / s.len() as f64;
             Some(mean * self.count as f64)
         } else {
-            self.per_op(b).map(|x| x.median)
+            self.per_op(side).map(|x| x.median)
         }
     }
 
@@ -244,12 +266,18 @@ impl Column {
     /// B/A with its 95 % interval (docs/lab.md, "Intervals and
     /// verdicts"); None with too few samples for one.
     pub fn comparison(&self) -> Option<Comparison> {
-        let a: Vec<f64> = self.a.iter().map(|s| s.value).collect();
-        let b: Vec<f64> = self.b.iter().map(|s| s.value).collect();
+        self.comparison_of(Side::B, Side::A)
+    }
+
+    /// `side` over `base` (C/A, B/C) with its 95 % interval, as
+    /// [`Column::comparison`] makes B/A.
+    pub fn comparison_of(&self, side: Side, base: Side) -> Option<Comparison> {
+        let base: Vec<f64> = self.side(base).iter().map(|s| s.value).collect();
+        let side: Vec<f64> = self.side(side).iter().map(|s| s.value).collect();
         if self.unpaired() {
-            Comparison::unpaired(&a, &b)
+            Comparison::unpaired(&base, &side)
         } else {
-            Comparison::paired(&a, &b)
+            Comparison::paired(&base, &side)
         }
     }
 
@@ -292,8 +320,8 @@ impl Column {
     }
 
     /// Seconds per operation (rates inverted), for the chart.
-    pub fn seconds_per_op(&self, b: bool) -> Option<f64> {
-        let m = self.per_op(b)?.median;
+    pub fn seconds_per_op(&self, side: Side) -> Option<f64> {
+        let m = self.per_op(side)?.median;
         match self.kind.unit() {
             Unit::Seconds => Some(m),
             Unit::PerSecond if m > 0.0 => Some(1.0 / m),
@@ -306,14 +334,14 @@ impl Column {
     }
 
     pub fn to_json(&self) -> Value {
-        let side = |b: bool| {
-            let s = self.side(b);
+        let side = |side: Side| {
+            let s = self.side(side);
             json!({
                 "samples": s.iter().map(|x| x.value).collect::<Vec<_>>(),
                 "cpu_seconds": s.iter().map(|x| x.cpu).collect::<Vec<_>>(),
-                "figure": self.figure(b),
-                "per_op": self.per_op(b).map(summary_json),
-                "cpu": self.cpu(b).map(summary_json),
+                "figure": self.figure(side),
+                "per_op": self.per_op(side).map(summary_json),
+                "cpu": self.cpu(side).map(summary_json),
             })
         };
         let (status, reason) = match &self.status {
@@ -321,7 +349,7 @@ impl Column {
             Status::Skipped(r) => ("skipped", Some(r.clone())),
             Status::Failed(r) => ("failed", Some(r.clone())),
         };
-        json!({
+        let mut v = json!({
             "column": self.kind.key(),
             "title": self.kind.heading(self.count),
             "unit": self.kind.unit().symbol(),
@@ -331,12 +359,56 @@ impl Column {
             "reason": reason,
             "note": self.note,
             "commands": self.commands,
-            "A": side(false),
-            "B": side(true),
+            "A": side(Side::A),
+            "B": side(Side::B),
             "ratio_B_over_A": self.ratio().map(summary_json),
             "comparison": self.comparison_json(),
             "B_counted_by_rustica": self.b_counted,
+        });
+        // Side C's keys only when the lab ran one, so that the reports of
+        // an A/B lab keep their shape.
+        if !self.c.is_empty() {
+            v["C"] = side(Side::C);
+            v["comparison_C_over_A"] = self.other_comparison_json(Side::C, Side::A);
+            v["comparison_B_over_C"] = self.other_comparison_json(Side::B, Side::C);
+        }
+        if let Some(why) = &self.c_failed {
+            v["C_failed"] = json!(why);
+        }
+        if !self.libica_calls.is_empty() {
+            v["libica_calls"] = json!(self.libica_calls);
+        }
+        v
+    }
+
+    /// Another pair's comparison: estimate, interval and verdict, with the
+    /// verdict naming the sides.
+    fn other_comparison_json(&self, side: Side, base: Side) -> Value {
+        let c = self.comparison_of(side, base);
+        json!({
+            "ratio": c.map(|c| c.ratio),
+            "ci95": c.map(|c| vec![c.lo, c.hi]),
+            "half_width_pct": c.map(|c| c.half_width_pct()),
+            "n": c.map(|c| c.n),
+            "interval_excludes_1": c.map(|c| c.differs()),
+            "verdict": self.verdict_of(side, base),
         })
+    }
+
+    /// [`Column::verdict_text`] for `side` over `base`: "C faster by ...".
+    pub fn verdict_of(&self, side: Side, base: Side) -> String {
+        let what = if self.unpaired() { "keys" } else { "samples" };
+        match self.comparison_of(side, base) {
+            None => format!("not enough {what} to tell"),
+            Some(c) if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT => {
+                format!("not enough keys to tell (±{:.0} %)", c.half_width_pct())
+            }
+            Some(c) => {
+                c.verdict(self.better())
+                    .text()
+                    .replacen("B ", &format!("{} ", side.name()), 1)
+            }
+        }
     }
 }
 
@@ -462,6 +534,9 @@ pub struct Row {
     pub incomplete: bool,
     /// B operations by backend, from the counters.
     pub backends: BTreeMap<String, u64>,
+    /// Side C's checks against A and B. They say whether C can be trusted;
+    /// they do not touch the row's validity, which is about B.
+    pub c_checks: Vec<Check>,
 }
 
 impl Row {
@@ -473,6 +548,7 @@ impl Row {
             key_source: String::new(),
             incomplete: false,
             backends: Default::default(),
+            c_checks: Vec::new(),
         }
     }
 
@@ -596,21 +672,21 @@ mod tests {
         let mut c = Column::new(Kind::Signatures, 3);
         c.a = vec![s(1.0), s(2.0), s(4.0)];
         c.b = vec![s(2.0), s(2.0), s(2.0)];
-        assert_eq!(c.figure(false), Some(7.0));
-        assert_eq!(c.figure(true), Some(6.0));
+        assert_eq!(c.figure(Side::A), Some(7.0));
+        assert_eq!(c.figure(Side::B), Some(6.0));
         let r = c.ratio().unwrap();
         // pairs: 2/1, 2/2, 2/4
         assert_eq!((r.median, r.min, r.max), (1.0, 0.5, 2.0));
-        assert_eq!(c.cpu(false).unwrap().median, 1.0);
+        assert_eq!(c.cpu(Side::A).unwrap().median, 1.0);
     }
 
     #[test]
     fn rates_invert_for_the_chart() {
         let mut c = Column::new(Kind::Tls13, 1);
         c.a = vec![s(500.0)];
-        assert_eq!(c.figure(false), Some(500.0));
-        assert_eq!(c.seconds_per_op(false), Some(0.002));
-        assert_eq!(c.seconds_per_op(true), None);
+        assert_eq!(c.figure(Side::A), Some(500.0));
+        assert_eq!(c.seconds_per_op(Side::A), Some(0.002));
+        assert_eq!(c.seconds_per_op(Side::B), None);
     }
 
     #[test]

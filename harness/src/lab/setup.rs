@@ -197,7 +197,8 @@ pub fn output_dir(args: &LabArgs, stamp: &str) -> Result<PathBuf, String> {
         Err(e) => return Err(format!("cannot create {}: {e}", out.display())),
     }
     let out = safe_fs::own_dir(&out).map_err(|e| format!("output directory: {e}"))?;
-    for d in ["A", "B", "logs"] {
+    let with_c = args.c_config.is_some() || args.c_engine.is_some();
+    for d in ["A", "B", "logs"].into_iter().chain(with_c.then_some("C")) {
         fs::create_dir_all(out.join(d))
             .map_err(|e| format!("cannot create {}: {e}", out.join(d).display()))?;
     }
@@ -232,6 +233,14 @@ pub fn side_b(
         "RUSTICA_STATS_PATH".to_string(),
         stats_path.to_string_lossy().to_string(),
     )];
+    if args.count_libica_calls {
+        env.push((
+            "LIBICA_EMU_COUNTS".to_string(),
+            libica_call_log(out, openssl::Side::B)
+                .to_string_lossy()
+                .into_owned(),
+        ));
+    }
     let (conf, speed_conf, extra_args) = match args.load {
         LoadMode::Config => {
             let conf = openssl::config_b(
@@ -271,6 +280,78 @@ pub fn side_b(
         extra_args,
         env,
     })
+}
+
+/// Side C, when `--c-config` or `--c-engine` names one: its environment and
+/// what the reports call it. The configuration is checked to load (an
+/// engine: to be available) before anything is measured.
+pub fn side_c(
+    args: &LabArgs,
+    setup: &Setup,
+    out: &Path,
+) -> Result<Option<(SideEnv, String)>, String> {
+    let (conf, extra_args, what) = match (&args.c_config, &args.c_engine) {
+        (Some(file), _) => {
+            if !file.is_file() {
+                return Err(format!("--c-config {}: not a file", file.display()));
+            }
+            write(out, "openssl-C.cnf", &openssl::config_c(file))?;
+            let what = format!("OpenSSL under {}", file.display());
+            (out.join("openssl-C.cnf"), Vec::new(), what)
+        }
+        (None, Some(id)) => {
+            if setup.openssl_version.starts_with("OpenSSL 4.") {
+                return Err(format!(
+                    "--c-engine {id}: {} has no ENGINE support (OpenSSL 4.0 removed it); name a configuration with --c-config",
+                    setup.openssl_version
+                ));
+            }
+            let what = format!("stock OpenSSL with `-engine {id}`");
+            (
+                out.join("openssl-A.cnf"),
+                vec!["-engine".to_string(), id.clone()],
+                what,
+            )
+        }
+        (None, None) => return Ok(None),
+    };
+    let mut env = Vec::new();
+    if args.count_libica_calls {
+        env.push((
+            "LIBICA_EMU_COUNTS".to_string(),
+            libica_call_log(out, openssl::Side::C)
+                .to_string_lossy()
+                .into_owned(),
+        ));
+    }
+    let c = SideEnv {
+        openssl: setup.openssl.clone(),
+        conf,
+        speed_conf: None,
+        extra_args: Vec::new(),
+        env,
+    };
+    let (ok, listing) = match &args.c_engine {
+        Some(id) if args.c_config.is_none() => {
+            let (ok, text) = run_capture(&c, "engine", &["-t", id]);
+            (ok && text.contains("[ available ]"), text)
+        }
+        _ => run_capture(&c, "list", &["-providers"]),
+    };
+    if !ok {
+        return Err(format!(
+            "side C ({what}) does not load:\n{}",
+            listing.trim()
+        ));
+    }
+    let name = args.c_name.clone().unwrap_or(what);
+    Ok(Some((SideEnv { extra_args, ..c }, name)))
+}
+
+/// Where `--count-libica-calls` has the emulated libica log `side`'s calls
+/// (LIBICA_EMU_COUNTS); emptied before every run of the side.
+pub fn libica_call_log(out: &Path, side: openssl::Side) -> PathBuf {
+    out.join(side.name()).join("libica-calls.log")
 }
 
 /// B's configuration for `openssl speed` in flags mode, in a new private

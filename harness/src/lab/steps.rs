@@ -412,6 +412,8 @@ mod tests {
             port: None,
             skip: Vec::new(),
             backend: None,
+            sides: 2,
+            count_libica_calls: false,
         }
     }
 

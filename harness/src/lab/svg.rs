@@ -2,7 +2,7 @@
 //! left) and B (dashed, right) side by side at each key size.
 
 use super::report::dur;
-use super::results::{Kind, Row, Status, Unit};
+use super::results::{Kind, Row, Side, Status, Unit};
 use std::fmt::Write as _;
 
 /// One colour per column kind (Kind::ALL order).
@@ -73,18 +73,20 @@ pub fn chart(rows: &[Row], title: &str) -> String {
     }
     axes(&mut svg, rows, &scale);
     let legend = series(&mut svg, &points, &scale);
-    legend_box(&mut svg, &legend);
+    let with_c = points.iter().any(|p| p.side == Side::C);
+    legend_box(&mut svg, &legend, with_c);
     svg.push_str("</svg>\n");
     svg
 }
 
-/// One plotted median: the column, the key size, side B or A, seconds.
+/// One plotted median: the column, the key size, the side, seconds.
 struct Point {
     kind: usize,
     bits: u32,
-    b: bool,
+    side: Side,
     secs: f64,
-    /// B only: A's seconds times the 95 % interval of B/A (as seconds).
+    /// B and C: A's seconds times the 95 % interval of B/A (C/A), as
+    /// seconds.
     interval: Option<(f64, f64)>,
 }
 
@@ -98,27 +100,27 @@ fn points(rows: &[Row]) -> Vec<Point> {
                 continue;
             }
             let kind = Kind::ALL.iter().position(|k| *k == c.kind).unwrap_or(0);
-            for b in [false, true] {
-                if b && !r.valid() {
+            for side in [Side::A, Side::B, Side::C] {
+                if side != Side::A && !r.valid() {
                     continue;
                 }
-                if let Some(secs) = c.seconds_per_op(b) {
+                if let Some(secs) = c.seconds_per_op(side) {
                     if secs > 0.0 && secs.is_finite() {
-                        let interval = if b {
-                            match (c.seconds_per_op(false), c.comparison()) {
+                        let interval = if side == Side::A {
+                            None
+                        } else {
+                            match (c.seconds_per_op(Side::A), c.comparison_of(side, Side::A)) {
                                 (Some(a), Some(k)) => Some(match c.kind.unit() {
                                     Unit::Seconds => (a * k.lo, a * k.hi),
                                     Unit::PerSecond | Unit::Ratio => (a / k.hi, a / k.lo),
                                 }),
                                 _ => None,
                             }
-                        } else {
-                            None
                         };
                         points.push(Point {
                             kind,
                             bits: r.bits,
-                            b,
+                            side,
                             secs,
                             interval,
                         });
@@ -241,10 +243,10 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
     for (ki, kind) in Kind::ALL.iter().enumerate() {
         let color = COLORS[ki % COLORS.len()];
         let mut any = false;
-        for b in [false, true] {
+        for side in [Side::A, Side::B, Side::C] {
             let mut pts: Vec<(u32, f64)> = points
                 .iter()
-                .filter(|p| p.kind == ki && p.b == b)
+                .filter(|p| p.kind == ki && p.side == side)
                 .map(|p| (p.bits, p.secs))
                 .collect();
             if pts.is_empty() {
@@ -252,21 +254,29 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
             }
             any = true;
             pts.sort_by_key(|p| p.0);
-            let dx = if b { 4.0 } else { -4.0 };
+            let dx = match side {
+                Side::A => -4.0,
+                Side::B => 4.0,
+                Side::C => 10.0,
+            };
             let path: Vec<String> = pts
                 .iter()
                 .map(|&(bits, s)| format!("{:.1},{:.1}", x_of(bits) + dx, y_of(s)))
                 .collect();
-            let dash = if b { " stroke-dasharray=\"6 4\"" } else { "" };
-            let side = if b { "B" } else { "A" };
+            let dash = match side {
+                Side::A => "",
+                Side::B => " stroke-dasharray=\"6 4\"",
+                Side::C => " stroke-dasharray=\"2 3\"",
+            };
+            let name = side.name();
             let _ = writeln!(
                 svg,
-                "<polyline class=\"series\" data-kind=\"{}\" data-side=\"{side}\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
+                "<polyline class=\"series\" data-kind=\"{}\" data-side=\"{name}\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
                 kind.key(),
                 path.join(" ")
             );
-            // B's 95 % interval against A, as a bar through B's mark.
-            for p in points.iter().filter(|p| p.kind == ki && p.b == b) {
+            // B's (C's) 95 % interval against A, as a bar through its mark.
+            for p in points.iter().filter(|p| p.kind == ki && p.side == side) {
                 if let Some((lo, hi)) = p.interval.filter(|(lo, hi)| *lo > 0.0 && hi.is_finite()) {
                     let x = x_of(p.bits) + dx;
                     let _ = writeln!(
@@ -279,8 +289,19 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
             }
             for &(bits, s) in &pts {
                 let (x, y) = (x_of(bits) + dx, y_of(s));
-                let tip = format!("{side} {bits} bits, {}: {}", kind.op_name(), dur(s));
-                if b {
+                let tip = format!("{name} {bits} bits, {}: {}", kind.op_name(), dur(s));
+                if side == Side::C {
+                    let _ = writeln!(
+                        svg,
+                        "<path d=\"M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z\" fill=\"{color}\" fill-opacity=\"0.4\" stroke=\"{color}\" stroke-width=\"1.5\"><title>{}</title></path>",
+                        y - 4.5,
+                        x + 4.5,
+                        y + 3.5,
+                        x - 4.5,
+                        y + 3.5,
+                        esc(&tip)
+                    );
+                } else if side == Side::B {
                     let _ = writeln!(
                         svg,
                         "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\" fill=\"white\" stroke=\"{color}\" stroke-width=\"2\"><title>{}</title></rect>",
@@ -306,7 +327,7 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
 }
 
 /// The side key (solid A, dashed B) and the column colours.
-fn legend_box(svg: &mut String, legend: &[(&str, &str)]) {
+fn legend_box(svg: &mut String, legend: &[(&str, &str)], with_c: bool) {
     let (px1, py0) = (PX1, PY0);
     let lx = px1 + 20.0;
     let mut ly = py0 + 6.0;
@@ -330,6 +351,23 @@ fn legend_box(svg: &mut String, legend: &[(&str, &str)]) {
         lx + 36.0,
         ly + 4.0
     );
+    if with_c {
+        ly += 20.0;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"#333\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>\
+             <path d=\"M{},{} L{},{} L{},{} Z\" fill=\"#333\" fill-opacity=\"0.4\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\">C: the compared setup</text>",
+            lx + 28.0,
+            lx + 14.0,
+            ly - 4.5,
+            lx + 18.5,
+            ly + 3.5,
+            lx + 9.5,
+            ly + 3.5,
+            lx + 36.0,
+            ly + 4.0
+        );
+    }
     ly += 30.0;
     for &(name, color) in legend {
         let _ = writeln!(

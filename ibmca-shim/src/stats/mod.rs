@@ -524,6 +524,14 @@ fn read_checked(path: &Path, fd: &Fd) -> io::Result<Snapshot> {
             }
         }
     }
+    // Written by a rustica of the other byte order: an s390x module under
+    // qemu-user, read by the host's `rustica stats` or `rustica lab`.
+    // Readers only; every word is turned around before the usual checks.
+    if u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes")).swap_bytes() == MAGIC {
+        for word in bytes.chunks_exact_mut(8) {
+            word.reverse();
+        }
+    }
     check_header(path, &bytes[..HEADER_SIZE])?;
     Ok(Snapshot::from_bytes(&bytes))
 }
