@@ -17,7 +17,8 @@
 # (openssl-<series>-s390x/ for the cross build)
 #   src/      the unpacked, built source tree (test/evp_test is built too,
 #             not for s390x)
-#   install/  bin/openssl, lib/libcrypto.so.* and ossl-modules/, include/
+#   install/  bin/openssl, lib/libcrypto.so.* and ossl-modules/ (3.5 for
+#             this machine: fips.so too), include/
 # A completed build is reused; delete the directory to rebuild.
 set -euo pipefail
 series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0 [s390x]}
@@ -39,11 +40,15 @@ prefix=$top/install
 label=$series
 [ "$arch" = host ] || label="$series $arch"
 say() { echo "openssl-build[$label]: $*" >&2; }
-if [ -f "$top/.complete" ]; then
+# 3.5 for this machine is built with its FIPS provider too (fips.so, for
+# scripts/test-fips.sh); an older cache without it is rebuilt once.
+fips=(); [ "$series" = 3.5 ] && [ "$arch" = host ] && fips=(enable-fips)
+if [ -f "$top/.complete" ] && { [ ${#fips[@]} = 0 ] || [ -f "$prefix/lib/ossl-modules/fips.so" ]; }; then
   say "cached in $top ($(cat "$top/.complete"))"
   echo "$prefix"
   exit 0
 fi
+rm -f "$top/.complete"
 compiler=gcc
 [ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc
 for tool in curl xz make perl $compiler; do
@@ -95,7 +100,7 @@ docs=(); [ "$series" = 3.0 ] || docs=(no-docs)
 # the binaries run under qemu-user against any newer s390x glibc.
 target=(); [ "$arch" = s390x ] && target=(linux64-s390x --cross-compile-prefix=s390x-linux-gnu-)
 ./Configure "${target[@]}" --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared \
-  "${docs[@]}" -Wl,-rpath,"$prefix/lib" >/dev/null
+  "${docs[@]}" "${fips[@]}" -Wl,-rpath,"$prefix/lib" >/dev/null
 say "building (make -j$(nproc))"
 # Only what rustica and its tests use: the libraries, the providers, the
 # openssl command and evp_test (a plain `make` builds every test program).
@@ -104,8 +109,12 @@ targets=(build_libs build_modules apps/openssl)
 make -s -j"$(nproc)" "${targets[@]}" \
   >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; exit 1; }
 make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
+# install_fips would also build every test program first; the module is
+# all scripts/test-fips.sh needs (it runs fipsinstall itself).
+[ ${#fips[@]} = 0 ] || install -m 0755 providers/fips.so "$prefix/lib/ossl-modules/fips.so"
 install -D -m 0755 apps/openssl "$prefix/bin/openssl"
 [ "$arch" = host ] && "$prefix/bin/openssl" version >&2
-echo "OpenSSL $version ($arch), built in $((SECONDS - start)) s" >"$top/.complete"
+with=""; [ ${#fips[@]} = 0 ] || with=", with its FIPS provider"
+echo "OpenSSL $version ($arch$with), built in $((SECONDS - start)) s" >"$top/.complete"
 say "done in $((SECONDS - start)) s"
 echo "$prefix"

@@ -12,6 +12,7 @@
 #    drive nginx, curl and Python load this module into the host's 3.0
 #    libcrypto, which works because the module needs only OPENSSL_3.0.0
 #    symbols);
+#    on 3.5, also a FIPS host (scripts/test-fips.sh);
 # 4. runs OpenSSL's own RSA evp_test data of that version with rustica
 #    preferred (scripts/evp-test.sh), when that script is present.
 #
@@ -49,6 +50,11 @@ cargo test -p rustica --no-fail-fast -- --test-threads="${RUSTICA_TEST_THREADS:-
 # Same randomness, same key, in software and on the (emulated) adapter,
 # against this OpenSSL's libcrypto (docs/libica.md).
 cargo test -p ibmca-shim --lib same_randomness_same_key
+# A FIPS host: OpenSSL's own FIPS provider with fips=yes (3.5 is built with
+# it): rustica loaded and unused, doctor saying so (docs/security.md).
+if [ "$series" = 3.5 ]; then
+  scripts/test-fips.sh "$prefix" "$module" "$CARGO_TARGET_DIR/debug/rustica"
+fi
 if [ -x scripts/evp-test.sh ]; then
   scripts/evp-test.sh "$series"
 fi
