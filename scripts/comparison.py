@@ -195,9 +195,13 @@ WHY = """What the engine does that produces these rows:
 - **Key generation stays in software.** The engine has no key generation and
   OpenSSL's prime tests do not go through the RSA method, so none of its key
   generation reaches libica; rustica's Miller-Rabin exponentiations do.
-- **Keys the adapter refuses.** Over the adapter's limit (4096 bits on the
-  emulated adapter) rustica computes in software; the engine's operation
-  fails, with OpenSSL's generic "RSA lib" and no reason of its own.
+- **Keys over 4096 bits.** rustica keeps keys over `offload-max-bits`
+  (4096 by default, where CEX adapters stop) in its own software; the
+  engine sends every size to libica. With the real libica, whose software
+  path takes any size, that works (8192 bits: one `ica_rsa_mod_expo`); on
+  an adapter that refuses the key (the emulated one, over 4096 bits) the
+  engine's operation fails, with OpenSSL's generic "RSA lib" and no reason
+  of its own.
 - **ASYNC.** The engine has no asynchronous path: under `-async_jobs` its
   calls block the job's thread. rustica pauses the job and makes the libica
   call on an offload thread (docs/libica.md).

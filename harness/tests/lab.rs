@@ -929,21 +929,30 @@ fn real_lab_runs_a_third_side_and_checks_it() {
         "--skip",
         "newkey,multi,speed",
     ];
+    // B and C on the emulated libica, C named by `conf`.
+    let lab_with_c = |conf: &Path, out: &Path, extra: &[&str]| {
+        rustica()
+            .arg("lab")
+            .args(small)
+            .args(["--backend", "libica", "--libica"])
+            .arg(&emu)
+            .arg("--module")
+            .arg(&module)
+            .arg("--c-config")
+            .arg(conf)
+            .args(extra)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
     let conf = rustica_config(&dir, &module, &emu, "?provider=rustica");
     let out = dir.join("out");
-    let o = rustica()
-        .arg("lab")
-        .args(small)
-        .args(["--backend", "libica", "--libica"])
-        .arg(&emu)
-        .arg("--module")
-        .arg(&module)
-        .arg("--c-config")
-        .arg(&conf)
-        .args(["--c-name", "rustica again", "--count-libica-calls", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = lab_with_c(
+        &conf,
+        &out,
+        &["--c-name", "rustica again", "--count-libica-calls"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let j = json(&out.join("report.json"));
     assert_eq!(j["side_C"], "rustica again");
@@ -990,19 +999,7 @@ fn real_lab_runs_a_third_side_and_checks_it() {
     // is not there): every C run fails, A and B are unaffected.
     let broken = rustica_config(&dir, &module, &emu, "provider=nowhere");
     let out = dir.join("out-broken");
-    let o = rustica()
-        .arg("lab")
-        .args(small)
-        .args(["--backend", "libica", "--libica"])
-        .arg(&emu)
-        .arg("--module")
-        .arg(&module)
-        .arg("--c-config")
-        .arg(&broken)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = lab_with_c(&broken, &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("side C: failed check"),

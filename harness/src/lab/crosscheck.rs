@@ -167,35 +167,13 @@ impl Ctx<'_> {
                 }
             }
             CrossCheck::CertificatesVerify => {
-                let c_cert = paths.certificate(Side::C);
-                if c_cert.is_file() {
-                    let r = self.verify_cert(Side::A, &c_cert, bits)?;
-                    row.c_checks.push(Check::new(
-                        "C's certificate passes `openssl verify` under A",
-                        r.is_ok(),
-                        r.unwrap_or_else(|e| e),
-                    ));
-                }
-                let b_cert = paths.certificate(Side::B);
-                if b_cert.is_file() {
-                    let r = self.verify_cert(Side::C, &b_cert, bits)?;
-                    row.c_checks.push(Check::new(
-                        "B's certificate passes `openssl verify` under C",
-                        r.is_ok(),
-                        r.unwrap_or_else(|e| e),
-                    ));
-                }
+                let (c_cert, b_cert) = (paths.certificate(Side::C), paths.certificate(Side::B));
+                self.c_certificate_check(row, Side::A, &c_cert, "C's certificate", bits)?;
+                self.c_certificate_check(row, Side::C, &b_cert, "B's certificate", bits)?;
             }
             CrossCheck::NewKeyCertificateVerifies => {
                 let c_cert = paths.new_key_certificate(Side::C);
-                if c_cert.is_file() {
-                    let r = self.verify_cert(Side::A, &c_cert, bits)?;
-                    row.c_checks.push(Check::new(
-                        "C's new-key certificate passes `openssl verify` under A",
-                        r.is_ok(),
-                        r.unwrap_or_else(|e| e),
-                    ));
-                }
+                self.c_certificate_check(row, Side::A, &c_cert, "C's new-key certificate", bits)?;
             }
             CrossCheck::HandshakesCompleted => {
                 for c in step.columns {
@@ -229,6 +207,27 @@ impl Ctx<'_> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `what` (a certificate file, if one was made) passes `openssl verify`
+    /// under `side`: one of side C's checks.
+    fn c_certificate_check(
+        &mut self,
+        row: &mut Row,
+        side: Side,
+        cert: &Path,
+        what: &str,
+        bits: u32,
+    ) -> Flow {
+        if cert.is_file() {
+            let r = self.verify_cert(side, cert, bits)?;
+            row.c_checks.push(Check::new(
+                format!("{what} passes `openssl verify` under {}", side.name()),
+                r.is_ok(),
+                r.unwrap_or_else(|e| e),
+            ));
         }
         Ok(())
     }

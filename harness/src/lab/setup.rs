@@ -233,14 +233,7 @@ pub fn side_b(
         "RUSTICA_STATS_PATH".to_string(),
         stats_path.to_string_lossy().to_string(),
     )];
-    if args.count_libica_calls {
-        env.push((
-            "LIBICA_EMU_COUNTS".to_string(),
-            libica_call_log(out, openssl::Side::B)
-                .to_string_lossy()
-                .into_owned(),
-        ));
-    }
+    env.extend(libica_log_env(args, out, openssl::Side::B));
     let (conf, speed_conf, extra_args) = match args.load {
         LoadMode::Config => {
             let conf = openssl::config_b(
@@ -315,15 +308,7 @@ pub fn side_c(
         }
         (None, None) => return Ok(None),
     };
-    let mut env = Vec::new();
-    if args.count_libica_calls {
-        env.push((
-            "LIBICA_EMU_COUNTS".to_string(),
-            libica_call_log(out, openssl::Side::C)
-                .to_string_lossy()
-                .into_owned(),
-        ));
-    }
+    let env: Vec<(String, String)> = libica_log_env(args, out, openssl::Side::C).collect();
     let c = SideEnv {
         openssl: setup.openssl.clone(),
         conf,
@@ -346,6 +331,22 @@ pub fn side_c(
     }
     let name = args.c_name.clone().unwrap_or(what);
     Ok(Some((SideEnv { extra_args, ..c }, name)))
+}
+
+/// `LIBICA_EMU_COUNTS` for `side` under `--count-libica-calls`.
+fn libica_log_env(
+    args: &LabArgs,
+    out: &Path,
+    side: openssl::Side,
+) -> impl Iterator<Item = (String, String)> {
+    args.count_libica_calls
+        .then(|| {
+            (
+                "LIBICA_EMU_COUNTS".to_string(),
+                libica_call_log(out, side).to_string_lossy().into_owned(),
+            )
+        })
+        .into_iter()
 }
 
 /// Where `--count-libica-calls` has the emulated libica log `side`'s calls
