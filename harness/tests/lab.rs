@@ -909,7 +909,7 @@ fn rustica_config(dir: &Path, module: &Path, libica: &Path, extra: &str) -> Path
 /// reports carry C, C/A and B/C. A side C whose operations fail is C's
 /// failure alone: A and B still measure, the row stays valid, and C's
 /// checks say what failed. An engine that does not exist is refused
-/// before anything runs.
+/// before anything runs; one that does is put on every C command line.
 #[test]
 fn real_lab_runs_a_third_side_and_checks_it() {
     let module = real_module();
@@ -1037,6 +1037,32 @@ fn real_lab_runs_a_third_side_and_checks_it() {
             .contains("side C (stock OpenSSL with `-engine no-such-engine`) does not load"),
         "{}",
         text(&o)
+    );
+    // A real engine (OpenSSL's own loader_attic, which does no RSA: C is
+    // then stock OpenSSL with `-engine` on every command line).
+    let out = dir.join("out-attic");
+    let o = rustica()
+        .arg("lab")
+        .args(small)
+        .arg("--module")
+        .arg(&module)
+        .args(["--c-engine", "loader_attic", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    assert_eq!(j["side_C"], "stock OpenSSL with `-engine loader_attic`");
+    let row = &j["rows"][0];
+    let checks = row["C_checks"].as_array().unwrap();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|c| c["ok"] == true),
+        "{checks:?}"
+    );
+    let sig = column(row, "signatures")["commands"][2].as_str().unwrap();
+    assert!(
+        sig.contains("openssl dgst -engine loader_attic -sha256"),
+        "{sig}"
     );
     let _ = fs::remove_dir_all(&dir);
 }
