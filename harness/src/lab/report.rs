@@ -3,8 +3,9 @@
 //! shows a B number: its B cells say INVALID (the JSON keeps the raw
 //! samples, under a name that says they are not validated).
 
+use super::effect::Comparison;
 use super::method;
-use super::results::{Row, Side, Status};
+use super::results::{Column, Row, Side, Status};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -142,6 +143,27 @@ pub fn csv(rows: &[Row]) -> String {
     }
     out.push('\n');
     let f = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    // One side's figure, median, min, max and CPU median.
+    let side_fields = |c: &Column, side: Side| {
+        let (s, cpu) = (c.per_op(side), c.cpu(side));
+        format!(
+            "{},{},{},{},{}",
+            f(c.figure(side)),
+            f(s.map(|s| s.median)),
+            f(s.map(|s| s.min)),
+            f(s.map(|s| s.max)),
+            f(cpu.map(|s| s.median)),
+        )
+    };
+    // An estimate with its interval.
+    let interval = |k: Option<Comparison>| {
+        format!(
+            "{},{},{}",
+            f(k.map(|k| k.ratio)),
+            f(k.map(|k| k.lo)),
+            f(k.map(|k| k.hi))
+        )
+    };
     for r in rows {
         let ok = r.valid();
         for c in &r.columns {
@@ -151,29 +173,20 @@ pub fn csv(rows: &[Row]) -> String {
                 Status::Failed(_) => "failed",
             };
             let unit = c.kind.unit().symbol();
-            let (a, acpu) = (c.per_op(Side::A), c.cpu(Side::A));
             let mut line = format!(
-                "{},{},{},{unit},{},{cs},{},{},{},{},{}",
+                "{},{},{},{unit},{},{cs},{}",
                 r.bits,
                 r.status_word(),
                 c.kind.key(),
                 c.count,
-                f(c.figure(Side::A)),
-                f(a.map(|s| s.median)),
-                f(a.map(|s| s.min)),
-                f(a.map(|s| s.max)),
-                f(acpu.map(|s| s.median)),
+                side_fields(c, Side::A),
             );
             if ok {
-                let (b, bcpu, rt) = (c.per_op(Side::B), c.cpu(Side::B), c.ratio());
+                let rt = c.ratio();
                 let _ = write!(
                     line,
-                    ",{},{},{},{},{},{},{},{}",
-                    f(c.figure(Side::B)),
-                    f(b.map(|s| s.median)),
-                    f(b.map(|s| s.min)),
-                    f(b.map(|s| s.max)),
-                    f(bcpu.map(|s| s.median)),
+                    ",{},{},{},{}",
+                    side_fields(c, Side::B),
                     f(rt.map(|s| s.median)),
                     f(rt.map(|s| s.min)),
                     f(rt.map(|s| s.max)),
@@ -181,10 +194,8 @@ pub fn csv(rows: &[Row]) -> String {
                 let k = c.comparison();
                 let _ = write!(
                     line,
-                    ",{},{},{},{},\"{}\",{},{}",
-                    f(k.map(|k| k.ratio)),
-                    f(k.map(|k| k.lo)),
-                    f(k.map(|k| k.hi)),
+                    ",{},{},\"{}\",{},{}",
+                    interval(k),
                     f(k.map(|k| k.half_width_pct())),
                     c.verdict_text().replace('"', "'"),
                     c.precise(),
@@ -195,26 +206,13 @@ pub fn csv(rows: &[Row]) -> String {
             }
             if with_c {
                 if ok {
-                    let (cs, ccpu) = (c.per_op(Side::C), c.cpu(Side::C));
-                    let (ca, bc) = (
-                        c.comparison_of(Side::C, Side::A),
-                        c.comparison_of(Side::B, Side::C),
-                    );
                     let _ = write!(
                         line,
-                        ",{},{},{},{},{},{},{},{},\"{}\",{},{},{},\"{}\"",
-                        f(c.figure(Side::C)),
-                        f(cs.map(|s| s.median)),
-                        f(cs.map(|s| s.min)),
-                        f(cs.map(|s| s.max)),
-                        f(ccpu.map(|s| s.median)),
-                        f(ca.map(|k| k.ratio)),
-                        f(ca.map(|k| k.lo)),
-                        f(ca.map(|k| k.hi)),
+                        ",{},{},\"{}\",{},\"{}\"",
+                        side_fields(c, Side::C),
+                        interval(c.comparison_of(Side::C, Side::A)),
                         c.verdict_of(Side::C, Side::A).replace('"', "'"),
-                        f(bc.map(|k| k.ratio)),
-                        f(bc.map(|k| k.lo)),
-                        f(bc.map(|k| k.hi)),
+                        interval(c.comparison_of(Side::B, Side::C)),
                         c.verdict_of(Side::B, Side::C).replace('"', "'"),
                     );
                 } else {

@@ -299,18 +299,7 @@ impl Column {
     /// interval is wider than the precision target, whichever side of 1 it
     /// lies on.
     pub fn verdict_text(&self) -> String {
-        let what = if self.unpaired() { "keys" } else { "samples" };
-        match self.comparison() {
-            None => format!("not enough {what} to tell"),
-            Some(c) if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT => {
-                format!(
-                    "not enough keys to tell (±{:.0} %; about {} per side for ±{PRECISION_TARGET_PCT:.0} %)",
-                    c.half_width_pct(),
-                    c.samples_for(PRECISION_TARGET_PCT)
-                )
-            }
-            Some(c) => c.verdict(self.better()).text(),
-        }
+        self.verdict_of(Side::B, Side::A)
     }
 
     /// Whether the interval reached the precision target.
@@ -395,14 +384,20 @@ impl Column {
         })
     }
 
-    /// [`Column::verdict_text`] for `side` over `base`: "C faster by ...".
+    /// [`Column::verdict_text`] for `side` over `base`, naming `side`:
+    /// "C faster by ...".
     pub fn verdict_of(&self, side: Side, base: Side) -> String {
         let what = if self.unpaired() { "keys" } else { "samples" };
         match self.comparison_of(side, base) {
             None => format!("not enough {what} to tell"),
             Some(c) if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT => {
-                format!("not enough keys to tell (±{:.0} %)", c.half_width_pct())
+                format!(
+                    "not enough keys to tell (±{:.0} %; about {} per side for ±{PRECISION_TARGET_PCT:.0} %)",
+                    c.half_width_pct(),
+                    c.samples_for(PRECISION_TARGET_PCT)
+                )
             }
+            // The verdicts name side B; another side takes its place.
             Some(c) => {
                 c.verdict(self.better())
                     .text()
