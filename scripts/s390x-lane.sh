@@ -279,22 +279,19 @@ exec_s390x_openssl() {
 }
 host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 
-# rustica's counters (ibmca-shim/src/stats, layout version 5), in the
-# writer's (big-endian) byte order: 16 shards of one page each from offset
-# 4096, each starting with u64[op][backend] (ops keygen, sign, verify,
-# encrypt, decrypt, keygen_modexp; backends libica, software, fallback,
-# failed), then the per-op async counts (offset 192) and a by-bits table,
-# which this script does not read. A counter is the sum over the
-# shards.
-shard_size=4096
-counter() { # op-index backend-index
-  local sum=0 s v
-  for s in $(seq 0 15); do
-    v=$(od -A n -t u8 --endian=big -j $((4096 + s * shard_size + ($1 * 4 + $2) * 8)) -N 8 "$STATS" | tr -d ' ')
-    sum=$((sum + ${v:-0}))
-  done
-  echo "$sum"
+# rustica's counters, read by the host's `rustica stats`, which takes the
+# s390x writer's (big-endian) file as it is and refuses a layout it does
+# not know. Ops and backends by index, as the checks below name them.
+cargo build -q -p rustica-harness --bin rustica || die "building the host's rustica command failed"
+host_rustica=$REPO/target/debug/rustica
+ops=(keygen sign verify encrypt decrypt keygen_modexp)
+backends=(libica software fallback failed)
+# FIELD... of op OP from the counters file $STATS, space-separated.
+stat_fields() { # op-name field...
+  env -u RUSTICA_MODULE "$host_rustica" stats --path "$STATS" --json \
+    | python3 -c 'import json, sys; op = json.load(sys.stdin)["ops"][sys.argv[1]]; print(*(op[f] for f in sys.argv[2:]))' "$@"
 }
+counter() { stat_fields "${ops[$1]}" "${backends[$2]}"; } # op-index backend-index
 s390x_openssl version | grep -q "^OpenSSL [34]\." || die "the s390x openssl does not run under qemu"
 head -c 100000 /dev/urandom >"$RUN/doc.bin"
 
@@ -368,11 +365,8 @@ done
 
 step "rustica's counters on the s390x side"
 [ -f "$STATS" ] || die "no rustica counters file: rustica did not run on s390x"
-# The header's first word after the magic holds the layout version in its
-# low 32 bits; read the counters only from the layout this script knows.
-layout=$(( $(od -A n -t u8 --endian=big -j 8 -N 8 "$STATS" | tr -d ' ') & 0xffffffff ))
-[ "$layout" = 5 ] || die "rustica's counters file has layout version $layout; this script reads version 5"
-ops=(keygen sign verify encrypt decrypt keygen_modexp)
+env -u RUSTICA_MODULE "$host_rustica" stats --path "$STATS" >/dev/null \
+  || die "the host's rustica stats cannot read the s390x counters file"
 # What this run did on s390x: one key generation, three signatures (2048
 # and 4096 PKCS#1 v1.5, 2048 PSS) and two verifications (2048, 4096), and
 # per padding one encryption and one decryption. The private operations
@@ -412,18 +406,9 @@ grep -q "keygen rsa-2048: Miller-Rabin exponentiations: $modexp_libica on libica
 # (`speed -async_jobs`, `s_server -async`), each libica call made on one of
 # rustica's offload threads while its job pauses. Every private operation
 # must be counted on libica, and those speed's timed loop and the TLS
-# handshakes ran inside a job as async (the async counts follow the
-# backend counts in each shard, at offset 192).
-async_counter() { # op-index
-  local sum=0 s v
-  for s in $(seq 0 15); do
-    v=$(od -A n -t u8 --endian=big -j $((4096 + s * shard_size + 192 + $1 * 8)) -N 8 "$STATS" | tr -d ' ')
-    sum=$((sum + ${v:-0}))
-  done
-  echo "$sum"
-}
+# handshakes ran inside a job as async.
 # "libica software fallback failed async" of op-index.
-counts() { echo "$(counter "$1" 0) $(counter "$1" 1) $(counter "$1" 2) $(counter "$1" 3) $(async_counter "$1")"; }
+counts() { stat_fields "${ops[$1]}" libica software fallback failed async; }
 # Checks the deltas of the private operations (keygen, sign, decrypt)
 # since $1 $2 $3 (each "libica software fallback failed async"): signatures
 # and decryptions all on libica, key generations (OpenSSL 3.5's speed times
@@ -502,8 +487,6 @@ rm -rf "$RUN/ibmca" && dpkg -x "$ibmca_deb" "$RUN/ibmca"
 sample=$RUN/ibmca/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
 [ -f "$sample" ] || die "openssl-ibmca has no openssl.cnf.sample"
 grep -q "^engines *= *" "$sample" || die "Debian's sample loads no engine"
-cargo build -q -p rustica-harness --bin rustica || die "building the host's rustica command failed"
-host_rustica=$REPO/target/debug/rustica
 env -u RUSTICA_MODULE "$host_rustica" config --from-engine "$sample" --module "$LOADED_MODULE" \
   --backend libica --libica libica.so.3 --no-check --out "$RUN/from-engine.cnf" 2>"$RUN/from-engine.log" \
   || { cat "$RUN/from-engine.log" >&2; die "rustica config --from-engine refused Debian's sample"; }

@@ -145,6 +145,8 @@ libica_counts() {
   crt=$(od -A n -t u8 --endian=big -j $((31 * 32)) -N 16 "$f" | awk '{print $1 + $2}')
   echo "$me $crt"
 }
+# "ME CRT" after minus "ME CRT" before.
+delta() { echo "$(( ${2% *} - ${1% *} )) $(( ${2#* } - ${1#* } ))"; }
 reset_counts() {
   for root in "$PLAIN" "$CARD"; do : >"$root/dev/shm/icastats_$uid"; done
   rm -f "$OUT"/emu-?.log
@@ -161,7 +163,7 @@ counted() { # side args...
     emu_counts "$side"
   else
     after=$(libica_counts)
-    echo "$(( ${after% *} - ${before% *} )) $(( ${after#* } - ${before#* } ))"
+    delta "$before" "$after"
   fi
 }
 emu_counts() { # side: "ME CRT" calls answered (any outcome) in its log
@@ -319,7 +321,7 @@ c_server_handshakes() { # client-options (one string per handshake)...
   wait "$server" 2>/dev/null || rc=$?
   echo "$rc" >"$OUT/server.rc"
   after=$(libica_counts)
-  echo "$ok $(( ${after% *} - ${before% *} )) $(( ${after#* } - ${before#* } ))"
+  echo "$ok $(delta "$before" "$after")"
 }
 # TLS 1.3 (an RSA-PSS signature) and 1.2 with RSA key exchange (a PKCS#1
 # v1.5 decryption), with ciphers the engine does not take over.
@@ -400,6 +402,7 @@ speed_rate() { # side args...: sign/s from +R1
 # generations at once, which under qemu-user takes minutes a round: the
 # throughput rows come from Debian 12's OpenSSL 3.0, whose speed times
 # signatures and verifications only.
+median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
   for mode in sync async; do
     extra=()
@@ -412,7 +415,6 @@ if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
       echo "$c $b" >>"$OUT/speed-$mode.pairs"
     done
     cmp_line=$(env -u RUSTICA_MODULE "$RUSTICA" compare <"$OUT/speed-$mode.pairs")
-    median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
     medians="$(awk '{print $2}' "$OUT/speed-$mode.pairs" | median) $(awk '{print $1}' "$OUT/speed-$mode.pairs" | median)"
     say "speed $mode: B/C $cmp_line (medians B ${medians% *}, C ${medians#* } sign/s)"
     label="speed rsa2048 sign/s"
