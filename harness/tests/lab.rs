@@ -1038,6 +1038,25 @@ fn real_lab_runs_a_third_side_and_checks_it() {
         "{}",
         text(&o)
     );
+    // A configuration file that is not there: refused at set-up.
+    let o = rustica()
+        .arg("lab")
+        .args(small)
+        .arg("--module")
+        .arg(&module)
+        .arg("--c-config")
+        .arg(dir.join("no-such.cnf"))
+        .arg("--out")
+        .arg(dir.join("out-missing"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no-such.cnf: not a file"),
+        "{}",
+        text(&o)
+    );
+
     // A real engine (OpenSSL's own loader_attic, which does no RSA: C is
     // then stock OpenSSL with `-engine` on every command line).
     let out = dir.join("out-attic");
