@@ -11,12 +11,17 @@
 # signatures (benches/load/rss.c), per side.
 #
 # With -c MODULE, a second rustica build ("before", e.g. main's) runs in
-# the same rotation, counted the same way.
+# the same rotation, counted the same way. With -f, every side loads its
+# providers by command-line flags instead of openssl.cnf (stock:
+# `-provider default`; idle and rustica: `-provider-path DIR -provider
+# NAME -provider default`, rustica's with `-propquery ?provider=rustica`).
 #
-# usage: scripts/bench-load.sh [-c MODULE] [ROUNDS]      (default 60)
+# usage: scripts/bench-load.sh [-f] [-c MODULE] [ROUNDS]      (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before=
+by_flags=0
+if [ "${1:-}" = -f ]; then by_flags=1; shift; fi
 if [ "${1:-}" = -c ]; then before=$(realpath "$2"); shift 2; fi
 rounds=${1:-60}
 if [ -z "${RUSTICA_MODULE:-}" ]; then
@@ -46,6 +51,20 @@ activate = 1
 CNF
 
 [ -n "$before" ] && rustica_conf "$work/before.cnf" "$before"
+if [ "$by_flags" = 1 ]; then
+  # -provider takes a module's file name without .so: each module gets a
+  # directory of its own under that name.
+  provider_flags() { # SIDE MODULE NAME [PROPQUERY]
+    mkdir -p "$work/$1-dir"
+    ln -sf "$2" "$work/$1-dir/$3.so"
+    printf '%s\n' -provider-path "$work/$1-dir" -provider "$3" -provider default >"$work/$1.flags"
+    if [ -n "${4:-}" ]; then printf '%s\n' -propquery "$4" >>"$work/$1.flags"; fi
+  }
+  printf '%s\n' -provider default >"$work/stock.flags"
+  provider_flags idle "$work/idle/idle.so" idle
+  provider_flags rustica "$RUSTICA_MODULE" rustica "?provider=rustica"
+  [ -n "$before" ] && provider_flags before "$before" rustica "?provider=rustica"
+fi
 
 export RUSTICA_STATS_PATH=$work/stats
 unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG RUSTICA_STATS

@@ -20,6 +20,17 @@ sides = ["stock", "idle", "rustica"]
 if os.path.exists(os.path.join(work, "before.cnf")):
     sides.append("before")
 conf = {s: os.path.join(work, f"{s}.cnf") for s in sides}
+# With bench-load.sh -f, every side loads its providers by command-line
+# flags (WORK/SIDE.flags, one argument per line, placed after the
+# subcommand) under the stock configuration, as `openssl CMD -provider
+# rustica` users do.
+flags = {}
+for s in sides:
+    path = os.path.join(work, f"{s}.flags")
+    if os.path.exists(path):
+        with open(path) as f:
+            flags[s] = f.read().splitlines()
+        conf[s] = os.path.join(work, "stock.cnf")
 doc, key, pub, sig, = (os.path.join(work, n) for n in ("doc.bin", "key.pem", "pub.pem", "sig.bin"))
 commands = {
     "rand -hex 16": ["rand", "-hex", "16"],
@@ -32,7 +43,8 @@ commands = {
 def run(side, args):
     env = dict(os.environ, OPENSSL_CONF=conf[side])
     t0 = time.perf_counter_ns()
-    p = subprocess.Popen(["openssl"] + args, env=env, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen(["openssl", args[0]] + flags.get(side, []) + args[1:], env=env,
+                         stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
@@ -86,6 +98,10 @@ def table(results, ratios, what):
 
 
 print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
+if flags:
+    print("# every side loaded by command-line flags: "
+          + "; ".join(f"{s}: {' '.join(os.path.basename(a) for a in flags.get(s, [])) or '(none)'}"
+                      for s in sides))
 table(results, ratio, "wall")
 print()
 table(cpu, cpu_ratio, "CPU")
