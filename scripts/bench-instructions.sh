@@ -34,7 +34,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
-operations=(sign-pkcs1 verify-pkcs1 sign-pss verify-pss encrypt-oaep decrypt-oaep decrypt-pkcs1)
+operations=(sign-pkcs1 verify-pkcs1 sign-pss verify-pss encrypt-oaep decrypt-oaep decrypt-pkcs1
+            sign-speed verify-speed)
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 repeats=${REPEATS:-$((check ? 3 : 1))}
 if [ "${1:-}" = "-o" ]; then read -r -a operations <<<"$2"; shift 2; fi

@@ -6,6 +6,13 @@
  * Its algorithms carry the property "provider=idle", so nothing selects
  * them unless asked; its implementations have just enough functions for a
  * fetch to construct them (never used by the benchmark).
+ *
+ * Built with -DIDLE_DECODERS it offers nothing but the six DER decoders a
+ * provider would need to decode RSA and RSA-PSS keys into its own key
+ * manager (the structures the default provider decodes RSA from), each of
+ * which declines every input: loaded beside rustica, it measures what
+ * such decoders cost OpenSSL's decoder set-up and decoding
+ * (docs/performance.md, "Instructions per process").
  */
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
@@ -44,10 +51,43 @@ static const OSSL_ALGORITHM cipher_algs[] = {
     { NULL, NULL, NULL, NULL }
 };
 
+#ifdef IDLE_DECODERS
+static void *decoder_newctx(void *provctx) { return provctx; }
+static void decoder_freectx(void *ctx) { (void)ctx; }
+/* Declines: no object, no error, so the decoding goes on to others. */
+static int decoder_decode(void *ctx, OSSL_CORE_BIO *in, int selection, OSSL_CALLBACK *data_cb,
+                          void *data_cbarg, OSSL_PASSPHRASE_CALLBACK *pw_cb, void *pw_cbarg)
+{
+    (void)ctx; (void)in; (void)selection; (void)data_cb; (void)data_cbarg;
+    (void)pw_cb; (void)pw_cbarg;
+    return 1;
+}
+static const OSSL_DISPATCH idle_decoder[] = {
+    { OSSL_FUNC_DECODER_NEWCTX, (void (*)(void))decoder_newctx },
+    { OSSL_FUNC_DECODER_FREECTX, (void (*)(void))decoder_freectx },
+    { OSSL_FUNC_DECODER_DECODE, (void (*)(void))decoder_decode },
+    { 0, NULL }
+};
+#define RSA_NAMES "RSA:rsaEncryption:1.2.840.113549.1.1.1"
+#define PSS_NAMES "RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10"
+static const OSSL_ALGORITHM decoder_algs[] = {
+    { RSA_NAMES, "provider=idle,input=der,structure=PrivateKeyInfo", idle_decoder, NULL },
+    { RSA_NAMES, "provider=idle,input=der,structure=SubjectPublicKeyInfo", idle_decoder, NULL },
+    { RSA_NAMES, "provider=idle,input=der,structure=type-specific", idle_decoder, NULL },
+    { RSA_NAMES, "provider=idle,input=der,structure=rsa", idle_decoder, NULL },
+    { PSS_NAMES, "provider=idle,input=der,structure=PrivateKeyInfo", idle_decoder, NULL },
+    { PSS_NAMES, "provider=idle,input=der,structure=SubjectPublicKeyInfo", idle_decoder, NULL },
+    { NULL, NULL, NULL, NULL }
+};
+#endif
+
 static const OSSL_ALGORITHM *idle_query(void *provctx, int id, int *no_cache)
 {
     (void)provctx;
     *no_cache = 0;
+#ifdef IDLE_DECODERS
+    return id == OSSL_OP_DECODER ? decoder_algs : NULL;
+#endif
     switch (id) {
     case OSSL_OP_KEYMGMT: return keymgmt_algs;
     case OSSL_OP_SIGNATURE: return signature_algs;
