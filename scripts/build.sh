@@ -9,5 +9,12 @@ args=(--release)
 if [ "${1:-}" = "--debug" ]; then profile=debug; args=(); fi
 cargo build "${args[@]}" --workspace
 # cargo names a cdylib lib<name>.so; OpenSSL loads providers as <name>.so.
-cp -f "target/$profile/librustica.so" "target/$profile/rustica.so"
+# Replaced by a rename, never rewritten in place: a process that has the
+# module mapped (a benchmark or lab running beside this build) keeps the
+# file it loaded instead of reading a truncated or half-written one.
+module=target/$profile/rustica.so
+if ! cmp -s "target/$profile/librustica.so" "$module"; then
+  cp -f "target/$profile/librustica.so" "$module.new"
+  mv -f "$module.new" "$module"
+fi
 echo "module: $(pwd)/target/$profile/rustica.so"
