@@ -73,11 +73,22 @@ command_args() {
   esac
 }
 commands=(rand sign verify req)
-# The functions of the breakdown: each does one step of an RSA command.
-functions=(DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestSignInit_ex EVP_DigestVerifyInit_ex
-           EVP_DigestSignFinal EVP_DigestSign EVP_DigestVerifyFinal)
+# steps_of NAME: the libcrypto function that does each step of the
+# breakdown (module load, key decoding, init, operation; "-": the command
+# has no such step). req signs through EVP_DigestSign, which includes the
+# final step on A.
+steps_of() {
+  case $1 in
+    rand) echo "DSO_load - - -" ;;
+    sign) echo "DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestSignInit_ex EVP_DigestSignFinal" ;;
+    verify) echo "DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestVerifyInit_ex EVP_DigestVerifyFinal" ;;
+    req) echo "DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestSignInit_ex EVP_DigestSign" ;;
+  esac
+}
 flags=(-provider-path "$(dirname "$RUSTICA_MODULE")" -provider "$(basename "$RUSTICA_MODULE" .so)"
        -provider default -propquery "?provider=rustica")
+
+total_of() { awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$1"; }
 
 # measure WAY SIDE COMMAND: runs it under callgrind REPEATS times, keeps the
 # profile of the run with the fewest instructions as $work/WAY-SIDE-COMMAND.cg.
@@ -100,7 +111,7 @@ measure() {
     if [ "$cmd" = sign ]; then
       cmp -s "$work/out.sig" "$work/sig.bin" || { echo "bench-process-instructions: side $side ($way) signed differently from stock" >&2; exit 1; }
     fi
-    total=$(awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$work/run.cg")
+    total=$(total_of "$work/run.cg")
     if [ -z "$best" ] || [ "$total" -lt "$best" ]; then
       best=$total
       mv "$work/run.cg" "$work/$way-$side-$cmd.cg"
@@ -108,9 +119,10 @@ measure() {
   done
 }
 
-# inclusive FILE: "function count" lines for the breakdown's functions.
+# inclusive FILE FUNCTIONS: "function count" lines for the functions named
+# in the space-separated list FUNCTIONS.
 inclusive() {
-  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk -v list="${functions[*]}" '
+  callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk -v list="$2" '
     BEGIN { n = split(list, f, " "); for (i = 1; i <= n; i++) want[f[i]] = 1 }
     $1 ~ /^[0-9,]+$/ {
       name = $0; sub(/.*:/, "", name); sub(/ .*/, "", name)
@@ -118,7 +130,6 @@ inclusive() {
     }
     END { for (k in seen) print k, seen[k] }'
 }
-total_of() { awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$1"; }
 mega() { awk -v n="$1" 'BEGIN { printf "%.2f M", n / 1e6 }'; }
 signed_mega() { awk -v n="$1" 'BEGIN { printf "%+.2f M", n / 1e6 }'; }
 
@@ -174,16 +185,9 @@ echo
 echo "| command | module load (DSO_load) | key decoding (OSSL_DECODER_CTX_new_for_pkey) | init (EVP_Digest*Init_ex) | operation | rest | B - A |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for cmd in "${commands[@]}"; do
-  inclusive "$work/conf-a-$cmd.cg" >"$work/a.inc"
-  inclusive "$work/conf-b-$cmd.cg" >"$work/b.inc"
-  # The function of each step for this command ("-": not reached). req
-  # signs through EVP_DigestSign, which includes the final step on A.
-  case $cmd in
-    rand) steps=(DSO_load - - -) ;;
-    sign) steps=(DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestSignInit_ex EVP_DigestSignFinal) ;;
-    verify) steps=(DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestVerifyInit_ex EVP_DigestVerifyFinal) ;;
-    req) steps=(DSO_load OSSL_DECODER_CTX_new_for_pkey EVP_DigestSignInit_ex EVP_DigestSign) ;;
-  esac
+  read -r -a steps <<<"$(steps_of "$cmd")"
+  inclusive "$work/conf-a-$cmd.cg" "${steps[*]}" >"$work/a.inc"
+  inclusive "$work/conf-b-$cmd.cg" "${steps[*]}" >"$work/b.inc"
   diff_total=$(($(total_of "$work/conf-b-$cmd.cg") - $(total_of "$work/conf-a-$cmd.cg")))
   rest=$diff_total
   row="| $cmd |"
