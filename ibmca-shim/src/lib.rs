@@ -14,6 +14,7 @@ mod bn;
 pub mod env;
 mod error;
 pub mod fd2;
+mod libctx;
 pub mod libica;
 pub mod pool;
 pub mod random;
@@ -37,8 +38,8 @@ pub const CONFIG_KEYS: [&str; 10] = [
     "async-max-inflight",
 ];
 
-pub use bn::LibCtx;
 pub use error::{ErrorKind, RsaError};
+pub use libctx::LibCtx;
 pub use random::{Random, Secrecy};
 pub use rsa::{
     linked_openssl_version, Context, KeyCheck, KeygenMethod, RsaKey, RsaParts, MAX_BITS, MIN_BITS,

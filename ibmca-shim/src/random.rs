@@ -18,8 +18,8 @@ use std::cell::OnceCell;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::ptr::NonNull;
 
-use crate::bn::LibCtx;
 use crate::error::RsaError;
+use crate::libctx::LibCtx;
 
 #[repr(C)]
 struct EvpRand {

@@ -140,7 +140,8 @@ fn mul_limbs(a: &[u64], b: &[u64], n: &[u64], len: usize) -> Zeroizing<Vec<u8>> 
 mod tests {
     use super::*;
     use crate::bn::prime::{self, Top};
-    use crate::bn::{self, Bn, BnCtx, LibCtx, MontCtx};
+    use crate::bn::{self, Bn, BnCtx, MontCtx};
+    use crate::libctx::LibCtx;
     use crate::random::Random;
 
     fn be(x: &Bn, len: usize) -> Vec<u8> {

@@ -13,6 +13,7 @@ use openssl_sys::{BIGNUM, BN_CTX, BN_MONT_CTX, OSSL_LIB_CTX};
 use zeroize::Zeroizing;
 
 use crate::error::RsaError;
+use crate::libctx::LibCtx;
 
 // libcrypto functions that openssl-sys does not declare (all present in
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
@@ -301,39 +302,6 @@ impl Bn {
     }
 }
 
-/// The OpenSSL library context whose random generator the primitive draws
-/// from (blinding, prime generation, primality tests): the one the provider
-/// was loaded into, so an application that does its crypto in its own
-/// `OSSL_LIB_CTX` (with no RNG in the default one) works. NULL means
-/// OpenSSL's default context.
-#[derive(Clone, Copy, Debug)]
-pub struct LibCtx(*mut OSSL_LIB_CTX);
-
-// SAFETY: an OSSL_LIB_CTX is designed for use from any thread; LibCtx only
-// passes the pointer to libcrypto functions that take it.
-unsafe impl Send for LibCtx {}
-// SAFETY: as for Send; nothing is read or written through the pointer here.
-unsafe impl Sync for LibCtx {}
-
-impl LibCtx {
-    /// OpenSSL's default library context.
-    pub const DEFAULT: LibCtx = LibCtx(std::ptr::null_mut());
-
-    /// Wraps a library context pointer (any pointer type; NULL = default).
-    ///
-    /// # Safety
-    /// `ptr` must be NULL or a live `OSSL_LIB_CTX` that outlives every
-    /// operation given this value.
-    pub unsafe fn from_ptr<T>(ptr: *mut T) -> LibCtx {
-        LibCtx(ptr.cast())
-    }
-
-    /// The pointer, for libcrypto calls that take an `OSSL_LIB_CTX *`.
-    pub(crate) fn as_ptr<T>(&self) -> *mut T {
-        self.0.cast()
-    }
-}
-
 /// An owned BN_CTX (scratch space for one thread at a time).
 pub(crate) struct BnCtx(NonNull<BN_CTX>);
 
@@ -351,7 +319,7 @@ impl BnCtx {
         // SAFETY: libctx is NULL or live (LibCtx::from_ptr's contract); the
         // secure variant keeps temporaries in the secure heap when one is
         // configured, and clears them either way.
-        Self::wrap(unsafe { BN_CTX_secure_new_ex(libctx.0) })
+        Self::wrap(unsafe { BN_CTX_secure_new_ex(libctx.as_ptr()) })
     }
 
     /// Scratch space for public operations only (no secrets pass through

@@ -437,7 +437,7 @@ pub(crate) fn classic_prime(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bn::LibCtx;
+    use crate::libctx::LibCtx;
 
     #[test]
     fn small_primes_are_openssls_table() {

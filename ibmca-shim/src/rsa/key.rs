@@ -9,8 +9,9 @@ use super::{
     BlindingSlots, KeyCheck, Private, RsaKey, RsaParts, MAX_BITS, MAX_PUBEXP_BITS, MIN_BITS,
     SMALL_MODULUS_BITS,
 };
-use crate::bn::{self, prime, Bn, BnCtx, LibCtx, MontCtx};
+use crate::bn::{self, prime, Bn, BnCtx, MontCtx};
 use crate::error::{bad_input, invalid_key, RsaError};
+use crate::libctx::LibCtx;
 use crate::random::Random;
 use crate::software::{self, Crt};
 

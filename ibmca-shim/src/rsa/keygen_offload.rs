@@ -25,8 +25,9 @@ use zeroize::Zeroizing;
 
 use super::offload::Offload;
 use crate::bn::prime::{self, Candidate, RoundRunner, Want};
-use crate::bn::{Bn, BnCtx, LibCtx};
+use crate::bn::{Bn, BnCtx};
 use crate::error::RsaError;
+use crate::libctx::LibCtx;
 use crate::libica::convert::ModExpoKey;
 use crate::libica::Libica;
 use crate::random::Random;

@@ -13,8 +13,9 @@ use std::sync::{Arc, OnceLock};
 use zeroize::Zeroizing;
 
 use crate::backend::Router;
-use crate::bn::{Bn, BnCtx, LibCtx, MontCtx};
+use crate::bn::{Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
+use crate::libctx::LibCtx;
 use crate::random::Random;
 use crate::software::{self, Crt};
 use crate::stats::{Backend, Op};
