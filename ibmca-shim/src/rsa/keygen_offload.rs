@@ -5,7 +5,9 @@
 //! modulus: `ica_rsa_mod_expo`. [`LibicaRounds`] sends every round of a
 //! batch at once (the first round of [`prime::BATCH`] candidates, then the
 //! other rounds of the first candidate that passes), in parallel, on an
-//! offload thread while an ASYNC job pauses. The rest stays in software:
+//! offload thread while an ASYNC job pauses: only the batch, which touches
+//! libica and its own buffers alone, runs while the job is paused (see
+//! `RsaKey::generate_relayed`). The rest stays in software:
 //! drawing, sieving, the auxiliary primes (141 to 201 bits: cheaper here
 //! than an adapter round trip), the rest of each round (the squarings),
 //! and the key's assembly and pairwise test.
@@ -62,15 +64,27 @@ pub(crate) fn confirmation_rounds(bits: u32) -> u32 {
 
 /// One exponentiation for libica: the candidate as modulus, m as
 /// exponent, the base as input, all of the candidate's length.
-struct Job {
+pub(super) struct Job {
     key: ModExpoKey,
     input: Zeroizing<Vec<u8>>,
 }
 
+/// How a batch reaches libica: its answers in order, or `None` when the
+/// batch was in flight as the process forked (software answers it).
+pub(super) type Batches<'a> = Box<dyn FnMut(Vec<Job>) -> Option<Vec<Answer>> + 'a>;
+
+/// A batch through `offload` on this thread: on an offload thread while
+/// the ASYNC job this thread runs pauses, or here.
+pub(super) fn through<'a>(ica: &'a Arc<Libica>, offload: &'a Offload<'_>) -> Batches<'a> {
+    Box::new(move |jobs| {
+        let lib = Arc::clone(ica);
+        offload.call(move || mod_expo_all(lib, jobs))
+    })
+}
+
 /// The [`RoundRunner`] of the libica backend.
-pub(super) struct LibicaRounds<'a, 'o> {
-    ica: &'a Arc<Libica>,
-    offload: &'a Offload<'o>,
+pub(super) struct LibicaRounds<'a> {
+    batches: Batches<'a>,
     libctx: LibCtx,
     /// The key's random numbers, for confirmation bases when no generator
     /// of their own can be made.
@@ -92,17 +106,15 @@ pub(super) struct AdapterOutcome {
     pub(super) last_fault: Option<String>,
 }
 
-impl<'a, 'o> LibicaRounds<'a, 'o> {
+impl<'a> LibicaRounds<'a> {
     pub(super) fn new(
-        ica: &'a Arc<Libica>,
-        offload: &'a Offload<'o>,
+        batches: Batches<'a>,
         libctx: LibCtx,
         key_bits: u32,
         rng: &'a Random,
     ) -> Self {
         LibicaRounds {
-            ica,
-            offload,
+            batches,
             libctx,
             rng,
             key_bits,
@@ -127,10 +139,10 @@ impl<'a, 'o> LibicaRounds<'a, 'o> {
 }
 
 /// One libica answer: the result's bytes, or why there is none.
-type Answer = Result<Zeroizing<Vec<u8>>, String>;
+pub(super) type Answer = Result<Zeroizing<Vec<u8>>, String>;
 
 /// Runs `jobs` on libica, up to [`PARALLEL`] at once; results in order.
-fn mod_expo_all(ica: Arc<Libica>, jobs: Vec<Job>) -> Vec<Answer> {
+pub(super) fn mod_expo_all(ica: Arc<Libica>, jobs: Vec<Job>) -> Vec<Answer> {
     let n = jobs.len();
     let jobs: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let results: Vec<Mutex<Option<Answer>>> = (0..n).map(|_| Mutex::new(None)).collect();
@@ -171,7 +183,7 @@ fn mod_expo_all(ica: Arc<Libica>, jobs: Vec<Job>) -> Vec<Answer> {
         .collect()
 }
 
-impl RoundRunner for LibicaRounds<'_, '_> {
+impl RoundRunner for LibicaRounds<'_> {
     fn run(
         &mut self,
         rounds: &[(&Candidate, &Bn)],
@@ -204,13 +216,9 @@ impl RoundRunner for LibicaRounds<'_, '_> {
             sent.push(job.is_some());
             jobs.extend(job);
         }
-        let lib = Arc::clone(self.ica);
         // None: the parent's request, resumed in a forked child; software
         // answers all of it.
-        let answers = self
-            .offload
-            .call(move || mod_expo_all(lib, jobs))
-            .unwrap_or_default();
+        let answers = (self.batches)(jobs).unwrap_or_default();
         let mut answers = answers.into_iter();
         let mut verdicts = Vec::with_capacity(rounds.len());
         for ((c, b), was_sent) in rounds.iter().zip(sent) {

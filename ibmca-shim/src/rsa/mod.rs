@@ -8,7 +8,7 @@
 //! the software fallback, counting and tracing.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 
 use zeroize::Zeroizing;
 
@@ -16,6 +16,7 @@ use crate::backend::Router;
 use crate::bn::{Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
 use crate::libctx::LibCtx;
+use crate::libica::Libica;
 use crate::random::Random;
 use crate::software::{self, Crt};
 use crate::stats::{Backend, Op};
@@ -224,28 +225,8 @@ impl RsaKey {
                 || Self::check_gen_params(bits, e),
                 |ica, e| {
                     let (key, adapter) = if pause {
-                        // Inside an ASYNC job: the whole generation runs on
-                        // an offload thread while the job pauses once. Its
-                        // software part needs more stack than a job's
-                        // (32 KiB in OpenSSL 3.0), and the application's
-                        // thread goes on meanwhile.
-                        let ica = Arc::clone(ica);
-                        let (libctx, version, e) = (ctx.libctx, ctx.openssl_version(), e.dup()?);
-                        let ran = offload.call(move || {
-                            let rng = Random::new(libctx);
-                            let inner = Offload::new(None, Op::Keygen, bits);
-                            let mut rounds =
-                                keygen_offload::LibicaRounds::new(&ica, &inner, libctx, bits, &rng);
-                            let ctx = Context {
-                                libctx,
-                                router: None,
-                                core_version: Some(version),
-                            };
-                            let key = Self::generate_with(&ctx, &rng, bits, &e, &mut rounds);
-                            (key, rounds.outcome())
-                        });
-                        match ran {
-                            Some((key, adapter)) => (key?, adapter),
+                        match Self::generate_relayed(ctx, &offload, ica, bits, e)? {
+                            Some(done) => done,
                             None => {
                                 return Ok(offload::Attempt::Failed(
                                     "key generation was in flight when the process forked".into(),
@@ -253,8 +234,9 @@ impl RsaKey {
                             }
                         }
                     } else {
+                        let batches = keygen_offload::through(ica, &offload);
                         let mut rounds =
-                            keygen_offload::LibicaRounds::new(ica, &offload, ctx.libctx, bits, rng);
+                            keygen_offload::LibicaRounds::new(batches, ctx.libctx, bits, rng);
                         let key = Self::generate_with(ctx, rng, bits, e, &mut rounds)?;
                         (key, rounds.outcome())
                     };
@@ -291,6 +273,99 @@ impl RsaKey {
                 ErrorKind::BackendUnavailable | ErrorKind::Libcrypto => x,
                 _ => RsaError::new(ErrorKind::KeyGeneration, x.message()),
             })
+    }
+
+    /// Key generation on libica inside an ASYNC job. The generation runs
+    /// on a helper thread of its own (a job's stack, 32 KiB in OpenSSL 3.0,
+    /// is too small for it), and each batch of Miller-Rabin
+    /// exponentiations comes back to this thread, which hands it to an
+    /// offload thread and pauses the job until the adapter answers. So the
+    /// helper uses the library context (its DRBG, BN_CTX, fetches) only
+    /// while this thread waits for it inside the job, never while the job
+    /// is paused: an application that gives the job up at a pause, and
+    /// then frees the wait context, the library context or the whole
+    /// library at exit, leaves the helper parked on an answer that never
+    /// comes, touching nothing (its thread is the cost of the abandoned
+    /// job, as the job's own stack is). `None`: this is a child forked
+    /// while a batch was in flight, which has no helper.
+    fn generate_relayed(
+        ctx: &Context<'_>,
+        offload: &Offload<'_>,
+        ica: &Arc<Libica>,
+        bits: u32,
+        e: &Bn,
+    ) -> Result<Option<(RsaKey, keygen_offload::AdapterOutcome)>, RsaError> {
+        enum FromHelper {
+            Batch(Vec<keygen_offload::Job>),
+            Done(Box<(Result<RsaKey, RsaError>, keygen_offload::AdapterOutcome)>),
+        }
+        let (to_job, from_helper) = mpsc::channel::<FromHelper>();
+        let (to_helper, from_job) = mpsc::channel::<Option<Vec<keygen_offload::Answer>>>();
+        let (libctx, version, e) = (ctx.libctx, ctx.openssl_version(), e.dup()?);
+        let generate = move || {
+            let rng = Random::new(libctx);
+            let batch_to_job = to_job.clone();
+            let relay: keygen_offload::Batches<'_> = Box::new(move |jobs| {
+                batch_to_job.send(FromHelper::Batch(jobs)).ok()?;
+                from_job.recv().ok().flatten()
+            });
+            let mut rounds = keygen_offload::LibicaRounds::new(relay, libctx, bits, &rng);
+            let ctx = Context {
+                libctx,
+                router: None,
+                core_version: Some(version),
+            };
+            let key = Self::generate_with(&ctx, &rng, bits, &e, &mut rounds);
+            let _ = to_job.send(FromHelper::Done(Box::new((key, rounds.outcome()))));
+        };
+        let helper = crate::pool::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("rustica-keygen".into())
+                .stack_size(KEYGEN_STACK)
+                .spawn(generate)
+        })
+        .map_err(|e| {
+            RsaError::new(
+                ErrorKind::KeyGeneration,
+                format!("no thread for the key generation: {e}"),
+            )
+        })?;
+        let mut done = None;
+        while let Ok(msg) = from_helper.recv() {
+            match msg {
+                FromHelper::Batch(jobs) => {
+                    let lib = Arc::clone(ica);
+                    let Some(answers) =
+                        offload.call(move || keygen_offload::mod_expo_all(lib, jobs))
+                    else {
+                        // The parent's batch, resumed in a forked child: the
+                        // helper is the parent's thread, never to answer.
+                        // Its handle is left alone (no join, no detach of a
+                        // thread this process does not have).
+                        std::mem::forget(helper);
+                        return Ok(None);
+                    };
+                    if to_helper.send(Some(answers)).is_err() {
+                        break;
+                    }
+                }
+                FromHelper::Done(finished) => {
+                    done = Some(*finished);
+                    break;
+                }
+            }
+        }
+        // A panic there continues here, inside the provider's boundary.
+        if let Err(p) = helper.join() {
+            std::panic::resume_unwind(p);
+        }
+        let (key, outcome) = done.ok_or_else(|| {
+            RsaError::new(
+                ErrorKind::KeyGeneration,
+                "the key-generation thread ended without a key",
+            )
+        })?;
+        Ok(Some((key?, outcome)))
     }
 
     /// The private-key primitive: c^d mod n, blinded, by CRT when the key
