@@ -36,6 +36,18 @@
  *   exit N     N jobs paused with requests in flight, then exit(0) at once
  *              (atexit handlers, library destructors, threads still inside
  *              the adapter): the process must end cleanly.
+ *   cblock     callback mode, an application whose callback takes a lock L
+ *              of its own (posting to an event queue): with the signature's
+ *              completion waiting for L, the application frees the paused
+ *              job's wait context while holding L. ASYNC_WAIT_CTX_free must
+ *              return (a 5 s watchdog fails the run).
+ *   genabandon N  N key generations of KEY's size, each in a job given up
+ *              at its first pause: the wait context is freed, then the key
+ *              and the whole library context, and the process goes on for
+ *              a while (run under valgrind: nothing may touch the freed
+ *              context).
+ *   genexit N  N key generations paused in their jobs, then exit(0) at once:
+ *              OPENSSL_cleanup runs while they are in flight.
  *
  * Prints "paused N" where jobs pause. Exit 0 = every check passed.
  */
@@ -595,6 +607,126 @@ static int exit_in_flight(int n)
     exit(paused > 0 ? 0 : 3);
 }
 
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int app_callbacks;
+
+/* The application's callback: posts to its event queue under its lock. */
+static int locking_callback(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&app_lock);
+    app_callbacks++;
+    pthread_mutex_unlock(&app_lock);
+    return 1;
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    sleep(5);
+    fprintf(stderr, "ASYNC_WAIT_CTX_free did not return in 5 s\n");
+    _exit(1);
+    return NULL;
+}
+
+static int cblock(void)
+{
+    ASYNC_JOB *job = NULL;
+    ASYNC_WAIT_CTX *w = ASYNC_WAIT_CTX_new();
+    static struct op o;
+    pthread_t dog;
+
+    if (w == NULL || !ASYNC_WAIT_CTX_set_callback(w, locking_callback, NULL))
+        return fail("a wait context with a callback");
+    if (step(&job, w, &o) != 0)
+        return fail("pausing the signature");
+    printf("paused 1\n");
+    pthread_mutex_lock(&app_lock);
+    /* The adapter answers meanwhile; its completion waits for app_lock. */
+    usleep(500 * 1000);
+    if (pthread_create(&dog, NULL, watchdog, NULL) != 0)
+        return fail("the watchdog");
+    ASYNC_WAIT_CTX_free(w);
+    pthread_mutex_unlock(&app_lock);
+    printf("freed\n");
+    /* The job is given up; the completion's callback may still run. */
+    usleep(200 * 1000);
+    return 1;
+}
+
+/* A key generation of the key's size, inside a job. */
+static int gen_main(void *arg)
+{
+    int bits = **(int **)arg;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(lib, "RSA", NULL);
+    EVP_PKEY *k = NULL;
+    int ok;
+
+    ok = ctx != NULL && EVP_PKEY_keygen_init(ctx) == 1
+        && EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1
+        && EVP_PKEY_generate(ctx, &k) == 1
+        && by_rustica(ctx);
+    EVP_PKEY_free(k);
+    EVP_PKEY_CTX_free(ctx);
+    return ok;
+}
+
+/* Starts n key generations, each on its own wait context; returns how
+ * many paused (their jobs and contexts in jobs[] and w[]). */
+static int start_generations(int n, ASYNC_JOB **jobs, ASYNC_WAIT_CTX **w)
+{
+    static int bits;
+    int *arg = &bits, i, paused = 0, ret;
+
+    bits = EVP_PKEY_get_bits(key);
+    for (i = 0; i < n; i++) {
+        if ((w[i] = ASYNC_WAIT_CTX_new()) == NULL)
+            return fail("ASYNC_WAIT_CTX_new");
+        switch (ASYNC_start_job(&jobs[i], w[i], &ret, gen_main, &arg, sizeof(arg))) {
+        case ASYNC_PAUSE:
+            paused++;
+            break;
+        case ASYNC_FINISH:
+            jobs[i] = NULL;
+            if (!ret)
+                return fail("a key generation in its job");
+            break;
+        default:
+            return fail("ASYNC_start_job");
+        }
+    }
+    printf("paused %d\n", paused);
+    fflush(stdout);
+    return paused;
+}
+
+static int genabandon(int n)
+{
+    static ASYNC_JOB *jobs[MAX_JOBS];
+    static ASYNC_WAIT_CTX *w[MAX_JOBS];
+    int i, paused = start_generations(n, jobs, w);
+
+    /* Given up: the wait contexts, the key, then the library context. */
+    for (i = 0; i < n; i++)
+        ASYNC_WAIT_CTX_free(w[i]);
+    EVP_PKEY_free(key);
+    key = NULL;
+    OSSL_LIB_CTX_free(lib);
+    lib = NULL;
+    /* Whatever rustica still runs for those jobs runs now. */
+    sleep(3);
+    return paused == n;
+}
+
+static int genexit(int n)
+{
+    static ASYNC_JOB *jobs[MAX_JOBS];
+    static ASYNC_WAIT_CTX *w[MAX_JOBS];
+    int paused = start_generations(n, jobs, w);
+
+    exit(paused == n ? 0 : 3);
+}
+
 int main(int argc, char **argv)
 {
     BIO *bio;
@@ -654,6 +786,12 @@ int main(int argc, char **argv)
         ok = fdcap(n);
     else if (strcmp(mode, "exit") == 0)
         ok = exit_in_flight(n);
+    else if (strcmp(mode, "cblock") == 0)
+        ok = cblock();
+    else if (strcmp(mode, "genabandon") == 0)
+        ok = genabandon(n);
+    else if (strcmp(mode, "genexit") == 0)
+        ok = genexit(n);
     else
         return 2;
     EVP_PKEY_free(key);

@@ -9,7 +9,7 @@
 //! has async off and nothing here runs.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// `ASYNC_JOB` and `ASYNC_WAIT_CTX` are opaque.
@@ -112,9 +112,10 @@ pub(crate) struct Notifier {
     /// its locks may have been held by a thread it does not have. A child
     /// never uses it (its operations run synchronously) and never locks it.
     pid: libc::pid_t,
-    /// False once the wait context's cleanup ran. Held while a completion
-    /// calls the application's callback, so the two never overlap.
-    alive: Mutex<bool>,
+    /// False once the wait context's cleanup ran: a completion that reads
+    /// it false calls no callback. Never held while the application's
+    /// callback runs (see [`Notifier::wake`]).
+    alive: AtomicBool,
     requests: Mutex<Requests>,
 }
 
@@ -209,10 +210,18 @@ impl Notifier {
     /// eventfd.
     pub(crate) fn wake(&self, id: u64, how: Wakeup) {
         if let Some((cb, arg)) = how.callback {
-            let alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
-            if *alive {
-                // SAFETY: the application's callback with its argument,
-                // called while its wait context exists (`alive`, held).
+            // No lock of rustica's is held across the callback: it may take
+            // a lock of the application's own, which the application may
+            // hold while it frees the wait context (our cleanup), and a
+            // lock held here would deadlock the two (ABBA). A completion
+            // that found the wait context alive may therefore call back
+            // while the application frees it: that callback was already
+            // due, and the application's own lock orders the two; none
+            // starts once the cleanup has returned.
+            if self.alive.load(Ordering::Acquire) {
+                // SAFETY: the application's callback with the argument it
+                // registered for exactly this call, its wait context alive
+                // when the completion was announced (above).
                 unsafe { cb(arg as *mut c_void) };
             }
             return;
@@ -256,7 +265,7 @@ unsafe extern "C" fn cleanup(
             // Only the wait context's reference goes, without a lock.
             return;
         }
-        *n.alive.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        n.alive.store(false, Ordering::Release);
         // The requests of jobs abandoned while paused go with it.
         let gone = std::mem::take(&mut n.requests().entries);
         drop(gone);
@@ -300,7 +309,7 @@ pub(crate) fn notifier(w: *mut WaitCtx) -> Option<(*const Notifier, Wakeup)> {
             fd,
             // SAFETY: getpid has no preconditions.
             pid: unsafe { libc::getpid() },
-            alive: Mutex::new(true),
+            alive: AtomicBool::new(true),
             requests: Mutex::new(Requests {
                 next_id: 0,
                 entries: Vec::new(),
