@@ -301,3 +301,48 @@ fn a_failing_random_generator_fails_the_operation() {
         );
     }
 }
+
+/// A host whose random policy cannot be met (its openssl.cnf names a seed
+/// source, TEST-RAND, from which no DRBG can be instantiated) fails every
+/// operation that needs random numbers, as the default provider does.
+/// Before, rustica read `RAND_get0_private` returning NULL as "this context
+/// has no generator at all" and seeded a DRBG of its own: `genpkey` and
+/// `dgst -sign` succeeded with rustica preferred, against the host's policy.
+#[test]
+fn the_hosts_random_policy_is_not_bypassed() {
+    let lab = Lab::new();
+    let key = lab.genkey(2048, "key.pem");
+    let doc = lab.write("doc.txt", b"policy");
+    // The same [random] section in both sides' configurations.
+    for name in ["default.cnf", "rustica.cnf"] {
+        let conf = std::fs::read_to_string(lab.path(name)).unwrap();
+        let conf = conf.replacen(
+            "[openssl_init]\n",
+            "[openssl_init]\nrandom = random_sect\n",
+            1,
+        ) + "[random_sect]\nseed = TEST-RAND\n";
+        std::fs::write(lab.path(name), conf).unwrap();
+    }
+    let before = lab.stats();
+    let commands: [&[&str]; 2] = [
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:1024",
+        ],
+        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
+    ];
+    for args in commands {
+        lab.fails(Side::Default, args);
+        let err = lab.fails(Side::RusticaConfig, args);
+        assert!(!err.contains("Key is valid"), "{err}");
+    }
+    // Nothing completed on rustica.
+    let after = lab.stats();
+    for op in [Op::Keygen, Op::Sign] {
+        let done = |s: &ibmca_shim::stats::Snapshot| s.total(op) - s.get(op, Backend::Failed);
+        assert_eq!(done(&after), done(&before), "{}", after.to_json());
+    }
+}

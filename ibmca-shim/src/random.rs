@@ -4,13 +4,17 @@
 //! loaded into, as the default provider's do. That generator is fetched with
 //! the application's default properties, so an application that selects
 //! rustica strictly (`provider=rustica` as its default properties) leaves it
-//! with no DRBG to fetch: no provider matches. Then, and only then (a
-//! generator that exists and fails is an error, as in the default
-//! provider), the
+//! with no DRBG to fetch: no provider matches. Then, and only then, the
 //! operation instantiates a DRBG of its own from the same context with a
 //! query that cannot select rustica ("provider!=rustica" overrides the
 //! inherited provider clause), seeded by that provider from the core's
-//! entropy. It lives as long as the operation's [`Random`], so rustica holds
+//! entropy. Any other failure of the context's generator is the host's
+//! policy speaking (a `[random]` section naming a seed source or DRBG that
+//! cannot be instantiated, an error state, a failing RAND_METHOD) and fails
+//! the operation, exactly where the default provider fails. The two are
+//! told apart by whether the context's default properties admit any
+//! CTR-DRBG at all, not by `RAND_get0_private` returning NULL: that also
+//! happens when a configured generator exists and cannot be instantiated. It lives as long as the operation's [`Random`], so rustica holds
 //! no OpenSSL object across operations and none at teardown, and processes
 //! whose context has a working generator never make one.
 
@@ -71,8 +75,6 @@ extern "C" {
         addin: *const u8,
         addin_len: usize,
     ) -> c_int;
-    fn RAND_get0_public(ctx: *mut c_void) -> *mut EvpRandCtx;
-    fn RAND_get0_private(ctx: *mut c_void) -> *mut EvpRandCtx;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
 }
@@ -191,6 +193,23 @@ impl OwnDrbg {
     }
 }
 
+/// Whether the context's default properties admit a CTR-DRBG: if they do,
+/// the context's generator could be made by the application's own rules,
+/// and its failure is not rustica's to work around. Fetching has no side
+/// effect on the context's generators (unlike `RAND_get0_private`, which
+/// makes and seeds one for the calling thread).
+fn drbg_selectable(libctx: LibCtx) -> bool {
+    // SAFETY: libctx is NULL or live (LibCtx's contract); a NULL query
+    // means the context's default properties; the name is a constant.
+    let rand = unsafe { EVP_RAND_fetch(libctx.as_ptr(), DRBG.as_ptr(), std::ptr::null()) };
+    if rand.is_null() {
+        return false;
+    }
+    // SAFETY: our own reference from the fetch above, released once.
+    unsafe { EVP_RAND_free(rand) };
+    true
+}
+
 /// Whether random bytes may become public (padding, salts) or must stay
 /// secret (blinding, primes): the library context keeps a generator for
 /// each, as OpenSSL's RAND_bytes and RAND_priv_bytes.
@@ -279,29 +298,21 @@ impl Random {
                 Secrecy::Private => RAND_priv_bytes_ex(ctx, buf.as_mut_ptr(), buf.len(), 0),
             }
         } == 1;
-        // A generator the context has and that failed (an error state, a
-        // failing RAND_METHOD the application installed) is the
-        // application's to answer for: the operation fails, as it does in
-        // the default provider. Only a context that cannot make one at all
-        // (no provider to fetch it from) gets rustica's own.
-        // SAFETY: libctx is NULL or live; these return the context's
-        // generator, making it if needed, or NULL when it cannot be made.
-        let exists = !ok
-            && unsafe {
-                let ctx = self.libctx.as_ptr();
-                match secrecy {
-                    Secrecy::Public => !RAND_get0_public(ctx).is_null(),
-                    Secrecy::Private => !RAND_get0_private(ctx).is_null(),
-                }
-            };
+        // A generator that failed (an error state, a failing RAND_METHOD,
+        // a `[random]` policy whose seed source or DRBG cannot be
+        // instantiated) is the host's to answer for: the operation fails,
+        // as it does in the default provider. Only a context whose default
+        // properties admit no DRBG at all gets rustica's own.
+        let selectable = !ok && drbg_selectable(self.libctx);
         // SAFETY: drops what a failed attempt queued, down to the mark.
         unsafe { ERR_pop_to_mark() };
         if ok {
             return Ok(());
         }
-        if exists {
+        if selectable {
             return Err(RsaError::libcrypto(
-                "the library context's random generator failed to generate",
+                "the library context's random generator failed to generate (the host's \
+                 random configuration, or its generator's error state)",
             ));
         }
         let own = OwnDrbg::new(self.libctx)?;
