@@ -388,16 +388,22 @@ impl Snapshot {
         };
         for shard in 0..SHARDS {
             for op in Op::ALL {
-                s.asyncs[op.index()] += word(async_off(shard, op));
+                // Saturating: the file may be another user's, crafted to
+                // wrap a sum (a panic in a debug build of root's
+                // `--all-users`, a wrong total in a release one).
+                let a = &mut s.asyncs[op.index()];
+                *a = a.saturating_add(word(async_off(shard, op)));
                 for b in Backend::ALL {
-                    s.counts[op.index()][b.index()] += word(counter_off(shard, op, b));
+                    let c = &mut s.counts[op.index()][b.index()];
+                    *c = c.saturating_add(word(counter_off(shard, op, b)));
                 }
                 for slot in 0..BITS_SLOTS {
                     let off = slot_off(shard, op, slot);
                     let (tag, count) = (word(off), word(off + 8));
                     // A claimed slot not counted yet (or reset) reads 0.
                     if tag != 0 && tag <= MAX_TRACKED_BITS as u64 + 1 && count != 0 {
-                        *s.by_bits[op.index()].entry((tag - 1) as u32).or_insert(0) += count;
+                        let n = s.by_bits[op.index()].entry((tag - 1) as u32).or_insert(0);
+                        *n = n.saturating_add(count);
                     }
                 }
             }
@@ -427,7 +433,9 @@ impl Snapshot {
 
     /// All calls of `op`, whatever the backend (failures included).
     pub fn total(&self, op: Op) -> u64 {
-        self.counts[op.index()].iter().sum()
+        self.counts[op.index()]
+            .iter()
+            .fold(0u64, |sum, n| sum.saturating_add(*n))
     }
 
     /// Adds `other`'s counts to these (the sum of several users' files);

@@ -487,3 +487,65 @@ fn a_file_of_the_other_byte_order_reads_the_same() {
     std::fs::write(&q, &bytes).unwrap();
     assert!(snapshot(&q).is_err());
 }
+
+/// Round 4, the review's note on sums: a crafted file whose shards add up
+/// past 2^64 read as a saturated count; before, the shards' sum wrapped
+/// (and a debug build of root's `--all-users` panicked).
+#[test]
+fn a_crafted_file_saturates_instead_of_wrapping() {
+    let mut b = valid_bytes();
+    for shard in 0..SHARDS {
+        let off = counter_off(shard, Op::Sign, Backend::Libica);
+        b[off..off + 8].copy_from_slice(&(u64::MAX / 2).to_ne_bytes());
+        let off = async_off(shard, Op::Sign);
+        b[off..off + 8].copy_from_slice(&(u64::MAX / 2).to_ne_bytes());
+    }
+    let off = counter_off(0, Op::Sign, Backend::Software);
+    b[off..off + 8].copy_from_slice(&u64::MAX.to_ne_bytes());
+    let s = Snapshot::from_bytes(&b);
+    assert_eq!(s.get(Op::Sign, Backend::Libica), u64::MAX);
+    assert_eq!(s.asynchronous(Op::Sign), u64::MAX);
+    assert_eq!(s.total(Op::Sign), u64::MAX);
+    let mut sum = s.clone();
+    sum.add(&s);
+    assert_eq!(sum.total(Op::Sign), u64::MAX);
+}
+
+/// Round 4, finding 5: `rustica-stats-065534` was read as uid 65534, so a
+/// user who copied its file under zero-padded names was listed, and
+/// summed, once per copy. Only the canonical decimal name is a user's.
+#[test]
+fn only_the_canonical_name_is_a_users_file() {
+    use super::users::uid_of_name;
+    assert_eq!(uid_of_name("rustica-stats-0"), Some(0));
+    assert_eq!(uid_of_name("rustica-stats-65534"), Some(65534));
+    for name in [
+        "rustica-stats-065534",
+        "rustica-stats-0065534",
+        "rustica-stats-00",
+        "rustica-stats-",
+        "rustica-stats-+1",
+        "rustica-stats-4294967296",
+        ".rustica-stats-0.tmp",
+    ] {
+        assert_eq!(uid_of_name(name), None, "{name}");
+    }
+    // In a directory: the copies are not listed at all.
+    let dir = temp_path("canonical-dir");
+    std::fs::create_dir(&dir).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let own = unsafe { libc::geteuid() };
+    let mine = dir.join(format!("rustica-stats-{own}"));
+    let st = Stats::open(&mine).unwrap();
+    st.record(Op::Sign, Backend::Libica, 2048);
+    drop(st);
+    for copy in [
+        format!("rustica-stats-0{own}"),
+        format!("rustica-stats-00{own}"),
+    ] {
+        std::fs::copy(&mine, dir.join(copy)).unwrap();
+    }
+    let found = scan_users(&dir).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -27,15 +27,19 @@ pub struct UserFile {
     pub counters: io::Result<Snapshot>,
 }
 
-/// The uid a file name stands for: `rustica-stats-` and decimal digits
-/// only (the temporary `.rustica-stats-….tmp` names of files being built
-/// do not match).
-fn uid_of_name(name: &str) -> Option<u32> {
+/// The uid a file name stands for: `rustica-stats-` and the uid's
+/// canonical decimal form only, the one name rustica gives a user's file
+/// (the temporary `.rustica-stats-….tmp` names of files being built do
+/// not match). Leading zeros are refused: a user who copied its file to
+/// `-065534` and `-0065534` would otherwise be listed, and summed, three
+/// times.
+pub(crate) fn uid_of_name(name: &str) -> Option<u32> {
     let digits = name.strip_prefix(FILE_PREFIX)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    let uid: u32 = digits.parse().ok()?;
+    (uid.to_string() == digits).then_some(uid)
 }
 
 /// Every user's file in `dir`, by uid; names that are not a user's file
