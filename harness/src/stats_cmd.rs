@@ -385,37 +385,88 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
 
 /// [`table`] without its title.
 pub fn table_body(snap: &Snapshot) -> String {
-    let mut out = String::new();
-    let mut header = format!("{:<9}", "operation");
-    for b in Backend::ALL {
-        header.push_str(&format!(" {:>10}", b.name()));
-    }
-    header.push_str(&format!(" {:>10} {:>10}  by key size", "total", "async"));
-    out.push_str(header.trim_end());
-    out.push('\n');
-    for op in Op::ALL {
-        let mut line = format!("{:<9}", op.name());
-        for b in Backend::ALL {
-            line.push_str(&format!(" {:>10}", snap.get(op, b)));
-        }
-        line.push_str(&format!(
-            " {:>10} {:>10}  ",
-            snap.total(op),
-            snap.asynchronous(op)
-        ));
-        let bits: Vec<String> = snap
-            .by_bits(op)
-            .iter()
-            .map(|(bits, n)| format!("{bits}:{n}"))
-            .collect();
-        line.push_str(&bits.join(" "));
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let rows: Vec<CountersRow> = Op::ALL
+        .into_iter()
+        .map(|op| {
+            let mut numbers: Vec<String> = Backend::ALL
+                .into_iter()
+                .map(|b| snap.get(op, b).to_string())
+                .collect();
+            numbers.push(snap.total(op).to_string());
+            numbers.push(snap.asynchronous(op).to_string());
+            let by_bits: Vec<String> = snap
+                .by_bits(op)
+                .iter()
+                .map(|(bits, n)| format!("{bits}:{n}"))
+                .collect();
+            CountersRow {
+                op,
+                numbers,
+                by_bits: by_bits.join(" "),
+            }
+        })
+        .collect();
+    let mut out = counters_table(&rows);
     out.push_str(&format!(
         "async: at most {} requests in flight at once on the offload threads\n",
         snap.max_inflight()
     ));
+    out
+}
+
+/// One operation's line of a counters table: a number per backend, the
+/// total and the async count (already formatted), then the counts by key
+/// size.
+pub(crate) struct CountersRow {
+    pub op: Op,
+    pub numbers: Vec<String>,
+    pub by_bits: String,
+}
+
+/// The counters table of `rustica stats` and `--watch`: a heading line,
+/// then one line per row. Each column is as wide as its widest cell (the
+/// operation names, of which keygen_modexp is wider than the heading, and
+/// numbers at least 10 wide), so every number stays right-aligned under
+/// its heading.
+pub(crate) fn counters_table(rows: &[CountersRow]) -> String {
+    let mut headings: Vec<&str> = Backend::ALL.into_iter().map(Backend::name).collect();
+    headings.extend(["total", "async"]);
+    let name_width = rows
+        .iter()
+        .map(|r| r.op.name().len())
+        .chain(["operation".len()])
+        .max()
+        .unwrap_or(0);
+    let widths: Vec<usize> = headings
+        .iter()
+        .enumerate()
+        .map(|(i, heading)| {
+            rows.iter()
+                .map(|r| r.numbers[i].len())
+                .chain([heading.len(), 10])
+                .max()
+                .unwrap_or(10)
+        })
+        .collect();
+    let line = |name: &str, cells: &mut dyn Iterator<Item = &str>, last: &str| {
+        let mut line = format!("{name:<name_width$}");
+        for (cell, width) in cells.zip(&widths) {
+            line.push_str(&format!(" {cell:>width$}"));
+        }
+        line.push_str("  ");
+        line.push_str(last);
+        let mut line = line.trim_end().to_string();
+        line.push('\n');
+        line
+    };
+    let mut out = line("operation", &mut headings.iter().copied(), "by key size");
+    for r in rows {
+        out.push_str(&line(
+            r.op.name(),
+            &mut r.numbers.iter().map(String::as_str),
+            &r.by_bits,
+        ));
+    }
     out
 }
 
@@ -438,6 +489,101 @@ mod tests {
         }
         assert!(t.contains(" async "), "{t}");
         assert!(t.contains("at most 0 requests in flight"), "{t}");
+    }
+
+    /// Counters whose numbers have different widths: keygen_modexp (the
+    /// widest name) counted 3 * 2^32 times, wider than a 10-character
+    /// column, beside single digits.
+    fn uneven_counters(dir: &Path) -> Snapshot {
+        let big = stats::Stats::open(&dir.join("big")).unwrap();
+        for _ in 0..3 {
+            big.record(Op::KeygenModexp, Backend::Libica, 2048);
+        }
+        let mut snap = big.snapshot();
+        for _ in 0..32 {
+            let copy = snap.clone();
+            snap.add(&copy);
+        }
+        let small = stats::Stats::open(&dir.join("small")).unwrap();
+        small.record(Op::Sign, Backend::Software, 4096);
+        small.record(Op::Verify, Backend::Fallback, 1024);
+        small.record(Op::KeygenModexp, Backend::Software, 2048);
+        snap.add(&small.snapshot());
+        snap
+    }
+
+    /// Each whitespace-separated word of a line, with the columns (in
+    /// characters) where it starts and ends.
+    fn words(line: &str) -> Vec<(usize, usize, &str)> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in line.char_indices().chain([(line.len(), ' ')]) {
+            match (c == ' ', start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    out.push((s, i, &line[s..i]));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Reads every counters table in `text` by its columns: under the
+    /// heading line, each operation's name starts the line, each number
+    /// ends where its heading ends, and the counts by key size start under
+    /// "by key size". Returns how many tables it read.
+    fn read_columns(text: &str) -> usize {
+        let lines: Vec<&str> = text.lines().collect();
+        let numbers = Backend::ALL.len() + 2;
+        let mut tables = 0;
+        for (i, heading) in lines.iter().enumerate() {
+            if !heading.starts_with("operation ") {
+                continue;
+            }
+            let heading = words(heading);
+            assert_eq!(heading.len(), 1 + numbers + 3, "{text}");
+            for (op, row) in Op::ALL.into_iter().zip(&lines[i + 1..]) {
+                let cells = words(row);
+                assert_eq!(cells[0], (0, op.name().len(), op.name()), "{text}");
+                for n in 1..=numbers {
+                    assert_eq!(cells[n].1, heading[n].1, "column {n} of {row:?}:\n{text}");
+                    assert!(cells[n].2.parse::<u64>().is_ok(), "{row:?}:\n{text}");
+                }
+                if let Some(by_bits) = cells.get(numbers + 1) {
+                    assert_eq!(by_bits.0, heading[numbers + 1].0, "{row:?}:\n{text}");
+                }
+            }
+            tables += 1;
+        }
+        tables
+    }
+
+    #[test]
+    fn every_number_stands_under_its_heading() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = uneven_counters(dir.path());
+        let own = table(&dir.path().join("big"), &snap);
+        assert_eq!(read_columns(&own), 1);
+        assert!(own.contains("\nkeygen_modexp 12884901888 "), "{own}");
+
+        let section = |uid: u32, counters: Snapshot| Section {
+            uid,
+            user: None,
+            path: dir.path().join(uid.to_string()),
+            counters,
+        };
+        let all = AllUsers {
+            sections: vec![
+                section(1000, snap.clone()),
+                section(1001, Snapshot::default()),
+            ],
+            skipped: Vec::new(),
+            not_root_note: None,
+        };
+        // Two users' sections and their sum.
+        assert_eq!(read_columns(&all_users_table(&all, true, true)), 3);
     }
 
     #[test]

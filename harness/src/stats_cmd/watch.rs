@@ -3,6 +3,7 @@
 //! or a log, one line per interval. Ctrl-C (or SIGTERM) ends it cleanly,
 //! and so does the output closing.
 
+use super::{counters_table, CountersRow};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,33 +120,30 @@ fn screen(r: &Rates, when: &str) -> String {
         "rustica stats --watch: operations per second over {:.2} s, {when} (Ctrl-C ends)\n\n",
         r.seconds
     );
-    let mut header = format!("{:<9}", "operation");
-    for b in Backend::ALL {
-        header.push_str(&format!(" {:>10}", b.name()));
-    }
-    header.push_str(&format!(" {:>10} {:>10}  by key size", "total", "async"));
-    out.push_str(&header);
-    out.push('\n');
-    for op in Op::ALL {
-        let mut line = format!("{:<9}", op.name());
-        for b in Backend::ALL {
-            line.push_str(&format!(" {:>10.1}", r.per_second(r.delta.get(op, b))));
-        }
-        line.push_str(&format!(
-            " {:>10.1} {:>10.1}  ",
-            r.per_second(r.delta.total(op)),
-            r.per_second(r.delta.asynchronous(op))
-        ));
-        let bits: Vec<String> = r
-            .delta
-            .by_bits(op)
-            .iter()
-            .map(|(bits, n)| format!("{bits}:{:.1}", r.per_second(*n)))
-            .collect();
-        line.push_str(&bits.join(" "));
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let rate = |n: u64| format!("{:.1}", r.per_second(n));
+    let rows: Vec<CountersRow> = Op::ALL
+        .into_iter()
+        .map(|op| {
+            let mut numbers: Vec<String> = Backend::ALL
+                .into_iter()
+                .map(|b| rate(r.delta.get(op, b)))
+                .collect();
+            numbers.push(rate(r.delta.total(op)));
+            numbers.push(rate(r.delta.asynchronous(op)));
+            let by_bits: Vec<String> = r
+                .delta
+                .by_bits(op)
+                .iter()
+                .map(|(bits, n)| format!("{bits}:{}", rate(*n)))
+                .collect();
+            CountersRow {
+                op,
+                numbers,
+                by_bits: by_bits.join(" "),
+            }
+        })
+        .collect();
+    out.push_str(&counters_table(&rows));
     out.push_str(&format!(
         "\nasync: at most {} requests in flight at once on the offload threads\n",
         r.delta.max_inflight()
