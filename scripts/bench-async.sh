@@ -13,7 +13,7 @@
 #   allows an interval): each cell is measured at least ROUNDS times, the
 #   three sides alternating within each round, more until both ratios'
 #   intervals are within ±5 % or the cell has had 60 s
-#   (scripts/bench-stats.sh); the table shows medians and ranges;
+#   (scripts/lib/bench-stats.sh); the table shows medians and ranges;
 #   BITS, JOBS: space-separated lists (defaults "1024 2048" and "1 8 32").
 # Prints a Markdown table of sign/s, rustica async against `async = off`
 # and against the default provider, each B/A with its 95 % interval and
@@ -33,11 +33,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bench_rustica=$PWD/target/$profile/rustica
 BENCH_MIN_ROUNDS=$rounds
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 rustica_conf "$work/async.cnf" "$module" "backend = libica" "libica = $emu"
 rustica_conf "$work/off.cnf" "$module" "backend = libica" "libica = $emu" "async = off"
 stock_conf "$work/default.cnf"

@@ -17,7 +17,7 @@
 #   (defaults 2000, 6, 32). Each cell is measured at least ROUNDS times
 #   (6 is the least that allows an interval), the sides alternating within
 #   a round, more until both ratios are within ±5 % or the cell has had
-#   60 s (scripts/bench-stats.sh); the table shows the median handshakes/s
+#   60 s (scripts/lib/bench-stats.sh); the table shows the median handshakes/s
 #   (range in brackets), async against no async and against the default
 #   provider, each with its 95 % interval and verdict, and rustica's
 #   counters (signatures on libica and how many of them through a paused
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 requests=${1:-2000}
 rounds=${2:-6}
 concurrency=${3:-32}
-. scripts/haproxy-common.sh
+. scripts/lib/haproxy-common.sh
 haproxy_tools
 haproxy_workspace release
 export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
@@ -118,7 +118,7 @@ print("%d on libica, %d async, %d fallback, %d failed; max %d in flight"
 for side in async sync default; do haproxy_cfg "$side"; done
 bench_rustica=$rustica
 BENCH_MIN_ROUNDS=$rounds
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread 1, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async [95 % interval]: verdict | async / default [95 % interval]: verdict | sampling |"

@@ -57,7 +57,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -Wall "${ossl_flags[@]}" -o "$work/ops" benches/instructions/ops.c -lcrypto
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG

@@ -34,7 +34,7 @@ emu=$module_dir/libica_emu.so
 export OPENSSL_CONF=/dev/null
 rustica=$module_dir/rustica
 bench_rustica=$rustica
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 
 gen() { # side bits -> prints "wall cpu adapter_cpu" (seconds)
   local side=$1 bits=$2 adapter=0

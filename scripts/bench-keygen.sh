@@ -22,7 +22,7 @@ export RUSTICA_STATS_PATH=$dir/stats
 export OPENSSL_CONF=/dev/null
 rustica=$module_dir/rustica
 bench_rustica=$rustica
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 "$rustica" stats --reset >/dev/null
 now() { date +%s.%N; }
 gen() { # side bits out

@@ -33,7 +33,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/idle"
 cc -shared -fPIC -O2 -o "$work/idle/idle.so" benches/load/idle_provider.c
 
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
+. scripts/lib/counted.sh
 stock_conf "$work/stock.cnf"
 rustica_conf "$work/rustica.cnf" "$RUSTICA_MODULE"
 cat >"$work/idle.cnf" <<CNF
@@ -82,21 +83,15 @@ python3 benches/load/run.py "$work" "$rounds" "$rustica"
 want=$((rounds + 1))
 [ -n "$before" ] && want=$((2 * want))
 stats=$("$rustica" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null || true)
-python3 - "$want" "$stats" <<'PY'
-import json, sys
-want, doc = int(sys.argv[1]), sys.argv[2]
-ops = json.loads(doc)["ops"] if doc.strip() else None
-if ops is None:
-    sys.exit("bench-load: no rustica counters: rustica did not run")
-done = lambda op: sum(ops[op][b] for b in ("libica", "software", "fallback"))
-sign, verify = done("sign"), done("verify")
+sign=$(rustica_counted sign <<<"$stats") && verify=$(rustica_counted verify <<<"$stats") \
+  || { echo "bench-load: no rustica counters: rustica did not run" >&2; exit 1; }
 # dgst -sign and req -x509 sign once each; dgst -verify verifies once.
-if sign != 2 * want or verify != want:
-    sys.exit(f"bench-load: rustica counted {sign} signatures and {verify} verifications, "
-             f"expected {2 * want} and {want}")
-print(f"\nrustica counted {sign} signatures and {verify} verifications: every rustica-side "
-      "operation ran on rustica.")
-PY
+if [ "$sign" -ne $((2 * want)) ] || [ "$verify" -ne "$want" ]; then
+  echo "bench-load: rustica counted $sign signatures and $verify verifications, expected $((2 * want)) and $want" >&2
+  exit 1
+fi
+echo
+echo "rustica counted $sign signatures and $verify verifications: every rustica-side operation ran on rustica."
 
 # Memory: the resident set of an idle process (configuration loaded, no
 # RSA) and of one that made 1,000 signatures with the 2048-bit key (one

@@ -3,7 +3,7 @@
 # (A) and with rustica preferred through openssl.cnf (B), alternated A B A B
 # so drift on a shared machine hits both. Each B/A is the Hodges-Lehmann
 # estimate over the pairs with its 95 % interval and verdict (`rustica
-# compare`, scripts/bench-stats.sh): at least ROUNDS pairs, more until both
+# compare`, scripts/lib/bench-stats.sh): at least ROUNDS pairs, more until both
 # intervals are within ±5 % or the size has had 60 s (BENCH_BUDGET_S).
 # Every B run must show up in rustica's counters.
 #
@@ -31,11 +31,11 @@ rustica=$(dirname "$RUSTICA_MODULE")/rustica
 [ -x "$rustica" ] || rustica=$(pwd)/target/release/rustica
 bench_rustica=$rustica
 BENCH_MIN_ROUNDS=$rounds
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 export RUSTICA_STATS_PATH="$work/stats"

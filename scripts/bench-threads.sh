@@ -6,7 +6,7 @@
 # openssl.cnf (B), A and B alternating in rotating order. Prints medians of
 # signatures/s and each B/A with its 95 % interval and verdict over the
 # rounds' pairs (at least ROUNDS, more until ±5 % or 60 s a row:
-# scripts/bench-stats.sh); every run checks
+# scripts/lib/bench-stats.sh); every run checks
 # its signatures and which provider made them (EVP_PKEY_CTX_get0_provider:
 # "default" on A, "rustica" on B). Then `openssl speed -multi 2` through
 # scripts/bench-speed.sh with the same module. With -c MODULE, a second
@@ -37,11 +37,11 @@ export RUSTICA_MODULE
 bench_rustica=$(dirname "$RUSTICA_MODULE")/rustica
 [ -x "$bench_rustica" ] || bench_rustica=$(pwd)/target/release/rustica
 BENCH_MIN_ROUNDS=$rounds
-. scripts/bench-stats.sh
+. scripts/lib/bench-stats.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -Wall -o "$work/threads" benches/threads/threads.c -lcrypto -lpthread
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
 sides=(a b)

@@ -9,12 +9,7 @@ args=(--release)
 if [ "${1:-}" = "--debug" ]; then profile=debug; args=(); fi
 cargo build "${args[@]}" --workspace
 # cargo names a cdylib lib<name>.so; OpenSSL loads providers as <name>.so.
-# Replaced by a rename, never rewritten in place: a process that has the
-# module mapped (a benchmark or lab running beside this build) keeps the
-# file it loaded instead of reading a truncated or half-written one.
-module=target/$profile/rustica.so
-if ! cmp -s "target/$profile/librustica.so" "$module"; then
-  cp -f "target/$profile/librustica.so" "$module.new"
-  mv -f "$module.new" "$module"
-fi
+# Replaced by a rename, never rewritten in place (scripts/lib/module.sh).
+. scripts/lib/module.sh
+place_module "target/$profile/librustica.so" "target/$profile/rustica.so"
 echo "module: $(pwd)/target/$profile/rustica.so"

@@ -27,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+. scripts/lib/counted.sh
 VERSION=${1:-3.0}
 START=$SECONDS
 
@@ -70,12 +71,10 @@ EOF
 export RUSTICA_STATS_PATH=$WORK/stats
 unset RUSTICA_BACKEND RUSTICA_DEBUG OPENSSL_CONF
 RUSTICA=$TARGET_DIR/debug/rustica
+# Every operation of every kind rustica counted, failed ones included.
 ops_total() {
-  "$RUSTICA" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)["ops"]
-print(sum(v[k] for v in d.values() for k in ("libica", "software", "fallback", "failed")))' \
-    2>/dev/null || echo 0
+  "$RUSTICA" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null \
+    | rustica_counted --failed 2>/dev/null || echo 0
 }
 
 # --- 4. run ------------------------------------------------------------------------

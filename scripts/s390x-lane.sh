@@ -255,7 +255,7 @@ mkdir -p "$RUN/modules"
 # The packaged module is loaded where the package put it.
 if [ "$MODE" = deb ]; then LOADED_MODULE=$MODULE
 else LOADED_MODULE=$RUN/modules/rustica.so; cp "$MODULE" "$LOADED_MODULE"; fi
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 rustica_conf "$RUN/s390x.cnf" "$LOADED_MODULE" "backend = libica" "libica = libica.so.3" \
   "debug = yes" "debug-path = $RUN"
 uid=$(id -u)

@@ -100,7 +100,7 @@ SAMPLE=$CARD/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
 [ -f "$SAMPLE" ] || die "the engine package has no openssl.cnf.sample"
 cp "$SAMPLE" "$OUT/c.cnf"
 grep -q "^dynamic_path *= *$ENGINE_SO" "$OUT/c.cnf" || die "the sample does not load $ENGINE_SO"
-. scripts/openssl-cnf.sh
+. scripts/lib/openssl-cnf.sh
 rustica_conf "$OUT/b.cnf" "$MODULE" "backend = libica" "libica = libica.so.3"
 EMU_DIR=$OUT/emulator
 mkdir -p "$EMU_DIR"

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-600}
-. scripts/haproxy-common.sh
+. scripts/lib/haproxy-common.sh
 haproxy_tools
 haproxy_workspace release
 haproxy_pki "$work" "$module" "$emu"

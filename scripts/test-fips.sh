@@ -16,6 +16,7 @@
 # Called by scripts/test-openssl.sh 3.5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/counted.sh
 prefix=${1:?usage: scripts/test-fips.sh OPENSSL_PREFIX MODULE RUSTICA_COMMAND}
 module=${2:?module}
 rustica=${3:?rustica command}
@@ -60,10 +61,9 @@ run() { # conf args...
   env -u RUSTICA_BACKEND -u RUSTICA_LIBICA OPENSSL_CONF="$conf" RUSTICA_STATS_PATH="$stats" \
     OPENSSL_MODULES="$prefix/lib/ossl-modules" "$openssl" "$@"
 }
-signed() { # counted signatures so far
+signed() { # counted signatures so far, failed ones included
   env -u RUSTICA_MODULE "$rustica" stats --path "$stats" --json 2>/dev/null \
-    | python3 -c 'import json, sys; d = json.load(sys.stdin); s = d["ops"].get("sign", {}); print(sum(s.get(k, 0) for k in ("libica", "software", "fallback", "failed")))' \
-    2>/dev/null || echo 0
+    | rustica_counted --failed sign 2>/dev/null || echo 0
 }
 
 run "$work/fips.cnf" list -providers >"$work/providers.txt" 2>&1 || { cat "$work/providers.txt" >&2; die "the FIPS configuration does not load"; }

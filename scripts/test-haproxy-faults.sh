@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 requests=${1:-2000}
 concurrency=${2:-32}
-. scripts/haproxy-common.sh
+. scripts/lib/haproxy-common.sh
 haproxy_tools
 haproxy_workspace "${RUSTICA_PROFILE:-debug}"
 

@@ -44,7 +44,8 @@ openssl version | grep -q "^OpenSSL $series\." || { say "PATH does not run OpenS
 cargo build -p rustica --all-targets
 cargo build -p libica-emu -p rustica-harness --bins --lib
 module=$CARGO_TARGET_DIR/debug/rustica.so
-cp -f "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
+. scripts/lib/module.sh
+place_module "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
 export RUSTICA_MODULE=$module
 cargo test -p rustica --no-fail-fast -- --test-threads="${RUSTICA_TEST_THREADS:-2}"
 # Same randomness, same key, in software and on the (emulated) adapter,

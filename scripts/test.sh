@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --workspace --all-targets
 # The harness tests run the lab against this build's module.
-cp -f target/debug/librustica.so target/debug/rustica.so
+. scripts/lib/module.sh
+place_module target/debug/librustica.so target/debug/rustica.so
 export RUSTICA_MODULE="$PWD/target/debug/rustica.so"
 cargo test --workspace -- --test-threads="${RUSTICA_TEST_THREADS:-2}"

@@ -34,7 +34,8 @@ haproxy_workspace() {
     [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
   else
     cargo build -q -p rustica -p libica-emu -p rustica-harness
-    cp -f target/debug/librustica.so target/debug/rustica.so
+    . scripts/lib/module.sh
+    place_module target/debug/librustica.so target/debug/rustica.so
   fi
   module=$PWD/target/$profile/rustica.so
   emu=$PWD/target/$profile/libica_emu.so
@@ -51,7 +52,7 @@ haproxy_cleanup() {
 
 haproxy_pki() {
   local work=$1 module=$2 emu=$3
-  . scripts/openssl-cnf.sh
+  . scripts/lib/openssl-cnf.sh
   rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
   stock_conf "$work/default.cnf"
   OPENSSL_CONF="$work/default.cnf" openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
