@@ -34,15 +34,16 @@ PROVIDER = {
 
 LAB = {
     "openssl": 0, "progress": 0, "effect": 0,
-    "options": 1,
+    "options": 1, "sampling": 1,
     "commands": 2,
     "columns": 3, "setup": 3,
     "steps": 4, "counters": 4,
     "results": 5,
-    "method": 6, "matrix": 6,
-    "crosscheck": 7, "report": 7, "async_jobs": 7,
-    "markdown": 8, "svg": 8,
-    "mod": 9,
+    "method": 6, "matrix": 6, "family": 6,
+    "crosscheck": 7, "async_jobs": 7, "explain": 7, "inprocess": 7,
+    "report": 8,
+    "markdown": 9, "svg": 9, "forest": 9,
+    "mod": 10,
 }
 
 # ibmca-shim/src/: a directory (bn/, rsa/, ...) is one module; the crate

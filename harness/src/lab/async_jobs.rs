@@ -15,7 +15,7 @@ use super::effect::{Better, Comparison};
 use super::matrix::Ctx;
 use super::openssl::{RunError, Side};
 use super::options::SPEED_SIZES;
-use super::results::{SamplingRule, PRECISION_TARGET_PCT};
+use super::sampling::SamplingRule;
 use crate::lab::columns::{strings, Expect};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use serde_json::{json, Value};
@@ -38,7 +38,7 @@ pub struct AsyncRow {
     pub detail: String,
     pub commands: Vec<String>,
     /// How sampling ended (as the matrix's cells).
-    pub sampling: &'static str,
+    pub sampling: String,
 }
 
 /// Why `--async-jobs` cannot run with these options, if it cannot.
@@ -139,17 +139,15 @@ pub fn run(ctx: &mut Ctx<'_>, sizes: &[u32], jobs: u32) -> Vec<AsyncRow> {
         let args = speed_args(seconds, jobs, bits);
         let est = 2.0 * seconds as f64 + 0.1;
         let mut details = Vec::new();
-        // The matrix's sampling rule (results::SamplingRule).
-        let rule = SamplingRule::new(reps, ctx.opts.cell_budget, true);
+        // The matrix's sampling rule (sampling::SamplingRule), as a family
+        // of one cell per size.
+        let rule = SamplingRule::new(reps, ctx.opts.cell_budget, true, 1);
         let started = std::time::Instant::now();
         let mut rep = 0;
         'reps: loop {
-            let precise = || {
-                Comparison::paired(&row.a, &row.b)
-                    .is_some_and(|c| c.half_width_pct() <= PRECISION_TARGET_PCT)
-            };
-            if let Some(why) = rule.ended(rep, started.elapsed().as_secs_f64(), precise) {
-                row.sampling = why;
+            let cell = || vec![Comparison::paired(&row.a, &row.b)];
+            if let Some(why) = rule.ended(rep, started.elapsed().as_secs_f64(), cell) {
+                row.sampling = why.describe(Comparison::paired(&row.a, &row.b).as_ref());
                 break;
             }
             let planned = reps.max(rep + 1);

@@ -18,6 +18,10 @@
 //! continuous distribution symmetric about its centre (paired) or any
 //! shift (unpaired), and one outlier (a neighbour's burst on a shared
 //! machine, a page-cache miss) moves them little.
+//!
+//! Each comparison also carries the p-value of the same rank test (the
+//! interval excludes 1 exactly when p <= 5 %), so that a run's cells can
+//! be tested as a family: [`holm`] (docs/lab.md, "The family of cells").
 
 /// Whether a larger figure is better (operations per second) or worse
 /// (seconds).
@@ -38,7 +42,14 @@ pub struct Comparison {
     /// Pairs (paired), or the smaller side's samples (unpaired).
     pub n: usize,
     pub paired: bool,
+    /// Two-sided p-value of the rank test of B/A = 1 that the interval
+    /// inverts (signed rank, or Mann–Whitney).
+    pub p: f64,
 }
+
+/// The family-wise error rate the lab's summary keeps: the chance that
+/// any cell of a run is listed as a difference when none is real.
+pub const FAMILY_ALPHA: f64 = 0.05;
 
 /// The smallest sample for which a 95 % rank interval exists: with 5
 /// pairs or fewer, even all five log ratios on one side happen by chance
@@ -69,7 +80,8 @@ impl Comparison {
             }
         }
         walsh.sort_by(|x, y| x.total_cmp(y));
-        let k = signed_rank_k(n)?;
+        let null = Null::signed_rank(n);
+        let k = null.lower_rank()?;
         let m = walsh.len();
         Some(Comparison {
             ratio: median_sorted(&walsh).exp(),
@@ -77,6 +89,7 @@ impl Comparison {
             hi: walsh[m - k].exp(),
             n,
             paired: true,
+            p: null.p_two_sided(&walsh),
         })
     }
 
@@ -103,7 +116,8 @@ impl Comparison {
             }
         }
         d.sort_by(|x, y| x.total_cmp(y));
-        let k = rank_sum_k(la.len(), lb.len())?;
+        let null = Null::rank_sum(la.len(), lb.len());
+        let k = null.lower_rank()?;
         let m = d.len();
         Some(Comparison {
             ratio: median_sorted(&d).exp(),
@@ -111,6 +125,7 @@ impl Comparison {
             hi: d[m - k].exp(),
             n: la.len().min(lb.len()),
             paired: false,
+            p: null.p_two_sided(&d),
         })
     }
 
@@ -231,14 +246,30 @@ fn median_sorted(v: &[f64]) -> f64 {
     }
 }
 
-/// The rank k (1-based) of the Walsh average that bounds the 95 %
-/// interval from below (the upper bound is the k-th from the top): the
-/// largest k with P(T <= k - 1) <= 2.5 % for the signed-rank statistic T
-/// of n pairs. None when no such k exists (n < 6).
-fn signed_rank_k(n: usize) -> Option<usize> {
-    let m = n * (n + 1) / 2;
-    if n <= 60 {
-        // counts[t]: subsets of {1..n} whose sum is t, as probabilities.
+/// The null distribution of a rank statistic: the signed-rank statistic
+/// of n pairs (the count of positive Walsh averages), or the Mann–Whitney
+/// U of two samples (the count of positive differences). Exact while it is
+/// cheap, its normal approximation beyond.
+enum Null {
+    /// P(statistic = 0), P(= 1), ...
+    Exact(Vec<f64>),
+    Normal {
+        mean: f64,
+        variance: f64,
+    },
+}
+
+impl Null {
+    /// Exact up to 60 pairs.
+    fn signed_rank(n: usize) -> Null {
+        let m = n * (n + 1) / 2;
+        if n > 60 {
+            return Null::Normal {
+                mean: m as f64 / 2.0,
+                variance: (n * (n + 1) * (2 * n + 1)) as f64 / 24.0,
+            };
+        }
+        // p[t]: the share of subsets of {1..n} whose sum is t.
         let mut p = vec![0.0f64; m + 1];
         p[0] = 1.0;
         for r in 1..=n {
@@ -249,16 +280,18 @@ fn signed_rank_k(n: usize) -> Option<usize> {
                 *v /= 2.0;
             }
         }
-        return lower_rank(p.iter().copied());
+        Null::Exact(p)
     }
-    normal_rank(m as f64 / 2.0, (n * (n + 1) * (2 * n + 1)) as f64 / 24.0)
-}
 
-/// As [`signed_rank_k`], for the Mann–Whitney statistic of samples of
-/// sizes na and nb (exact while na·nb <= 2500, normal beyond).
-fn rank_sum_k(na: usize, nb: usize) -> Option<usize> {
-    let m = na * nb;
-    if m <= 2500 {
+    /// Samples of sizes na and nb: exact while na·nb <= 2500.
+    fn rank_sum(na: usize, nb: usize) -> Null {
+        let m = na * nb;
+        if m > 2500 {
+            return Null::Normal {
+                mean: m as f64 / 2.0,
+                variance: (na * nb * (na + nb + 1)) as f64 / 12.0,
+            };
+        }
         // N(s, l, u): arrangements of s values of one side and l of the
         // other whose statistic is u; N(s, l, u) = N(s - 1, l, u - l) +
         // N(s, l - 1, u), kept one s at a time.
@@ -278,33 +311,96 @@ fn rank_sum_k(na: usize, nb: usize) -> Option<usize> {
             }
             prev = cur;
         }
-        let dist = &prev[large];
-        let total: f64 = dist.iter().sum();
-        return lower_rank(dist.iter().map(|c| c / total));
+        let total: f64 = prev[large].iter().sum();
+        Null::Exact(prev[large].iter().map(|c| c / total).collect())
     }
-    normal_rank(m as f64 / 2.0, (na * nb * (na + nb + 1)) as f64 / 12.0)
-}
 
-/// The bounding rank from a statistic's exact distribution (probabilities
-/// of 0, 1, 2, ...): the largest k with P(statistic <= k - 1) <= 2.5 %.
-fn lower_rank(probabilities: impl Iterator<Item = f64>) -> Option<usize> {
-    let mut cum = 0.0;
-    let mut k = 0;
-    for (t, p) in probabilities.enumerate() {
-        cum += p;
-        if cum > 0.025 + 1e-12 {
-            break;
+    /// P(statistic <= t).
+    fn cdf(&self, t: usize) -> f64 {
+        match self {
+            Null::Exact(p) => p.iter().take(t + 1).sum::<f64>().min(1.0),
+            // With a continuity correction.
+            Null::Normal { mean, variance } => {
+                normal_cdf((t as f64 + 0.5 - mean) / variance.sqrt())
+            }
         }
-        k = t + 1;
     }
-    (k >= 1).then_some(k)
+
+    /// The rank k (1-based) of the sorted Walsh averages (or differences)
+    /// that bounds the 95 % interval from below (the upper bound is the
+    /// k-th from the top): the largest k with P(statistic <= k - 1) <=
+    /// 2.5 %. None when no such k exists (signed rank: n < 6).
+    fn lower_rank(&self) -> Option<usize> {
+        let k = match self {
+            Null::Exact(p) => {
+                let mut cum = 0.0;
+                let mut k = 0;
+                for (t, p) in p.iter().enumerate() {
+                    cum += p;
+                    if cum > 0.025 + 1e-12 {
+                        break;
+                    }
+                    k = t + 1;
+                }
+                k
+            }
+            Null::Normal { mean, variance } => {
+                (mean - Z95 * variance.sqrt() - 0.5).floor().max(0.0) as usize
+            }
+        };
+        (k >= 1).then_some(k)
+    }
+
+    /// The two-sided p-value of "no shift" from the sorted Walsh averages
+    /// (or differences): twice the chance of a statistic as far out as the
+    /// smaller of the counts above and below zero, zeros counted half to
+    /// each. The same statistic bounds the interval, so the interval
+    /// excludes 1 exactly when this is at most 5 %.
+    fn p_two_sided(&self, sorted: &[f64]) -> f64 {
+        let below = sorted.iter().filter(|v| **v < 0.0).count();
+        let above = sorted.iter().filter(|v| **v > 0.0).count();
+        let zeros = sorted.len() - below - above;
+        let t = below.min(above) + zeros / 2;
+        (2.0 * self.cdf(t)).min(1.0)
+    }
 }
 
-/// The bounding rank from the normal approximation of a statistic with
-/// this mean and variance (with a continuity correction).
-fn normal_rank(mean: f64, variance: f64) -> Option<usize> {
-    let k = (mean - Z95 * variance.sqrt() - 0.5).floor();
-    (k >= 1.0).then_some(k as usize)
+/// The standard normal distribution function, from erfc (Numerical
+/// Recipes' Chebyshev fit: relative error below 1.2e-7 everywhere, far
+/// below what a p-value is read to).
+fn normal_cdf(z: f64) -> f64 {
+    let x = -z / std::f64::consts::SQRT_2;
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * a);
+    let poly = -a * a - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    0.5 * if x >= 0.0 { erfc } else { 2.0 - erfc }
+}
+
+/// Holm's step-down adjustment of a family's p-values, in their order: a
+/// cell counts (at [`FAMILY_ALPHA`]) when its adjusted p is at most that.
+/// The smallest p is compared with alpha / m, the next with alpha / (m - 1),
+/// and so on until one fails; every later one fails too. It keeps the
+/// family-wise error at alpha whatever the dependence between the cells
+/// (docs/lab.md, "The family of cells").
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![1.0; m];
+    let mut running = 0.0f64;
+    for (step, &i) in order.iter().enumerate() {
+        running = running.max(((m - step) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
 }
 
 #[cfg(test)]
@@ -342,9 +438,9 @@ mod tests {
         // Published two-sided 5 % critical values of the Wilcoxon signed
         // rank test (T <= c rejects): n=6: 0, n=10: 8, n=20: 52, n=30: 137.
         for (n, c) in [(6, 0), (10, 8), (20, 52), (30, 137)] {
-            assert_eq!(signed_rank_k(n), Some(c + 1), "n = {n}");
+            assert_eq!(Null::signed_rank(n).lower_rank(), Some(c + 1), "n = {n}");
         }
-        assert_eq!(signed_rank_k(5), None);
+        assert_eq!(Null::signed_rank(5).lower_rank(), None);
     }
 
     #[test]
@@ -352,7 +448,11 @@ mod tests {
         // Two-sided 5 % critical values of the Mann–Whitney U test
         // (U <= c rejects): 5 and 5: 2, 10 and 10: 23, 8 and 12: 22.
         for (a, b, c) in [(5, 5, 2), (10, 10, 23), (8, 12, 22)] {
-            assert_eq!(rank_sum_k(a, b), Some(c + 1), "{a} and {b}");
+            assert_eq!(
+                Null::rank_sum(a, b).lower_rank(),
+                Some(c + 1),
+                "{a} and {b}"
+            );
         }
     }
 
@@ -364,6 +464,7 @@ mod tests {
             hi,
             n: 10,
             paired: true,
+            p: 0.01,
         };
         assert_eq!(c(0.90, 0.95).verdict(Better::Lower).key(), "B faster");
         assert_eq!(c(0.90, 0.95).verdict(Better::Higher).key(), "B slower");
@@ -441,6 +542,94 @@ mod tests {
         assert!(covered >= runs * 92 / 100, "covered {covered} of {runs}");
     }
 
+    /// The test and the interval are one: the interval excludes 1 exactly
+    /// when p <= 5 %, exact and normal, paired and unpaired.
+    #[test]
+    fn p_values_agree_with_the_intervals() {
+        let mut rng = Rng(7);
+        for (paired, n) in [(true, 12), (true, 80), (false, 10), (false, 60)] {
+            for _ in 0..200 {
+                let shift = 1.0 + 0.04 * rng.normal();
+                let a: Vec<f64> = (0..n).map(|_| rng.noisy_time(1.0, 0.05)).collect();
+                let b: Vec<f64> = (0..n).map(|_| shift * rng.noisy_time(1.0, 0.05)).collect();
+                let c = if paired {
+                    Comparison::paired(&a, &b)
+                } else {
+                    Comparison::unpaired(&a, &b)
+                }
+                .unwrap();
+                assert!((0.0..=1.0).contains(&c.p), "{c:?}");
+                assert_eq!(
+                    c.differs(),
+                    c.p <= 0.05 + 1e-9,
+                    "paired {paired}, n {n}: {c:?}"
+                );
+            }
+        }
+        // Ten pairs all one way: the exact p is 2 / 2^10.
+        let a = [1.0; 10];
+        let b: Vec<f64> = (1..=10).map(|i| 1.0 + 0.01 * i as f64).collect();
+        let c = Comparison::paired(&a, &b).unwrap();
+        assert!((c.p - 2.0 / 1024.0).abs() < 1e-12, "{c:?}");
+    }
+
+    #[test]
+    fn holm_steps_down() {
+        // Sorted: 0.005 x 4, 0.01 x 3, 0.03 x 2, 0.04 x 1; each adjusted p at
+        // least the one before it.
+        let adjusted = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let want = [0.03, 0.06, 0.06, 0.02];
+        for (a, w) in adjusted.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adjusted:?}");
+        }
+        assert!(holm(&[]).is_empty());
+        assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
+    }
+
+    /// A/A over whole runs: 300 simulated quick labs of 40 paired cells
+    /// (12 pairs each) and 8 key-generation cells (15 keys a side, heavy
+    /// tails), nothing different. Cell by cell, most runs would list at
+    /// least one chance difference; after Holm's control, at most 5 % of
+    /// runs may list any (plus three standard deviations).
+    #[test]
+    fn a_against_a_over_a_whole_run_lists_nothing_after_family_control() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let runs = 300;
+        let (mut raw, mut family) = (0, 0);
+        for _ in 0..runs {
+            let mut p = Vec::new();
+            let mut excluded = false;
+            for cell in 0..48 {
+                let (paired, n, sd) = if cell < 40 {
+                    (true, 12, 0.05)
+                } else {
+                    (false, 15, 0.6)
+                };
+                let a: Vec<f64> = (0..n).map(|_| rng.noisy_time(1.0, sd)).collect();
+                let b: Vec<f64> = (0..n).map(|_| rng.noisy_time(1.0, sd)).collect();
+                let c = if paired {
+                    Comparison::paired(&a, &b)
+                } else {
+                    Comparison::unpaired(&a, &b)
+                }
+                .unwrap();
+                excluded |= c.differs();
+                p.push(c.p);
+            }
+            raw += usize::from(excluded);
+            family += usize::from(holm(&p).iter().any(|&q| q <= FAMILY_ALPHA));
+        }
+        assert!(
+            raw >= runs * 7 / 10,
+            "raw intervals listed something in {raw} of {runs}"
+        );
+        let bound = 0.05 + 3.0 * (0.05 * 0.95 / runs as f64).sqrt();
+        assert!(
+            family as f64 / runs as f64 <= bound,
+            "Holm listed something in {family} of {runs}"
+        );
+    }
+
     #[test]
     fn too_few_samples_give_no_interval() {
         assert!(Comparison::paired(&[1.0; 5], &[1.0; 5]).is_none());
@@ -458,6 +647,7 @@ mod tests {
             hi: 1.25,
             n: 10,
             paired: false,
+            p: 0.5,
         };
         // ±25 % now: ±5 % needs about 25 times as many.
         let need = c.samples_for(5.0);

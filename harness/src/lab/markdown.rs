@@ -2,9 +2,12 @@
 //! time per operation, validation, notes and command lines. An INVALID row
 //! never shows a B number: its B cells say INVALID.
 
+use super::explain::{self, Context};
+use super::family::standing;
 use super::method;
 use super::report::{all_valid, dur, num, RunInfo};
-use super::results::{self, Column, Kind, Row, Side, Status, Unit};
+use super::results::{Column, Kind, Pair, Row, Side, Status, Unit};
+use super::sampling::PRECISION_TARGET_PCT;
 use std::fmt::Write as _;
 
 /// B/A with its 95 % interval, or why there is none.
@@ -58,7 +61,9 @@ fn column_order(rows: &[Row]) -> Vec<(Kind, usize)> {
 
 pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     let mut md = String::new();
-    let title = if info.c_name.is_some() {
+    let title = if info.aa {
+        "# rustica lab, A/A: the workshop's RSA matrix with stock OpenSSL on both sides (A and B)\n"
+    } else if info.c_name.is_some() {
         "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica, beside C\n"
     } else {
         "# rustica lab: the workshop's RSA matrix, without (A) and with (B) rustica\n"
@@ -66,7 +71,7 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     let _ = writeln!(md, "{title}");
     md_summary(&mut md, info, rows);
     md_results(&mut md, rows);
-    md_verdicts(&mut md, rows);
+    md_verdicts(&mut md, rows, info);
     md_side_c(&mut md, info, rows);
     md_keygen_methods(&mut md, rows);
     md_per_operation(&mut md, rows);
@@ -130,7 +135,14 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         "- A: stock `openssl`, default provider only (`openssl-A.cnf`); RSA path: {}.",
         env["a_rsa_path"].as_str().unwrap_or("not recorded")
     );
-    let _ = writeln!(md, "{}", side_b_line(info));
+    if info.aa {
+        let _ = writeln!(
+            md,
+            "- B: stock `openssl` again, default provider only (`--aa`: `openssl-B.cnf`, the same text as A's); nothing differs but the turn, so any difference listed below is a false call."
+        );
+    } else {
+        let _ = writeln!(md, "{}", side_b_line(info));
+    }
     let _ = writeln!(md, "- B for `openssl speed`: {}.", info.speed_load);
     if let Some(c) = &info.c_name {
         let _ = writeln!(
@@ -138,19 +150,64 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
             "- C: {c}; run after A and B in every round. Its figures are compared with A's (C/A) and B's (B/C) under \"C beside A and B\"; validation checks its results against A's and B's."
         );
     }
-    let diffs = differences(rows);
+    let diffs = differences(rows, info.explain_context());
+    let family = rows
+        .iter()
+        .flat_map(|r| &r.columns)
+        .find_map(|c| c.decision(Pair::BOverA))
+        .map_or(0, |d| d.family_size);
+    let rule = format!(
+        "Holm's step-down over the run's {family} B/A cells, 5 % family-wise: the chance that any line here is a chance one"
+    );
     if diffs.is_empty() {
         let _ = writeln!(
             md,
-            "- Differences that count (95 % interval excludes 1×): none; every cell reads \"no difference detected\" or has too few samples to tell.\n"
+            "- Differences that count ({rule}): none; every cell reads \"no difference detected\", has too few samples to tell, or does not survive the family's control.\n"
         );
     } else {
-        let _ = writeln!(md, "- Differences that count (95 % interval excludes 1×):");
+        let _ = writeln!(
+            md,
+            "- Differences that count ({rule}), each with where B's work ran (rustica's counters):"
+        );
         for d in diffs {
             let _ = writeln!(md, "  - {d}");
         }
         md.push('\n');
     }
+    if info.c_name.is_some() {
+        for pair in [Pair::COverA, Pair::BOverC] {
+            let listed = side_c_differences(rows, pair);
+            let _ =
+                writeln!(
+                md,
+                "- {} differences that count (Holm over the run's {} cells, 5 % family-wise): {}\n",
+                pair.name(),
+                pair.name(),
+                if listed.is_empty() { "none".to_string() } else { listed.join("; ") }
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "![B/A of every cell with its 95 % interval, log scale; filled: counts after the family's control](forest.svg)\n"
+    );
+}
+
+/// The C/A or B/C cells that survive their family's control.
+fn side_c_differences(rows: &[Row], pair: Pair) -> Vec<String> {
+    let (side, base) = pair.sides();
+    rows.iter()
+        .filter(|r| r.valid())
+        .flat_map(|r| r.columns.iter().map(move |c| (r.bits, c)))
+        .filter(|(_, c)| c.decision(pair).is_some_and(|d| d.survives))
+        .map(|(bits, c)| {
+            format!(
+                "{bits} bits, {}: {}",
+                c.kind.op_name(),
+                c.verdict_of(side, base)
+            )
+        })
+        .collect()
 }
 
 /// How B ran rustica, and on which backends its operations were counted.
@@ -240,23 +297,27 @@ fn md_results(md: &mut String, rows: &[Row]) {
     md.push('\n');
 }
 
-/// Every cell's interval and verdict, and how its sampling ended.
-fn md_verdicts(md: &mut String, rows: &[Row]) {
+/// Every cell's interval and verdict, whether it counts in the run's
+/// family, and how its sampling ended.
+fn md_verdicts(md: &mut String, rows: &[Row], info: &RunInfo) {
     let _ = writeln!(md, "## B against A: intervals and verdicts\n");
     let _ = writeln!(
         md,
         "95 % intervals of B/A: Hodges–Lehmann estimates with Wilcoxon signed-rank intervals over the paired \
          log ratios (Mann–Whitney intervals over every A-B pair for key generation and new-key certificates, whose \
-         samples are independent). The lab samples a cell until its interval is within ±{:.0} % or the cell's \
-         time budget is spent. \"No difference detected (±z %)\" means the interval contains 1× and reaches z % \
-         from it: about the smallest difference this sample could have shown (docs/lab.md, \"Intervals and verdicts\").\n",
-        results::PRECISION_TARGET_PCT
+         samples are independent). The lab samples a cell until its interval is within ±{PRECISION_TARGET_PCT:.0} % or the cell's \
+         time budget is spent, and stops early where the target is out of reach. \"No difference detected (±z %)\" means the interval contains 1× and reaches z % \
+         from it: about the smallest difference this sample could have shown. Each interval is a 95 % interval of its \
+         own cell; a cell counts as a difference only when it also survives Holm's control over all the run's cells \
+         (\"counts\", with Holm's adjusted p): one chance interval in twenty is expected among cells that do not differ \
+         (docs/lab.md, \"Intervals and verdicts\", \"The family of cells\").{}\n",
+        if info.aa { " A/A: B is stock OpenSSL, so no cell should count." } else { "" }
     );
     let _ = writeln!(
         md,
-        "| RSA bits | column | B/A | 95 % interval | verdict | samples | sampling ended |"
+        "| RSA bits | column | B/A | 95 % interval | verdict | counts | samples | sampling ended |"
     );
-    let _ = writeln!(md, "|---:|---|---:|---|---|---:|---|");
+    let _ = writeln!(md, "|---:|---|---:|---|---|---|---:|---|");
     for r in rows {
         for c in &r.columns {
             if !matches!(c.status, Status::Measured) {
@@ -265,7 +326,7 @@ fn md_verdicts(md: &mut String, rows: &[Row]) {
             if !r.valid() {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | INVALID | INVALID | INVALID | | |",
+                    "| {} | {} | INVALID | INVALID | INVALID | | | |",
                     r.bits,
                     c.kind.op_name()
                 );
@@ -280,10 +341,11 @@ fn md_verdicts(md: &mut String, rows: &[Row]) {
             };
             let _ = writeln!(
                 md,
-                "| {} | {} | {ratio} | {interval} | {} | {} | {} |",
+                "| {} | {} | {ratio} | {interval} | {} | {} | {} | {} |",
                 r.bits,
                 c.kind.op_name(),
                 c.verdict_text(),
+                standing(c.decision(Pair::BOverA)),
                 c.a.len().min(c.b.len()),
                 c.sampling
             );
@@ -303,13 +365,14 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
         md,
         "C: {name}. The same intervals as B/A: C/A over A's and C's samples, B/C over B's and C's (the three sides \
          take turns in every round, so sample i of each saw the same machine). For B/C, \"B faster\" means faster \
-         than C. libica calls: from the emulated libica's call log of each side (`--count-libica-calls`), by function.\n"
+         than C. C/A and B/C are families of their own, each under Holm's control (\"counts\"). libica calls: from the \
+         emulated libica's call log of each side (`--count-libica-calls`), by function.\n"
     );
     let _ = writeln!(
         md,
-        "| RSA bits | column | C | C/A [95 %] | C against A | B/C [95 %] | B against C | libica calls B | libica calls C |"
+        "| RSA bits | column | C | C/A [95 %] | C against A | counts | B/C [95 %] | B against C | counts | libica calls B | libica calls C |"
     );
-    let _ = writeln!(md, "|---:|---|---:|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---:|---|---:|---|---|---|---|---|---|---|---|");
     let interval = |k: Option<super::effect::Comparison>| match k {
         Some(k) => format!("{}× [{}–{}]", num(k.ratio), num(k.lo), num(k.hi)),
         None => "-".into(),
@@ -330,7 +393,7 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
             if !r.valid() {
                 let _ = writeln!(
                     md,
-                    "| {} | {} | INVALID | INVALID | INVALID | INVALID | INVALID | | |",
+                    "| {} | {} | INVALID | INVALID | INVALID | | INVALID | INVALID | | | |",
                     r.bits,
                     c.kind.op_name()
                 );
@@ -338,14 +401,16 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
             }
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.bits,
                 c.kind.op_name(),
                 figure_cell(c, Side::C),
                 interval(c.comparison_of(Side::C, Side::A)),
                 c.verdict_of(Side::C, Side::A),
+                standing(c.decision(Pair::COverA)),
                 interval(c.comparison_of(Side::B, Side::C)),
                 c.verdict_of(Side::B, Side::C),
+                standing(c.decision(Pair::BOverC)),
                 calls(c, Side::B),
                 calls(c, Side::C)
             );
@@ -354,22 +419,20 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
     md.push('\n');
 }
 
-/// The cells whose interval excludes 1 (valid rows only).
-pub fn differences(rows: &[Row]) -> Vec<String> {
+/// The cells that count (they survive the family's control; valid rows
+/// only), each with its verdict and why B differs, from the counters.
+pub fn differences(rows: &[Row], cx: Context) -> Vec<String> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.valid()) {
-        for c in &r.columns {
-            if !matches!(c.status, Status::Measured) {
-                continue;
-            }
-            if c.counts_as_difference() {
-                out.push(format!(
-                    "{} bits, {}: {}",
-                    r.bits,
-                    c.kind.op_name(),
-                    c.verdict_text()
-                ));
-            }
+        for c in r.columns.iter().filter(|c| c.counts_as_difference()) {
+            let why = explain::explain(r.bits, c, cx);
+            out.push(format!(
+                "{} bits, {}: {}: {}",
+                r.bits,
+                c.kind.op_name(),
+                c.verdict_text(),
+                why.text
+            ));
         }
     }
     out

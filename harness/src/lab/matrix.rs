@@ -3,16 +3,17 @@
 //! counter checks and cross-checks that make B's numbers trustworthy.
 
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
-use super::counters::{compare, parse_s_time, parse_speed, parse_speed_multi};
-use super::openssl::{free_port, run_timed, Finished, RunError, Scratch, Server, Side, SideEnv};
-use super::options::{Options, SECLEVEL1_BELOW};
+use super::counters::compare;
+use super::openssl::{run_timed, Finished, RunError, Scratch, Side, SideEnv};
+use super::options::Options;
 use super::progress::Progress;
-use super::results::{Check, Column, Row, Sample, SamplingRule, Status};
+use super::results::{Check, Column, Row, Sample, Status};
+use super::sampling::SamplingRule;
 use super::setup;
 use super::steps;
-use columns::{strings, Expect};
+use columns::Expect;
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 impl Options {
@@ -27,6 +28,21 @@ impl Options {
             })
             .sum()
     }
+
+    /// How many B/A cells the run will test together (every column of
+    /// every step that is not skipped, at every size): the family size the
+    /// sampling rule aims a difference's p-value at.
+    pub fn planned_cells(&self, sizes: &[u32]) -> usize {
+        sizes
+            .iter()
+            .map(|&bits| {
+                steps::steps()
+                    .filter(|s| s.skipped(self, bits).is_none())
+                    .map(|s| s.columns.len())
+                    .sum::<usize>()
+            })
+            .sum()
+    }
 }
 
 /// Ctrl-C: stop measuring, keep what was measured.
@@ -35,14 +51,14 @@ pub struct Stop;
 pub type Flow = Result<(), Stop>;
 
 /// Why one run gave no sample.
-enum RunFail {
+pub(super) enum RunFail {
     Failed(String),
     Stop,
 }
 
 impl RunFail {
     /// A failed `openssl` process of `side`.
-    fn of(side: Side) -> impl Fn(RunError) -> RunFail {
+    pub(super) fn of(side: Side) -> impl Fn(RunError) -> RunFail {
         move |e| match e {
             RunError::Interrupted => RunFail::Stop,
             RunError::Failed(m) => RunFail::Failed(format!("side {}: {m}", side.name())),
@@ -51,12 +67,12 @@ impl RunFail {
 }
 
 /// What one run gave.
-struct Outcome {
+pub(super) struct Outcome {
     /// One sample per column the run fills.
-    samples: Vec<Sample>,
+    pub samples: Vec<Sample>,
     /// The program's own operation counts, one per counted operation of
     /// the step (none for one-shot processes).
-    reported: Vec<u64>,
+    pub reported: Vec<u64>,
 }
 
 /// B's results of one step, for its checks.
@@ -205,6 +221,14 @@ impl Ctx<'_> {
     }
 
     fn run_row_inner(&mut self, row: &mut Row, bits: u32) -> Flow {
+        if self.opts.aa {
+            row.checks.push(Check::new(
+                "A/A: side B is stock OpenSSL",
+                true,
+                "--aa: B runs without rustica, like A; its counters are not read, \
+                 and the cross-checks below still compare the two sides",
+            ));
+        }
         if let Some(src) = self.opts.reused_key(bits) {
             if !self.reuse_key(row, bits, &src) {
                 return Ok(());
@@ -261,7 +285,7 @@ impl Ctx<'_> {
         let before = self.snap();
         let r = self.take_turns(row, step, &paths, runs, &mut cols, &mut tally);
         let b_runs = cols[0].b.len() as u64;
-        if r.is_ok() && step.counted.per == Per::Process {
+        if r.is_ok() && step.counted.per == Per::Process && !self.opts.aa {
             let expected: Vec<(Op, u64)> =
                 step.counted.ops.iter().map(|&op| (op, b_runs)).collect();
             let (ok, detail) =
@@ -303,16 +327,22 @@ impl Ctx<'_> {
             runs,
             self.opts.cell_budget * step.budget_cells() as f64,
             cols.iter().all(|c| !c.unpaired()),
+            self.opts.family_size,
         );
         let started = Instant::now();
         let mut round = 0;
         let ended = loop {
-            let precise = || cols.iter().all(|c| c.failed() || c.precise());
-            if let Some(why) = rule.ended(round, started.elapsed().as_secs_f64(), precise) {
-                break why;
+            let cells = || {
+                cols.iter()
+                    .filter(|c| !c.failed())
+                    .map(Column::comparison)
+                    .collect()
+            };
+            if let Some(why) = rule.ended(round, started.elapsed().as_secs_f64(), cells) {
+                break Some(why);
             }
             if cols.iter().all(|c| c.failed()) {
-                break "failed";
+                break None;
             }
             let planned = runs.max(round + 1);
             for turn in 0..turns {
@@ -325,7 +355,8 @@ impl Ctx<'_> {
                     if side == Side::C && cols[first].c_failed.is_some() {
                         continue;
                     }
-                    let checked = side == Side::B && matches!(step.counted.per, Per::Run(_));
+                    let checked =
+                        side == Side::B && matches!(step.counted.per, Per::Run(_)) && !self.opts.aa;
                     let before = checked.then(|| self.snap());
                     let commands = (round == 0).then_some(&mut cols[first].commands);
                     let spec = &step.columns[first];
@@ -386,7 +417,10 @@ impl Ctx<'_> {
             round += 1;
         };
         for c in cols.iter_mut() {
-            c.sampling = ended;
+            c.sampling = match ended {
+                Some(why) => why.describe(c.comparison().as_ref()),
+                None => "failed".into(),
+            };
         }
         Ok(())
     }
@@ -435,227 +469,6 @@ impl Ctx<'_> {
             Run::Handshakes => self.handshakes(spec, paths, side, est, &label, commands),
             Run::Speed => self.speed(paths, side, est, &label, commands),
             Run::SpeedMulti => self.speed_multi(paths, side, est, &label, commands),
-        }
-    }
-
-    /// A's `s_time` against `side`'s `s_server`: handshakes per second, and
-    /// the server's CPU per handshake.
-    fn handshakes(
-        &mut self,
-        spec: &ColumnSpec,
-        paths: &Paths,
-        side: Side,
-        est: f64,
-        label: &str,
-        commands: Option<&mut Vec<String>>,
-    ) -> Result<Outcome, RunFail> {
-        let name = side.name();
-        let cert = paths
-            .served_certificate()
-            .ok_or_else(|| RunFail::Failed("no certificate to serve".into()))?;
-        let (server, server_cmd) = match self.start_server(side, paths.bits, &cert, &paths.key()) {
-            Ok(Ok(s)) => s,
-            Ok(Err(m)) => return Err(RunFail::Failed(format!("side {name} server: {m}"))),
-            Err(Stop) => return Err(RunFail::Stop),
-        };
-        let mut args = strings(&[
-            "-connect",
-            &format!("127.0.0.1:{}", server.port),
-            "-new",
-            "-time",
-            &self.opts.tls_seconds.to_string(),
-        ]);
-        if let Some(client) = spec.client {
-            args.extend(client.flags(paths.bits));
-        }
-        if let Some(c) = commands {
-            c.push(format!("server ({name}): {server_cmd}"));
-            c.push(format!("client (A): {}", self.a.describe("s_time", &args)));
-        }
-        let res = self.op(Side::A, "s_time", &args, est, label);
-        let server_cpu = server.stop();
-        let f = match res {
-            Ok(f) => f,
-            Err(RunError::Interrupted) => return Err(RunFail::Stop),
-            Err(RunError::Failed(m)) => {
-                return Err(RunFail::Failed(format!(
-                    "client against side {name} server: {m}"
-                )))
-            }
-        };
-        let conns = parse_s_time(&f.stdout).unwrap_or(0);
-        if conns == 0 {
-            return Err(RunFail::Failed(format!(
-                "no handshake completed against the side {name} server: {}",
-                f.stdout.lines().last().unwrap_or("").trim()
-            )));
-        }
-        Ok(Outcome {
-            samples: vec![Sample {
-                value: conns as f64 / f.wall,
-                cpu: server_cpu / conns as f64,
-            }],
-            reported: vec![conns],
-        })
-    }
-
-    /// `openssl speed -mr rsaN`: its own sign/s and verify/s (CPU not
-    /// measured), and its own counts.
-    fn speed(
-        &mut self,
-        paths: &Paths,
-        side: Side,
-        est: f64,
-        label: &str,
-        commands: Option<&mut Vec<String>>,
-    ) -> Result<Outcome, RunFail> {
-        let args = strings(&[
-            "-seconds",
-            &self.opts.speed_seconds.to_string(),
-            "-mr",
-            &format!("rsa{}", paths.bits),
-        ]);
-        if let Some(c) = commands {
-            c.push(self.side(side).describe("speed", &args));
-        }
-        let f = self
-            .op(side, "speed", &args, est, label)
-            .map_err(RunFail::of(side))?;
-        // -mr writes its +R lines to standard error.
-        let p = parse_speed(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
-            RunFail::Failed(format!(
-                "side {}: no `+R1`/`+R2` lines in openssl speed -mr output",
-                side.name()
-            ))
-        })?;
-        let rate = |count: u64, secs: f64| Sample {
-            value: count as f64 / secs,
-            cpu: 0.0,
-        };
-        Ok(Outcome {
-            samples: vec![
-                rate(p.sign_count, p.sign_secs),
-                rate(p.verify_count, p.verify_secs),
-            ],
-            reported: vec![p.all_signs, p.all_verifies],
-        })
-    }
-
-    /// `openssl speed -elapsed -mr -multi N rsaN` at N = 1, then at N = the
-    /// cores: sign/s per core at N, the linearity (that over the rate at 1)
-    /// and the CPU per signature at N (the process's user + system, its
-    /// children's included, times the signing phases' share). Wall-clock
-    /// rates (-elapsed), since scaling is about wall time.
-    fn speed_multi(
-        &mut self,
-        paths: &Paths,
-        side: Side,
-        est: f64,
-        label: &str,
-        mut commands: Option<&mut Vec<String>>,
-    ) -> Result<Outcome, RunFail> {
-        let n = steps::multi_processes();
-        let mut runs = Vec::with_capacity(2);
-        for processes in [1, n] {
-            let args = strings(&[
-                "-elapsed",
-                "-seconds",
-                &self.opts.speed_seconds.to_string(),
-                "-mr",
-                "-multi",
-                &processes.to_string(),
-                &format!("rsa{}", paths.bits),
-            ]);
-            if let Some(c) = commands.as_deref_mut() {
-                c.push(self.side(side).describe("speed", &args));
-            }
-            let f = self
-                .op(side, "speed", &args, est / 2.0, label)
-                .map_err(RunFail::of(side))?;
-            let p = parse_speed_multi(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
-                RunFail::Failed(format!(
-                    "side {}: no `+R1` lines in openssl speed -multi {processes} -mr output",
-                    side.name()
-                ))
-            })?;
-            runs.push((p, f.cpu));
-        }
-        let (one, _) = &runs[0];
-        let (many, cpu) = &runs[1];
-        let per_core = many.sign_rate / n as f64;
-        let cpu_per_sign = if many.all_signs > 0 {
-            cpu * many.sign_share / many.all_signs as f64
-        } else {
-            0.0
-        };
-        let sample = |value: f64| Sample {
-            value,
-            cpu: cpu_per_sign,
-        };
-        Ok(Outcome {
-            samples: vec![
-                sample(per_core),
-                Sample {
-                    value: per_core / one.sign_rate,
-                    cpu: 0.0,
-                },
-                sample(cpu_per_sign),
-            ],
-            reported: vec![
-                one.all_signs + many.all_signs,
-                one.all_verifies + many.all_verifies,
-            ],
-        })
-    }
-
-    /// Starts `side`'s s_server for the row's certificate, on the chosen or
-    /// a free port (a taken free port is retried).
-    fn start_server(
-        &mut self,
-        side: Side,
-        bits: u32,
-        cert: &Path,
-        key: &Path,
-    ) -> Result<Result<(Server, String), String>, Stop> {
-        let mut tries = 0;
-        loop {
-            let port = match self.opts.port {
-                Some(p) => p,
-                None => match free_port() {
-                    Ok(p) => p,
-                    Err(e) => return Ok(Err(format!("no free port on 127.0.0.1: {e}"))),
-                },
-            };
-            let mut args = strings(&[
-                "-quiet",
-                "-accept",
-                &format!("127.0.0.1:{port}"),
-                "-cert",
-                &cert.to_string_lossy(),
-                "-key",
-                &key.to_string_lossy(),
-            ]);
-            if bits < SECLEVEL1_BELOW {
-                args.extend(strings(&["-cipher", "DEFAULT:@SECLEVEL=1"]));
-            }
-            let env = self.side(side);
-            let what = env.describe("s_server", &args);
-            let cmd = env.command("s_server", &args);
-            let log = self
-                .out
-                .join("logs")
-                .join(format!("s_server-{}.stderr", side.name()));
-            match Server::start(cmd, port, &log, &what) {
-                Ok(s) => return Ok(Ok((s, what))),
-                Err(RunError::Interrupted) => return Err(Stop),
-                Err(RunError::Failed(m)) => {
-                    tries += 1;
-                    if m.contains("in use") && self.opts.port.is_none() && tries < 3 {
-                        continue;
-                    }
-                    return Ok(Err(m));
-                }
-            }
         }
     }
 }

@@ -13,7 +13,10 @@
 //! - `matrix`: the one runner of that table, row by row (key size);
 //!   `counters`: B's counter deltas against B's operations; `crosscheck`:
 //!   the row's key pair and the checks across the two sides.
-//! - `results`: the data; `report`, `markdown`, `svg`: the outputs.
+//! - `inprocess`: the runs that are not one timed process (TLS, speed).
+//! - `results`: the data; `sampling`: when a cell has enough; `family`:
+//!   which cells count across the run (Holm); `explain`: why B differs,
+//!   from the counters; `report`, `markdown`, `svg`, `forest`: the outputs.
 //!
 //! Each module uses only lower ones (docs/architecture.md, "Layers";
 //! scripts/check-layers.py).
@@ -24,6 +27,10 @@ mod commands;
 mod counters;
 mod crosscheck;
 pub mod effect;
+mod explain;
+mod family;
+mod forest;
+mod inprocess;
 mod markdown;
 mod matrix;
 mod method;
@@ -32,6 +39,7 @@ mod options;
 mod progress;
 mod report;
 mod results;
+mod sampling;
 mod setup;
 mod steps;
 mod svg;
@@ -82,12 +90,21 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     // Side B, with its private counters file.
     let stats_path = out.join("B").join("rustica-stats");
     let _ = fs::remove_file(&stats_path);
-    let b = setup::side_b(args, &setup, &out, &stats_path)?;
-    let (provider_name, listing) = setup::rustica_loads(args, &setup, &b)?;
+    let (b, (provider_name, listing)) = if args.aa {
+        let b = setup::side_b_stock(&setup, &out)?;
+        (
+            b,
+            ("none (--aa: B is stock OpenSSL)".to_string(), String::new()),
+        )
+    } else {
+        let b = setup::side_b(args, &setup, &out, &stats_path)?;
+        let loaded = setup::rustica_loads(args, &setup, &b)?;
+        (b, loaded)
+    };
     let c = setup::side_c(args, &setup, &out)?;
     let c_name = c.as_ref().map(|(_, name)| name.clone());
     let mut notes = Vec::new();
-    if !provider_name.to_lowercase().contains("rustica") {
+    if !args.aa && !provider_name.to_lowercase().contains("rustica") {
         let m = format!(
             "the module loaded as `rustica` calls itself {provider_name:?}: it does not look like rustica"
         );
@@ -98,7 +115,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let document = out.join("document-3MiB.bin");
     setup::write_document(&document)
         .map_err(|e| format!("cannot write {}: {e}", document.display()))?;
-    let opts = matrix_options(args);
+    let opts = matrix_options(args, &setup.sizes);
     let environment = environment(args, &setup, &a, &provider_name, &listing, &mut notes);
     let options = options_json(args, &setup, &opts, &out);
     notes.extend(standard_notes(&opts, &setup.sizes));
@@ -132,12 +149,14 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         interrupted: false,
         b_counters: None,
         c_name,
+        aa: args.aa,
         notes,
     };
     let mut rows = Vec::new();
     for &bits in &setup.sizes {
         let (row, r) = ctx.run_row(bits);
         rows.push(row);
+        family::decide(&mut rows);
         info.interrupted = r.is_err() || openssl::interrupted();
         info.duration_s = t0.elapsed().as_secs_f64();
         // Reports after every row, so an interrupted run keeps its results.
@@ -177,10 +196,11 @@ fn speed_load(b: &SideEnv, out: &Path) -> String {
     }
 }
 
-/// The counts and switches of the matrix, from the command line.
-fn matrix_options(args: &LabArgs) -> Options {
+/// The counts and switches of the matrix, from the command line, for a
+/// run over `sizes`.
+fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
     let count = |specific: Option<u32>, dflt: u32| specific.or(args.count).unwrap_or(dflt) as usize;
-    Options {
+    let mut o = Options {
         reps: args.reps as usize,
         cell_budget: f64::from(args.cell_budget),
         keygen_reps: args.keygen_reps.map(|n| n as usize),
@@ -200,7 +220,11 @@ fn matrix_options(args: &LabArgs) -> Options {
             2
         },
         count_libica_calls: args.count_libica_calls,
-    }
+        aa: args.aa,
+        family_size: 0,
+    };
+    o.family_size = o.planned_cells(sizes);
+    o
 }
 
 /// The host, the programs and B's provider, for the report; adds the note
@@ -269,6 +293,15 @@ fn options_json(args: &LabArgs, setup: &Setup, opts: &Options, out: &Path) -> Va
 fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
     let mut so = std::io::stdout().lock();
     let _ = writeln!(so, "rustica lab: results in {}", out.display());
+    let differences = markdown::differences(rows, info.explain_context());
+    if differences.is_empty() {
+        let _ = writeln!(so, "  differences that count: none");
+    } else {
+        let _ = writeln!(so, "  differences that count (Holm, 5 % family-wise):");
+        for d in &differences {
+            let _ = writeln!(so, "    {d}");
+        }
+    }
     for r in rows {
         let _ = writeln!(so, "  {:>5} bits: {}", r.bits, r.status_word());
         for c in r.c_checks.iter().filter(|c| !c.ok) {
@@ -435,11 +468,12 @@ fn write_reports(
         "report.json",
         &(serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"),
     )?;
-    w("report.csv", &report::csv(rows))?;
+    w("report.csv", &report::csv(rows, info.explain_context()))?;
     w(
         "chart.svg",
         &svg::chart(rows, "RSA cost by key size: time per operation (median)"),
     )?;
+    w("forest.svg", &forest::chart(rows, info.aa))?;
     Ok(())
 }
 
@@ -508,7 +542,7 @@ mod tests {
     #[test]
     fn keygen_reps_are_their_own_option() {
         let l = Lab::try_parse_from(["lab", "--reps", "1"]).unwrap().lab;
-        let o = matrix_options(&l);
+        let o = matrix_options(&l, &[1024]);
         assert_eq!(o.reps, 1);
         assert_eq!(
             [1024, 4096, 7680, 15360].map(|b| o.keygen_count(b)),
@@ -517,7 +551,7 @@ mod tests {
         let l = Lab::try_parse_from(["lab", "--keygen-reps", "4"])
             .unwrap()
             .lab;
-        let o = matrix_options(&l);
+        let o = matrix_options(&l, &[1024]);
         assert_eq!((o.reps, o.keygen_count(15360)), (3, 4));
         assert!(Lab::try_parse_from(["lab", "--keygen-reps", "0"]).is_err());
     }

@@ -71,6 +71,10 @@ pub struct Options {
     /// `--count-libica-calls`: B's and C's calls from the emulated
     /// libica's logs.
     pub count_libica_calls: bool,
+    /// `--aa`: side B is stock OpenSSL, as A is.
+    pub aa: bool,
+    /// The B/A cells the run will test as one family (`Options::family_size`).
+    pub family_size: usize,
 }
 
 impl Options {
@@ -200,6 +204,11 @@ pub struct LabArgs {
     /// libica_emu.so, which both sides must load.
     #[arg(long)]
     pub(super) count_libica_calls: bool,
+    /// A/A: side B is stock OpenSSL too, without rustica, through the same
+    /// alternation, sampling and checks. Nothing differs, so the summary
+    /// must list nothing: the lab's test of its own false calls.
+    #[arg(long, conflicts_with_all = ["c_config", "c_engine", "async_jobs", "backend", "libica"])]
+    pub(super) aa: bool,
     /// The openssl program [default: `openssl` on PATH].
     #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
     pub(super) openssl: PathBuf,

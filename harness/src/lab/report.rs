@@ -4,8 +4,10 @@
 //! samples, under a name that says they are not validated).
 
 use super::effect::Comparison;
+use super::explain::{self, Context};
 use super::method;
-use super::results::{Column, Row, Side, Status};
+use super::results::{summary_json, Column, Pair, Row, Side, Status};
+use super::sampling::PRECISION_TARGET_PCT;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -28,7 +30,21 @@ pub struct RunInfo {
     pub b_counters: Option<String>,
     /// Side C in words, when the lab ran one.
     pub c_name: Option<String>,
+    /// `--aa`: both sides stock OpenSSL.
+    pub aa: bool,
     pub notes: Vec<String>,
+}
+
+impl RunInfo {
+    /// What the explanations of B's differences need to know.
+    pub fn explain_context(&self) -> Context {
+        Context {
+            aa: self.aa,
+            a_in_software: self.environment["a_rsa_path"]
+                .as_str()
+                .is_none_or(|p| p.starts_with("software")),
+        }
+    }
 }
 
 pub fn all_valid(rows: &[Row]) -> bool {
@@ -66,9 +82,108 @@ pub fn dur(secs: f64) -> String {
     }
 }
 
+/// One column's JSON: every sample, each side's figures, and each
+/// comparison with its family's decision and, for B/A, the explanation.
+fn column_json(bits: u32, c: &Column, cx: Context) -> Value {
+    let side = |side: Side| {
+        let s = c.side(side);
+        json!({
+            "samples": s.iter().map(|x| x.value).collect::<Vec<_>>(),
+            "cpu_seconds": s.iter().map(|x| x.cpu).collect::<Vec<_>>(),
+            "figure": c.figure(side),
+            "per_op": c.per_op(side).map(summary_json),
+            "cpu": c.cpu(side).map(summary_json),
+        })
+    };
+    let (status, reason) = match &c.status {
+        Status::Measured => ("measured", None),
+        Status::Skipped(r) => ("skipped", Some(r.clone())),
+        Status::Failed(r) => ("failed", Some(r.clone())),
+    };
+    let mut comparison = comparison_json(c, Pair::BOverA);
+    comparison["method"] = json!(if c.unpaired() {
+        "Hodges-Lehmann shift of log times, Mann-Whitney 95 % interval (unpaired)"
+    } else {
+        "Hodges-Lehmann median of paired log ratios, Wilcoxon signed-rank 95 % interval"
+    });
+    comparison["precision_target_pct"] = json!(PRECISION_TARGET_PCT);
+    comparison["target_met"] = json!(c.precise());
+    comparison["sampling"] = json!(c.sampling);
+    comparison["explanation"] = match explain::of_measured(bits, c, cx) {
+        Some(e) => json!({
+            "operation": e.operation,
+            "b_ran_on": e.b_ran_on,
+            "where": e.place,
+            "per_process": e.per_process,
+            "text": e.text,
+        }),
+        None => Value::Null,
+    };
+    let mut v = json!({
+        "column": c.kind.key(),
+        "title": c.kind.heading(c.count),
+        "unit": c.kind.unit().symbol(),
+        "figure_is": if c.kind.is_loop() { "total of the per-process wall times" } else { "median" },
+        "count": c.count,
+        "status": status,
+        "reason": reason,
+        "note": c.note,
+        "commands": c.commands,
+        "A": side(Side::A),
+        "B": side(Side::B),
+        "ratio_B_over_A": c.ratio().map(summary_json),
+        "comparison": comparison,
+        "B_counted_by_rustica": c.b_counted,
+    });
+    // Side C's keys only when the lab ran one, so that the reports of an
+    // A/B lab keep their shape.
+    if !c.c.is_empty() {
+        v["C"] = side(Side::C);
+        v["comparison_C_over_A"] = comparison_json(c, Pair::COverA);
+        v["comparison_B_over_C"] = comparison_json(c, Pair::BOverC);
+    }
+    if let Some(why) = &c.c_failed {
+        v["C_failed"] = json!(why);
+    }
+    if !c.libica_calls.is_empty() {
+        v["libica_calls"] = json!(c.libica_calls);
+    }
+    v
+}
+
+/// One comparison: estimate, interval, p-values, whether it counts in its
+/// family (`differs`), and the cell's own verdict naming the sides.
+fn comparison_json(c: &Column, pair: Pair) -> Value {
+    let (side, base) = pair.sides();
+    let k = c.comparison_of(side, base);
+    let d = c.decision(pair);
+    json!({
+        "ratio": k.map(|k| k.ratio),
+        "ci95": k.map(|k| vec![k.lo, k.hi]),
+        "half_width_pct": k.map(|k| k.half_width_pct()),
+        "n": k.map(|k| k.n),
+        "interval_excludes_1": k.map(|k| k.differs()),
+        "p_value": k.map(|k| k.p),
+        "p_holm": d.map(|d| d.p_holm),
+        "family_size": d.map(|d| d.family_size),
+        "survives_family_control": d.map(|d| d.survives),
+        "differs": d.map(|d| d.survives),
+        "verdict_key": k.map(|k| k.verdict(c.better()).key()),
+        "verdict": c.verdict_of(side, base),
+    })
+}
+
 /// The JSON of one row; an invalid row's B side carries no figures.
-fn row_json(r: &Row) -> Value {
-    let mut v = r.to_json();
+fn row_json(r: &Row, cx: Context) -> Value {
+    let mut v = json!({
+        "bits": r.bits,
+        "status": r.status_word(),
+        "valid": r.valid(),
+        "key_source": r.key_source,
+        "b_operations_by_backend": r.backends,
+        "checks": r.checks.iter().map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
+        "columns": r.columns.iter().map(|c| column_json(r.bits, c, cx)).collect::<Vec<_>>(),
+    });
     v["keygen_methods"] = method::of_row(r)
         .into_iter()
         .map(|(k, a, b)| json!({"column": k.key(), "A": a, "B": b}))
@@ -114,7 +229,12 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         "options": info.options,
         "environment": info.environment,
         "keygen_method_rule": method::EXPLANATION,
-        "rows": rows.iter().map(row_json).collect::<Vec<_>>(),
+        "aa": info.aa,
+        "family_control": {
+            "method": "Holm step-down over the two-sided p-values of every cell's rank test, one family per comparison (B/A; C/A and B/C with a side C)",
+            "family_wise_alpha": super::effect::FAMILY_ALPHA,
+        },
+        "rows": rows.iter().map(|r| row_json(r, info.explain_context())).collect::<Vec<_>>(),
         "b_counters": counters,
         "notes": info.notes,
     });
@@ -124,11 +244,12 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
     v
 }
 
-pub fn csv(rows: &[Row]) -> String {
+pub fn csv(rows: &[Row], cx: Context) -> String {
     let mut out = String::from(
         "bits,status,column,unit,count,column_status,a_figure,a_median,a_min,a_max,a_cpu_median,\
          b_figure,b_median,b_min,b_max,b_cpu_median,ratio_median,ratio_min,ratio_max,\
-         ratio_estimate,ci95_low,ci95_high,half_width_pct,verdict,target_met,sampling",
+         ratio_estimate,ci95_low,ci95_high,half_width_pct,verdict,target_met,sampling,\
+         p_value,p_holm,survives_family_control,explanation",
     );
     // Side C's columns only when the lab ran one.
     let with_c = rows
@@ -192,17 +313,24 @@ pub fn csv(rows: &[Row]) -> String {
                     f(rt.map(|s| s.max)),
                 );
                 let k = c.comparison();
+                let d = c.decision(Pair::BOverA);
                 let _ = write!(
                     line,
-                    ",{},{},\"{}\",{},{}",
+                    ",{},{},\"{}\",{},\"{}\",{},{},{},\"{}\"",
                     interval(k),
                     f(k.map(|k| k.half_width_pct())),
                     c.verdict_text().replace('"', "'"),
                     c.precise(),
                     c.sampling,
+                    f(k.map(|k| k.p)),
+                    f(d.map(|d| d.p_holm)),
+                    d.map(|d| d.survives.to_string()).unwrap_or_default(),
+                    explain::of_measured(r.bits, c, cx)
+                        .map(|e| e.text.replace('"', "'"))
+                        .unwrap_or_default(),
                 );
             } else {
-                line.push_str(&",INVALID".repeat(15));
+                line.push_str(&",INVALID".repeat(19));
             }
             if with_c {
                 if ok {
@@ -284,6 +412,7 @@ pub mod tests {
             interrupted: false,
             b_counters: Some("{\"ops\": {}}".into()),
             c_name: None,
+            aa: false,
             notes: vec!["a note".into()],
         }
     }
@@ -295,14 +424,15 @@ pub mod tests {
     fn outputs_match_the_recorded_reports() {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab-report");
-        let (rows, info) = (sample_rows(), sample_info());
+        let (mut rows, info) = (sample_rows(), sample_info());
+        crate::lab::family::decide(&mut rows);
         let outputs = [
             ("report.md", markdown(&info, &rows)),
             (
                 "report.json",
                 serde_json::to_string_pretty(&json_report(&info, &rows)).unwrap() + "\n",
             ),
-            ("report.csv", csv(&rows)),
+            ("report.csv", csv(&rows, info.explain_context())),
             (
                 "chart.svg",
                 crate::lab::svg::chart(&rows, "RSA cost by key size: time per operation (median)"),
@@ -352,7 +482,7 @@ pub mod tests {
         assert_eq!(j["rows"][1]["columns"][0]["B"]["invalid"], true);
         assert!(j["rows"][1]["columns"][0]["ratio_B_over_A"].is_null());
         assert!(j["rows"][0]["columns"][0]["ratio_B_over_A"]["median"].is_number());
-        let c = csv(&rows);
+        let c = csv(&rows, sample_info().explain_context());
         assert!(c
             .lines()
             .any(|l| l.starts_with("2048,INVALID,keygen") && l.ends_with("INVALID")));

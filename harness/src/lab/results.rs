@@ -1,9 +1,12 @@
 //! What a lab run measured and checked: the data every report is made from.
+//! How sampling ends is `sampling`; which cells count, in words, is
+//! `family` and `explain`; the JSON of a row is `report`.
 
 use super::columns::{ColumnSpec, Reduce};
-use super::effect::{Better, Comparison, MIN_PAIRS};
+use super::effect::{Better, Comparison};
 pub use super::openssl::Side;
 pub use super::options::Kind;
+use super::sampling::PRECISION_TARGET_PCT;
 use super::steps;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -128,9 +131,54 @@ pub struct Column {
     /// emulated libica's call log (`--count-libica-calls`): "B" ->
     /// "rsa_crt" -> 100.
     pub libica_calls: Counted,
-    /// How sampling ended: "precision target met", "time budget spent",
-    /// "round limit" or "planned runs" (fixed count).
-    pub sampling: &'static str,
+    /// How sampling ended, in words (`sampling::Ended::describe`).
+    pub sampling: String,
+    /// Where this cell stands in its run's families (B/A, and with a side
+    /// C also C/A and B/C), once `family::decide` has seen every row.
+    pub family: [Option<Decision>; 3],
+}
+
+/// The comparisons a run makes: each is a family of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pair {
+    BOverA,
+    COverA,
+    BOverC,
+}
+
+impl Pair {
+    pub const ALL: [Pair; 3] = [Pair::BOverA, Pair::COverA, Pair::BOverC];
+
+    /// (side, base): the ratio is side over base.
+    pub fn sides(self) -> (Side, Side) {
+        match self {
+            Pair::BOverA => (Side::B, Side::A),
+            Pair::COverA => (Side::C, Side::A),
+            Pair::BOverC => (Side::B, Side::C),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pair::BOverA => "B/A",
+            Pair::COverA => "C/A",
+            Pair::BOverC => "B/C",
+        }
+    }
+}
+
+/// One cell's standing in its family (docs/lab.md, "The family of cells").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    /// The cell's own two-sided p-value.
+    pub p: f64,
+    /// Holm's adjusted p-value over the family.
+    pub p_holm: f64,
+    /// Whether the difference counts: the adjusted p is within the
+    /// family's alpha.
+    pub survives: bool,
+    /// How many cells the family has.
+    pub family_size: usize,
 }
 
 /// median, min, max.
@@ -176,7 +224,8 @@ impl Column {
             commands: Vec::new(),
             b_counted: Counted::new(),
             libica_calls: Counted::new(),
-            sampling: "planned runs",
+            sampling: "planned runs".into(),
+            family: [None; 3],
         }
     }
 
@@ -281,23 +330,19 @@ impl Column {
         }
     }
 
-    /// Whether this cell counts as a difference: its interval excludes 1,
-    /// and, for key generation (unpaired, heavy-tailed: one key's next
-    /// prime can be near or far), the interval is also within the
-    /// precision target. With the quick lab's 15 keys per side, intervals
-    /// of ±30-70 % excluded 1 by chance (3072 bits: 0.49× [0.28–0.93]
-    /// between two sides running the same method); a ratio that wide is
-    /// not a result.
+    /// Whether this cell counts as a difference: it survived its run's
+    /// family control (Holm over every B/A cell of the run), whatever its
+    /// column. False until `family::decide` has run.
     pub fn counts_as_difference(&self) -> bool {
-        self.comparison().is_some_and(|c| {
-            c.differs() && (!self.unpaired() || c.half_width_pct() <= PRECISION_TARGET_PCT)
-        })
+        self.decision(Pair::BOverA).is_some_and(|d| d.survives)
     }
 
-    /// The verdict in words: a difference only where the interval
-    /// excludes 1; for key generation, "not enough keys to tell" while the
-    /// interval is wider than the precision target, whichever side of 1 it
-    /// lies on.
+    /// This cell's standing in one family.
+    pub fn decision(&self, pair: Pair) -> Option<Decision> {
+        self.family[pair as usize]
+    }
+
+    /// The verdict of the cell's own interval, in words.
     pub fn verdict_text(&self) -> String {
         self.verdict_of(Side::B, Side::A)
     }
@@ -322,175 +367,26 @@ impl Column {
         matches!(self.status, Status::Failed(_))
     }
 
-    pub fn to_json(&self) -> Value {
-        let side = |side: Side| {
-            let s = self.side(side);
-            json!({
-                "samples": s.iter().map(|x| x.value).collect::<Vec<_>>(),
-                "cpu_seconds": s.iter().map(|x| x.cpu).collect::<Vec<_>>(),
-                "figure": self.figure(side),
-                "per_op": self.per_op(side).map(summary_json),
-                "cpu": self.cpu(side).map(summary_json),
-            })
-        };
-        let (status, reason) = match &self.status {
-            Status::Measured => ("measured", None),
-            Status::Skipped(r) => ("skipped", Some(r.clone())),
-            Status::Failed(r) => ("failed", Some(r.clone())),
-        };
-        let mut v = json!({
-            "column": self.kind.key(),
-            "title": self.kind.heading(self.count),
-            "unit": self.kind.unit().symbol(),
-            "figure_is": if self.kind.is_loop() { "total of the per-process wall times" } else { "median" },
-            "count": self.count,
-            "status": status,
-            "reason": reason,
-            "note": self.note,
-            "commands": self.commands,
-            "A": side(Side::A),
-            "B": side(Side::B),
-            "ratio_B_over_A": self.ratio().map(summary_json),
-            "comparison": self.comparison_json(),
-            "B_counted_by_rustica": self.b_counted,
-        });
-        // Side C's keys only when the lab ran one, so that the reports of
-        // an A/B lab keep their shape.
-        if !self.c.is_empty() {
-            v["C"] = side(Side::C);
-            v["comparison_C_over_A"] = self.other_comparison_json(Side::C, Side::A);
-            v["comparison_B_over_C"] = self.other_comparison_json(Side::B, Side::C);
-        }
-        if let Some(why) = &self.c_failed {
-            v["C_failed"] = json!(why);
-        }
-        if !self.libica_calls.is_empty() {
-            v["libica_calls"] = json!(self.libica_calls);
-        }
-        v
-    }
-
-    /// Another pair's comparison: estimate, interval and verdict, with the
-    /// verdict naming the sides.
-    fn other_comparison_json(&self, side: Side, base: Side) -> Value {
-        let c = self.comparison_of(side, base);
-        json!({
-            "ratio": c.map(|c| c.ratio),
-            "ci95": c.map(|c| vec![c.lo, c.hi]),
-            "half_width_pct": c.map(|c| c.half_width_pct()),
-            "n": c.map(|c| c.n),
-            "interval_excludes_1": c.map(|c| c.differs()),
-            "verdict": self.verdict_of(side, base),
-        })
-    }
-
     /// [`Column::verdict_text`] for `side` over `base`, naming `side`:
-    /// "C faster by ...".
+    /// "C faster by ...". Key generation's verdicts (unpaired, heavy-tailed)
+    /// also say how many keys per side a ±5 % interval would take.
     pub fn verdict_of(&self, side: Side, base: Side) -> String {
         let what = if self.unpaired() { "keys" } else { "samples" };
-        match self.comparison_of(side, base) {
-            None => format!("not enough {what} to tell"),
-            Some(c) if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT => {
-                format!(
-                    "not enough keys to tell (±{:.0} %; about {} per side for ±{PRECISION_TARGET_PCT:.0} %)",
-                    c.half_width_pct(),
-                    c.samples_for(PRECISION_TARGET_PCT)
-                )
-            }
-            // The verdicts name side B; another side takes its place.
-            Some(c) => {
-                c.verdict(self.better())
-                    .text()
-                    .replacen("B ", &format!("{} ", side.name()), 1)
-            }
-        }
-    }
-}
-
-impl Column {
-    fn comparison_json(&self) -> Value {
-        let c = self.comparison();
-        json!({
-            "method": if self.unpaired() {
-                "Hodges-Lehmann shift of log times, Mann-Whitney 95 % interval (unpaired)"
-            } else {
-                "Hodges-Lehmann median of paired log ratios, Wilcoxon signed-rank 95 % interval"
-            },
-            "ratio": c.map(|c| c.ratio),
-            "ci95": c.map(|c| vec![c.lo, c.hi]),
-            "half_width_pct": c.map(|c| c.half_width_pct()),
-            "n": c.map(|c| c.n),
-            "interval_excludes_1": c.map(|c| c.differs()),
-            "differs": c.map(|_| self.counts_as_difference()),
-            "verdict_key": c.map(|c| {
-                if self.counts_as_difference() || !c.differs() {
-                    c.verdict(self.better()).key()
-                } else {
-                    "not enough keys"
-                }
-            }),
-            "verdict": self.verdict_text(),
-            "precision_target_pct": PRECISION_TARGET_PCT,
-            "target_met": self.precise(),
-            "sampling": self.sampling,
-        })
-    }
-}
-
-/// The half-width the lab aims at for every B/A interval (percent).
-pub const PRECISION_TARGET_PCT: f64 = 5.0;
-
-/// When the lab stops sampling a cell (docs/lab.md, "Sampling"): a
-/// paired cell takes at least MIN_PAIRS rounds (no 95 % interval exists
-/// below), then more until its interval is within the precision target,
-/// its time budget is spent or four times its planned rounds have run.
-/// Without a budget, or for unpaired cells, the planned rounds exactly.
-pub struct SamplingRule {
-    adaptive: bool,
-    min_rounds: usize,
-    max_rounds: usize,
-    budget_s: f64,
-}
-
-impl SamplingRule {
-    pub fn new(planned: usize, budget_s: f64, paired: bool) -> SamplingRule {
-        let adaptive = paired && budget_s > 0.0;
-        SamplingRule {
-            adaptive,
-            min_rounds: if adaptive {
-                planned.max(MIN_PAIRS)
-            } else {
-                planned
-            },
-            max_rounds: if adaptive {
-                (planned * 4).max(MIN_PAIRS * 4)
-            } else {
-                planned
-            },
-            budget_s,
-        }
-    }
-
-    /// Why sampling ends after `rounds` rounds and `elapsed_s` seconds,
-    /// or None to go on; `precise` is asked only once the minimum is run.
-    pub fn ended(
-        &self,
-        rounds: usize,
-        elapsed_s: f64,
-        precise: impl FnOnce() -> bool,
-    ) -> Option<&'static str> {
-        if rounds < self.min_rounds {
-            None
-        } else if !self.adaptive {
-            Some("planned runs")
-        } else if precise() {
-            Some("precision target met")
-        } else if rounds >= self.max_rounds {
-            Some("round limit")
-        } else if elapsed_s >= self.budget_s {
-            Some("time budget spent")
+        let Some(c) = self.comparison_of(side, base) else {
+            return format!("not enough {what} to tell");
+        };
+        // The verdicts name side B; another side takes its place.
+        let verdict =
+            c.verdict(self.better())
+                .text()
+                .replacen("B ", &format!("{} ", side.name()), 1);
+        if self.unpaired() && c.half_width_pct() > PRECISION_TARGET_PCT {
+            format!(
+                "{verdict}; about {} keys per side for ±{PRECISION_TARGET_PCT:.0} %",
+                c.samples_for(PRECISION_TARGET_PCT)
+            )
         } else {
-            None
+            verdict
         }
     }
 }
@@ -569,18 +465,6 @@ impl Row {
             "INVALID"
         }
     }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "bits": self.bits,
-            "status": self.status_word(),
-            "valid": self.valid(),
-            "key_source": self.key_source,
-            "b_operations_by_backend": self.backends,
-            "checks": self.checks.iter().map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
-            "columns": self.columns.iter().map(Column::to_json).collect::<Vec<_>>(),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -595,9 +479,9 @@ mod tests {
     }
 
     #[test]
-    fn a_wide_key_generation_interval_is_not_a_difference() {
+    fn key_generation_verdicts_read_like_any_other_and_say_how_many_keys_it_takes() {
         // 15 keys per side, B's times half of A's but spread over 4×: the
-        // interval excludes 1 yet is far wider than ±5 %.
+        // interval excludes 1 and is far wider than ±5 %.
         let spread: Vec<f64> = (0..15).map(|i| 0.5 * 1.1f64.powi(i)).collect();
         let mut c = Column::new(Kind::Keygen, 15);
         c.a = samples(&spread);
@@ -607,44 +491,24 @@ mod tests {
             k.differs() && k.half_width_pct() > PRECISION_TARGET_PCT,
             "{k:?}"
         );
+        let v = c.verdict_text();
+        assert!(v.starts_with("B faster by "), "{v}");
+        assert!(v.contains("keys per side for ±5 %"), "{v}");
+        // Whether it counts is the family's word, not the column's.
         assert!(!c.counts_as_difference());
-        assert!(
-            c.verdict_text().starts_with("not enough keys to tell"),
-            "{}",
-            c.verdict_text()
-        );
-        assert_eq!(c.comparison_json()["differs"], false);
-        assert_eq!(c.comparison_json()["interval_excludes_1"], true);
-        // A paired cell with the same interval width still counts.
+        c.family[Pair::BOverA as usize] = Some(Decision {
+            p: k.p,
+            p_holm: k.p,
+            survives: true,
+            family_size: 1,
+        });
+        assert!(c.counts_as_difference());
+        // A paired cell says nothing about keys.
         let mut p = Column::new(Kind::Signatures, 15);
         p.a = samples(&spread);
         p.b = samples(&spread.iter().map(|v| v * 1.2).collect::<Vec<_>>());
-        assert!(p.counts_as_difference());
-        assert!(
-            p.verdict_text().starts_with("B slower"),
-            "{}",
-            p.verdict_text()
-        );
-    }
-
-    #[test]
-    fn the_sampling_rule() {
-        // Paired with a budget: at least 6 rounds, then until precise, the
-        // round limit (4 x planned, at least 24) or the budget.
-        let r = SamplingRule::new(3, 20.0, true);
-        assert_eq!(r.ended(5, 100.0, || true), None);
-        assert_eq!(r.ended(6, 0.0, || true), Some("precision target met"));
-        assert_eq!(r.ended(6, 0.0, || false), None);
-        assert_eq!(r.ended(6, 20.0, || false), Some("time budget spent"));
-        assert_eq!(r.ended(24, 0.0, || false), Some("round limit"));
-        // Unpaired, or no budget: the planned rounds exactly.
-        for r in [
-            SamplingRule::new(3, 20.0, false),
-            SamplingRule::new(3, 0.0, true),
-        ] {
-            assert_eq!(r.ended(2, 0.0, || true), None);
-            assert_eq!(r.ended(3, 0.0, || false), Some("planned runs"));
-        }
+        let v = p.verdict_text();
+        assert!(v.starts_with("B slower by") && !v.contains("keys"), "{v}");
     }
 
     fn s(v: f64) -> Sample {

@@ -52,7 +52,11 @@ pub fn check_setup(args: &LabArgs) -> Result<Setup, String> {
             openssl.display()
         ));
     }
-    let module = crate::system::find_module(args.module.as_deref())?;
+    // A/A loads no rustica: a module that is not there is no reason to stop.
+    let module = match crate::system::find_module(args.module.as_deref()) {
+        Err(_) if args.aa => PathBuf::new(),
+        found => found?,
+    };
     let mut sizes: Vec<u32> = if args.sizes.is_empty() {
         let mut v = QUICK_SIZES.to_vec();
         if args.full {
@@ -216,6 +220,20 @@ pub fn side_a(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
     Ok(SideEnv {
         openssl: setup.openssl.clone(),
         conf: out.join("openssl-A.cnf"),
+        speed_conf: None,
+        extra_args: Vec::new(),
+        env: Vec::new(),
+    })
+}
+
+/// Side B under `--aa`: stock OpenSSL as A is, under a configuration of
+/// its own (the same text as A's), so that the two sides differ in nothing
+/// but their turn.
+pub fn side_b_stock(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
+    write(out, "openssl-B.cnf", &openssl::config_a())?;
+    Ok(SideEnv {
+        openssl: setup.openssl.clone(),
+        conf: out.join("openssl-B.cnf"),
         speed_conf: None,
         extra_args: Vec::new(),
         env: Vec::new(),

@@ -414,6 +414,8 @@ mod tests {
             backend: None,
             sides: 2,
             count_libica_calls: false,
+            aa: false,
+            family_size: 1,
         }
     }
 

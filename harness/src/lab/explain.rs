@@ -1,0 +1,215 @@
+//! Why B differs, in words, from rustica's counters for the cell's B runs:
+//! where B's work ran (offloaded to libica, in software, or in software
+//! after libica failed), whether the column times whole processes (then
+//! rustica's loading is part of every sample: the per-process load cost),
+//! and for key generation whether B used A's method. A user validating an
+//! offload must not read "B faster" as "the card did it" when the counters
+//! say software (docs/lab.md, "Why B differs").
+
+use super::method;
+use super::results::{Column, Kind, Status};
+use std::collections::BTreeMap;
+
+/// One cell's explanation: the figures and the sentence made from them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// The operation whose counters explain the column ("sign", "keygen").
+    pub operation: &'static str,
+    /// B's operations of that kind by backend (libica, software, fallback).
+    pub b_ran_on: BTreeMap<String, u64>,
+    /// "libica", "software", "fallback", a mix joined by "+", or "none".
+    pub place: String,
+    /// Each sample is a whole `openssl` process, loading rustica included.
+    pub per_process: bool,
+    pub text: String,
+}
+
+/// What the run was, as far as explanations go.
+#[derive(Clone, Copy, Debug)]
+pub struct Context {
+    /// `--aa`: B is stock OpenSSL too.
+    pub aa: bool,
+    /// Side A's RSA runs in software (every host but an s390x whose
+    /// OpenSSL offloads to CEX itself).
+    pub a_in_software: bool,
+}
+
+/// The operation whose counters say where a column's work ran.
+fn operation(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Keygen | Kind::CertificatesNewKey => "keygen",
+        Kind::Verifications | Kind::SpeedVerify => "verify",
+        _ => "sign",
+    }
+}
+
+pub fn explain(bits: u32, c: &Column, cx: Context) -> Explanation {
+    let operation = operation(c.kind);
+    let per_process = c.kind.is_loop();
+    let b_ran_on: BTreeMap<String, u64> = c
+        .b_counted_op(operation)
+        .into_iter()
+        .filter(|(backend, n)| *n > 0 && backend != "failed")
+        .collect();
+    let n = |b: &str| b_ran_on.get(b).copied().unwrap_or(0);
+    let place = if b_ran_on.is_empty() {
+        "none".to_string()
+    } else {
+        b_ran_on.keys().cloned().collect::<Vec<_>>().join("+")
+    };
+    let as_a = if cx.a_in_software { ", as A's did" } else { "" };
+    let what = match operation {
+        "keygen" => "key generations",
+        "verify" => "verifications",
+        _ => "signatures",
+    };
+    let mut parts = Vec::new();
+    if cx.aa {
+        parts.push("A/A: B is stock OpenSSL as A is, so any difference is chance".to_string());
+    } else if operation == "keygen" && n("libica") == 0 && n("fallback") == 0 && n("software") > 0 {
+        let same = method::of_column(bits, c).is_some_and(|(a, b)| b.starts_with(&a));
+        parts.push(if same {
+            format!(
+                "rustica's software, same method (counters: software {})",
+                n("software")
+            )
+        } else {
+            format!(
+                "rustica's software, another method than A's (counters: software {})",
+                n("software")
+            )
+        });
+    } else if operation == "keygen" && n("libica") > 0 {
+        let modexp = c.b_counted_op("keygen_modexp");
+        parts.push(format!(
+            "offloaded: the Miller-Rabin exponentiations on libica (counters: keys libica {}, \
+             exponentiations libica {}, software {})",
+            n("libica"),
+            modexp.get("libica").copied().unwrap_or(0),
+            modexp.get("software").copied().unwrap_or(0)
+        ));
+    } else if b_ran_on.is_empty() {
+        parts.push(format!("rustica counted none of B's {what}"));
+    } else {
+        let by: Vec<String> = b_ran_on.iter().map(|(b, v)| format!("{b} {v}")).collect();
+        let sentence = match place.as_str() {
+            "software" => format!("B's {what} ran in software{as_a}"),
+            "libica" => format!("B's {what} were offloaded to libica"),
+            _ if n("fallback") > 0 => format!(
+                "B's {what}: {} fell back to software after libica failed",
+                n("fallback")
+            ),
+            _ => format!("B's {what} ran partly on libica, partly in software"),
+        };
+        parts.push(format!("{sentence} (counters: {})", by.join(", ")));
+    }
+    if per_process && !cx.aa {
+        parts.insert(
+            0,
+            "per-process load cost: each sample is a whole `openssl` process, loading rustica \
+             included"
+                .to_string(),
+        );
+    }
+    Explanation {
+        operation,
+        b_ran_on,
+        place,
+        per_process,
+        text: parts.join("; "),
+    }
+}
+
+/// Explanations only for measured cells: a skipped or failed one has
+/// nothing to explain.
+pub fn of_measured(bits: u32, c: &Column, cx: Context) -> Option<Explanation> {
+    matches!(c.status, Status::Measured).then(|| explain(bits, c, cx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::results::Sample;
+
+    fn column(kind: Kind, counted: &[(&str, &str, u64)]) -> Column {
+        let mut c = Column::new(kind, 100);
+        let s = Sample {
+            value: 0.01,
+            cpu: 0.0,
+        };
+        c.a = vec![s; 6];
+        c.b = vec![s; 6];
+        for &(op, backend, n) in counted {
+            c.b_counted
+                .entry(op.into())
+                .or_default()
+                .insert(backend.into(), n);
+        }
+        c
+    }
+
+    const SOFTWARE_HOST: Context = Context {
+        aa: false,
+        a_in_software: true,
+    };
+
+    #[test]
+    fn a_per_process_column_in_software_reads_as_load_cost() {
+        let c = column(Kind::Signatures, &[("sign", "software", 100)]);
+        let e = explain(2048, &c, SOFTWARE_HOST);
+        assert_eq!(
+            e.text,
+            "per-process load cost: each sample is a whole `openssl` process, loading rustica \
+             included; B's signatures ran in software, as A's did (counters: software 100)"
+        );
+        assert!(e.per_process);
+        assert_eq!((e.operation, e.place.as_str()), ("sign", "software"));
+    }
+
+    #[test]
+    fn key_generation_in_software_says_same_method() {
+        let c = column(Kind::Keygen, &[("keygen", "software", 15)]);
+        let e = explain(2048, &c, SOFTWARE_HOST);
+        assert_eq!(
+            e.text,
+            "rustica's software, same method (counters: software 15)"
+        );
+        assert!(!e.per_process);
+        let c = column(
+            Kind::Keygen,
+            &[("keygen", "libica", 15), ("keygen_modexp", "libica", 300)],
+        );
+        let e = explain(2048, &c, SOFTWARE_HOST);
+        assert!(
+            e.text.starts_with("offloaded: the Miller-Rabin"),
+            "{}",
+            e.text
+        );
+        assert_eq!(e.place, "libica");
+    }
+
+    #[test]
+    fn offload_fallback_and_a_a_are_told_apart() {
+        let c = column(Kind::SpeedSign, &[("sign", "libica", 5000)]);
+        let e = explain(1024, &c, SOFTWARE_HOST);
+        assert_eq!(
+            e.text,
+            "B's signatures were offloaded to libica (counters: libica 5000)"
+        );
+        let c = column(
+            Kind::Tls13,
+            &[("sign", "libica", 90), ("sign", "fallback", 10)],
+        );
+        let e = explain(1024, &c, SOFTWARE_HOST);
+        assert!(e.text.contains("10 fell back to software"), "{}", e.text);
+        assert_eq!(e.place, "fallback+libica");
+        let c = column(Kind::Verifications, &[]);
+        let aa = Context {
+            aa: true,
+            a_in_software: true,
+        };
+        let e = explain(1024, &c, aa);
+        assert!(e.text.starts_with("A/A: B is stock OpenSSL"), "{}", e.text);
+        assert!(!e.text.contains("load cost"), "{}", e.text);
+    }
+}

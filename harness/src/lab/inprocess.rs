@@ -1,0 +1,238 @@
+//! The runs of a step that are not one timed `openssl` process: TLS
+//! handshakes against a side's `s_server`, `openssl speed`, and `openssl
+//! speed -multi` at N = 1 and N = the cores. The matrix (`matrix`) runs
+//! them like any other step; each gives one sample per column it fills and
+//! the program's own operation counts, which B's counters are checked
+//! against.
+
+use super::columns::{strings, ColumnSpec, Paths};
+use super::counters::{parse_s_time, parse_speed, parse_speed_multi};
+use super::matrix::{Ctx, Outcome, RunFail, Stop};
+use super::openssl::{free_port, RunError, Server, Side};
+use super::options::SECLEVEL1_BELOW;
+use super::results::Sample;
+use super::steps;
+use std::path::Path;
+
+impl Ctx<'_> {
+    /// A's `s_time` against `side`'s `s_server`: handshakes per second, and
+    /// the server's CPU per handshake.
+    pub(super) fn handshakes(
+        &mut self,
+        spec: &ColumnSpec,
+        paths: &Paths,
+        side: Side,
+        est: f64,
+        label: &str,
+        commands: Option<&mut Vec<String>>,
+    ) -> Result<Outcome, RunFail> {
+        let name = side.name();
+        let cert = paths
+            .served_certificate()
+            .ok_or_else(|| RunFail::Failed("no certificate to serve".into()))?;
+        let (server, server_cmd) = match self.start_server(side, paths.bits, &cert, &paths.key()) {
+            Ok(Ok(s)) => s,
+            Ok(Err(m)) => return Err(RunFail::Failed(format!("side {name} server: {m}"))),
+            Err(Stop) => return Err(RunFail::Stop),
+        };
+        let mut args = strings(&[
+            "-connect",
+            &format!("127.0.0.1:{}", server.port),
+            "-new",
+            "-time",
+            &self.opts.tls_seconds.to_string(),
+        ]);
+        if let Some(client) = spec.client {
+            args.extend(client.flags(paths.bits));
+        }
+        if let Some(c) = commands {
+            c.push(format!("server ({name}): {server_cmd}"));
+            c.push(format!("client (A): {}", self.a.describe("s_time", &args)));
+        }
+        let res = self.op(Side::A, "s_time", &args, est, label);
+        let server_cpu = server.stop();
+        let f = match res {
+            Ok(f) => f,
+            Err(RunError::Interrupted) => return Err(RunFail::Stop),
+            Err(RunError::Failed(m)) => {
+                return Err(RunFail::Failed(format!(
+                    "client against side {name} server: {m}"
+                )))
+            }
+        };
+        let conns = parse_s_time(&f.stdout).unwrap_or(0);
+        if conns == 0 {
+            return Err(RunFail::Failed(format!(
+                "no handshake completed against the side {name} server: {}",
+                f.stdout.lines().last().unwrap_or("").trim()
+            )));
+        }
+        Ok(Outcome {
+            samples: vec![Sample {
+                value: conns as f64 / f.wall,
+                cpu: server_cpu / conns as f64,
+            }],
+            reported: vec![conns],
+        })
+    }
+
+    /// `openssl speed -mr rsaN`: its own sign/s and verify/s (CPU not
+    /// measured), and its own counts.
+    pub(super) fn speed(
+        &mut self,
+        paths: &Paths,
+        side: Side,
+        est: f64,
+        label: &str,
+        commands: Option<&mut Vec<String>>,
+    ) -> Result<Outcome, RunFail> {
+        let args = strings(&[
+            "-seconds",
+            &self.opts.speed_seconds.to_string(),
+            "-mr",
+            &format!("rsa{}", paths.bits),
+        ]);
+        if let Some(c) = commands {
+            c.push(self.side(side).describe("speed", &args));
+        }
+        let f = self
+            .op(side, "speed", &args, est, label)
+            .map_err(RunFail::of(side))?;
+        // -mr writes its +R lines to standard error.
+        let p = parse_speed(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
+            RunFail::Failed(format!(
+                "side {}: no `+R1`/`+R2` lines in openssl speed -mr output",
+                side.name()
+            ))
+        })?;
+        let rate = |count: u64, secs: f64| Sample {
+            value: count as f64 / secs,
+            cpu: 0.0,
+        };
+        Ok(Outcome {
+            samples: vec![
+                rate(p.sign_count, p.sign_secs),
+                rate(p.verify_count, p.verify_secs),
+            ],
+            reported: vec![p.all_signs, p.all_verifies],
+        })
+    }
+
+    /// `openssl speed -elapsed -mr -multi N rsaN` at N = 1, then at N = the
+    /// cores: sign/s per core at N, the linearity (that over the rate at 1)
+    /// and the CPU per signature at N (the process's user + system, its
+    /// children's included, times the signing phases' share). Wall-clock
+    /// rates (-elapsed), since scaling is about wall time.
+    pub(super) fn speed_multi(
+        &mut self,
+        paths: &Paths,
+        side: Side,
+        est: f64,
+        label: &str,
+        mut commands: Option<&mut Vec<String>>,
+    ) -> Result<Outcome, RunFail> {
+        let n = steps::multi_processes();
+        let mut runs = Vec::with_capacity(2);
+        for processes in [1, n] {
+            let args = strings(&[
+                "-elapsed",
+                "-seconds",
+                &self.opts.speed_seconds.to_string(),
+                "-mr",
+                "-multi",
+                &processes.to_string(),
+                &format!("rsa{}", paths.bits),
+            ]);
+            if let Some(c) = commands.as_deref_mut() {
+                c.push(self.side(side).describe("speed", &args));
+            }
+            let f = self
+                .op(side, "speed", &args, est / 2.0, label)
+                .map_err(RunFail::of(side))?;
+            let p = parse_speed_multi(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
+                RunFail::Failed(format!(
+                    "side {}: no `+R1` lines in openssl speed -multi {processes} -mr output",
+                    side.name()
+                ))
+            })?;
+            runs.push((p, f.cpu));
+        }
+        let (one, _) = &runs[0];
+        let (many, cpu) = &runs[1];
+        let per_core = many.sign_rate / n as f64;
+        let cpu_per_sign = if many.all_signs > 0 {
+            cpu * many.sign_share / many.all_signs as f64
+        } else {
+            0.0
+        };
+        let sample = |value: f64| Sample {
+            value,
+            cpu: cpu_per_sign,
+        };
+        Ok(Outcome {
+            samples: vec![
+                sample(per_core),
+                Sample {
+                    value: per_core / one.sign_rate,
+                    cpu: 0.0,
+                },
+                sample(cpu_per_sign),
+            ],
+            reported: vec![
+                one.all_signs + many.all_signs,
+                one.all_verifies + many.all_verifies,
+            ],
+        })
+    }
+
+    /// Starts `side`'s s_server for the row's certificate, on the chosen or
+    /// a free port (a taken free port is retried).
+    fn start_server(
+        &mut self,
+        side: Side,
+        bits: u32,
+        cert: &Path,
+        key: &Path,
+    ) -> Result<Result<(Server, String), String>, Stop> {
+        let mut tries = 0;
+        loop {
+            let port = match self.opts.port {
+                Some(p) => p,
+                None => match free_port() {
+                    Ok(p) => p,
+                    Err(e) => return Ok(Err(format!("no free port on 127.0.0.1: {e}"))),
+                },
+            };
+            let mut args = strings(&[
+                "-quiet",
+                "-accept",
+                &format!("127.0.0.1:{port}"),
+                "-cert",
+                &cert.to_string_lossy(),
+                "-key",
+                &key.to_string_lossy(),
+            ]);
+            if bits < SECLEVEL1_BELOW {
+                args.extend(strings(&["-cipher", "DEFAULT:@SECLEVEL=1"]));
+            }
+            let env = self.side(side);
+            let what = env.describe("s_server", &args);
+            let cmd = env.command("s_server", &args);
+            let log = self
+                .out
+                .join("logs")
+                .join(format!("s_server-{}.stderr", side.name()));
+            match Server::start(cmd, port, &log, &what) {
+                Ok(s) => return Ok(Ok((s, what))),
+                Err(RunError::Interrupted) => return Err(Stop),
+                Err(RunError::Failed(m)) => {
+                    tries += 1;
+                    if m.contains("in use") && self.opts.port.is_none() && tries < 3 {
+                        continue;
+                    }
+                    return Ok(Err(m));
+                }
+            }
+        }
+    }
+}
