@@ -91,24 +91,7 @@ impl Drop for SharedDir {
 /// The unprivileged user of these tests (created once if missing):
 /// (uid, gid).
 fn test_user() -> (u32, u32) {
-    const NAME: &str = "rustica-test";
-    let id = |flag: &str| -> Option<u32> {
-        let o = Command::new("id").args([flag, NAME]).output().ok()?;
-        String::from_utf8_lossy(&o.stdout).trim().parse().ok()
-    };
-    if id("-u").is_none() {
-        let o = Command::new("useradd")
-            .args(["-M", "-r", "-s", "/usr/sbin/nologin", NAME])
-            .output()
-            .expect("run useradd");
-        // A parallel test may have created it first.
-        assert!(
-            o.status.success() || id("-u").is_some(),
-            "useradd {NAME} failed: {}",
-            text(&o)
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
+    system_user("rustica-test")
 }
 
 /// `cmd` run as the test user (real and effective ids), no groups.

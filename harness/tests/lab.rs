@@ -1,6 +1,5 @@
-//! End-to-end tests of `rustica lab` and `rustica stats`, driving the real
-//! `rustica` binary and the stock `openssl` command with small sizes and
-//! counts.
+//! End-to-end tests of `rustica lab`, driving the real `rustica` binary
+//! and the stock `openssl` command with small sizes and counts.
 //!
 //! Tests named `real_*` need the built provider module: $RUSTICA_MODULE,
 //! else target/release/rustica.so of the workspace (scripts/build.sh makes
@@ -11,7 +10,6 @@
 //! openssl succeeds on the default provider, but counts nothing), which
 //! must make every row INVALID.
 
-use ibmca_shim::stats::{self, Backend, Op};
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -56,52 +54,6 @@ fn column<'a>(row: &'a Value, key: &str) -> &'a Value {
         .iter()
         .find(|c| c["column"] == key)
         .unwrap_or_else(|| panic!("no column {key}"))
-}
-
-#[test]
-fn stats_table_json_and_reset() {
-    let dir = temp_dir("stats");
-    let path = dir.join("counters");
-    let st = stats::Stats::open(&path).unwrap();
-    st.record(Op::Sign, Backend::Software, 2048);
-    st.record(Op::Sign, Backend::Software, 2048);
-    st.record(Op::Verify, Backend::Libica, 4096);
-    drop(st);
-
-    let o = rustica()
-        .args(["stats", "--json", "--path"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["ops"]["sign"]["software"], 2);
-    assert_eq!(j["ops"]["sign"]["by_bits"]["2048"], 2);
-    assert_eq!(j["ops"]["verify"]["libica"], 1);
-    assert_eq!(j["ops"]["keygen"]["failed"], 0);
-
-    // The default path comes from RUSTICA_STATS_PATH; the table names
-    // every operation with its counts by key size.
-    let o = rustica()
-        .arg("stats")
-        .env("RUSTICA_STATS_PATH", &path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let t = String::from_utf8_lossy(&o.stdout);
-    let sign = t.lines().find(|l| l.starts_with("sign")).unwrap();
-    assert!(sign.contains("2048:2"), "{t}");
-    assert!(t.lines().any(|l| l.starts_with("decrypt")), "{t}");
-
-    let o = rustica()
-        .args(["stats", "--reset", "--path"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("counters reset"));
-    assert_eq!(stats::snapshot(&path).unwrap().total(Op::Sign), 0);
-    let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{real_module, rustica, text};
+use common::{real_module, rustica, system_user, text};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -37,24 +37,7 @@ fn root_or_skip(test: &str) -> bool {
 
 /// The other local user of these tests, created once if missing: (uid, gid).
 fn intruder() -> (u32, u32) {
-    const NAME: &str = "rustica-test-intruder";
-    let id = |flag: &str| -> Option<u32> {
-        let o = Command::new("id").args([flag, NAME]).output().ok()?;
-        String::from_utf8_lossy(&o.stdout).trim().parse().ok()
-    };
-    if id("-u").is_none() {
-        let o = Command::new("useradd")
-            .args(["-M", "-r", "-s", "/usr/sbin/nologin", NAME])
-            .output()
-            .expect("run useradd");
-        // A parallel test may have created it first.
-        assert!(
-            o.status.success() || id("-u").is_some(),
-            "useradd {NAME} failed: {}",
-            text(&o)
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
+    system_user("rustica-test-intruder")
 }
 
 fn tempdir() -> tempfile::TempDir {

@@ -1,6 +1,7 @@
-//! `rustica stats` over every user's counters file (`--all-users`,
-//! `--sum`), as a table, JSON and metrics; `--output`; and `--watch` in a
-//! pipe, ended by the reader going away and by SIGINT.
+//! `rustica stats`: the caller's own counters file (table, JSON,
+//! `--reset`); every user's (`--all-users`, `--sum`), as a table, JSON and
+//! metrics; `--output`; and `--watch` in a pipe, ended by the reader going
+//! away and by SIGINT.
 //!
 //! The files of other users are made by chown, so those parts run only as
 //! root (CI does); elsewhere they say so and return.
@@ -73,6 +74,52 @@ fn reason(doc: &Value, uid: u32) -> &str {
         .unwrap_or_else(|| panic!("uid {uid} not skipped: {doc}"))["reason"]
         .as_str()
         .unwrap()
+}
+
+#[test]
+fn stats_table_json_and_reset() {
+    let dir = temp_dir("stats");
+    let path = dir.join("counters");
+    let st = stats::Stats::open(&path).unwrap();
+    st.record(Op::Sign, Backend::Software, 2048);
+    st.record(Op::Sign, Backend::Software, 2048);
+    st.record(Op::Verify, Backend::Libica, 4096);
+    drop(st);
+
+    let o = rustica()
+        .args(["stats", "--json", "--path"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["ops"]["sign"]["software"], 2);
+    assert_eq!(j["ops"]["sign"]["by_bits"]["2048"], 2);
+    assert_eq!(j["ops"]["verify"]["libica"], 1);
+    assert_eq!(j["ops"]["keygen"]["failed"], 0);
+
+    // The default path comes from RUSTICA_STATS_PATH; the table names
+    // every operation with its counts by key size.
+    let o = rustica()
+        .arg("stats")
+        .env("RUSTICA_STATS_PATH", &path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    let sign = t.lines().find(|l| l.starts_with("sign")).unwrap();
+    assert!(sign.contains("2048:2"), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("decrypt")), "{t}");
+
+    let o = rustica()
+        .args(["stats", "--reset", "--path"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("counters reset"));
+    assert_eq!(stats::snapshot(&path).unwrap().total(Op::Sign), 0);
+    let _ = fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -621,3 +621,27 @@ pub fn assert_tables_match_default(listing: &str, name: &str, newer: &[&str]) {
     assert_eq!(ours_set, default_set, "settable of {name}:\n{listing}");
     assert_eq!(ours_get, default_get, "retrievable of {name}:\n{listing}");
 }
+
+/// A local system user for tests that need a second one (root only; CI
+/// runs as root), created without a home or a login shell when missing:
+/// its (uid, gid).
+pub fn system_user(name: &str) -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let o = Command::new("id").args([flag, name]).output().ok()?;
+        String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        let o = Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", name])
+            .output()
+            .expect("run useradd");
+        // A parallel test may have created it first.
+        assert!(
+            o.status.success() || id("-u").is_some(),
+            "useradd {name} failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
+}

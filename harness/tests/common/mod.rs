@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod lab;
+
 /// The `rustica` binary of this build, without the variables that would
 /// point it (or the openssl it runs) elsewhere, and with no standard input.
 pub fn rustica() -> Command {
@@ -57,4 +59,27 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A local system user for tests that need a second one (root only; CI
+/// runs as root), created without a home or a login shell when missing:
+/// its (uid, gid).
+pub fn system_user(name: &str) -> (u32, u32) {
+    let id = |flag: &str| -> Option<u32> {
+        let o = Command::new("id").args([flag, name]).output().ok()?;
+        String::from_utf8_lossy(&o.stdout).trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        let o = Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", name])
+            .output()
+            .expect("run useradd");
+        // A parallel test may have created it first.
+        assert!(
+            o.status.success() || id("-u").is_some(),
+            "useradd {name} failed: {}",
+            text(&o)
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
 }
