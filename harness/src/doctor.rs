@@ -259,7 +259,7 @@ fn check_loads(r: &mut Report, module: &Path) {
 /// as /tmp/openssl.cnf is refused before anything loads it.
 fn trusted_config(config: &Path) -> Result<(), String> {
     let absolute = paths::absolute(config).map_err(|e| format!("{}: {e}", config.display()))?;
-    safe_fs::trusted_file(&absolute).map_err(|e| {
+    safe_fs::trusted_config(&absolute).map(drop).map_err(|e| {
         format!(
             "{} is not used: {e}. Write the configuration where only root can change it: \
              rustica config --out {}",

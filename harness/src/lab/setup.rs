@@ -306,6 +306,12 @@ pub fn side_c(
             if !file.is_file() {
                 return Err(format!("--c-config {}: not a file", file.display()));
             }
+            // Side C's openssl runs with the lab's rights (root's, often)
+            // and loads whatever the file and its includes name.
+            let absolute =
+                paths::absolute(file).map_err(|e| format!("--c-config {}: {e}", file.display()))?;
+            safe_fs::trusted_config(&absolute)
+                .map_err(|e| format!("--c-config {}: not used: {e}", file.display()))?;
             write(out, "openssl-C.cnf", &openssl::config_c(file))?;
             let what = format!("OpenSSL under {}", file.display());
             (out.join("openssl-C.cnf"), Vec::new(), what)
