@@ -1,7 +1,7 @@
 //! `rustica config`: an openssl.cnf that loads rustica system-wide, merged
 //! into an existing one. It writes nothing but the output it is given.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -80,10 +80,16 @@ fn config(args: ConfigArgs) -> Result<(), String> {
     );
     let module = found.path;
     let mut keys = Vec::new();
+    // What the input pulls in through its includes: the output keeps
+    // those lines, so their libraries are still loaded.
+    let mut included: Vec<safe_fs::Loaded> = Vec::new();
     let existing = if let Some(file) = &args.from_engine {
+        included = trusted_input(file, "--from-engine")?;
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let m = sysconf::engine::migrate(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut m =
+            sysconf::engine::migrate(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        sysconf::engine::translate_libica(&mut m, system::find_library);
         eprintln!(
             "rustica config: {} loads the ibmca engine; what each of its settings becomes:",
             file.display()
@@ -105,6 +111,9 @@ fn config(args: ConfigArgs) -> Result<(), String> {
             Some(p) => p.clone(),
             None => system::system_config()?,
         };
+        if args.input.is_some() || input.exists() {
+            included = trusted_input(&input, "--input")?;
+        }
         match std::fs::read_to_string(&input) {
             Ok(text) => text,
             Err(e) if args.input.is_none() && e.kind() == std::io::ErrorKind::NotFound => {
@@ -146,6 +155,7 @@ fn config(args: ConfigArgs) -> Result<(), String> {
             keys,
         },
     );
+    report_loads(&merged, &included, &module);
     let Some(out) = args.out else {
         print!("{merged}");
         return Ok(());
@@ -176,22 +186,91 @@ fn config(args: ConfigArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// OpenSSL must load the written file without an error, with rustica active.
-fn check(path: &std::path::Path) -> Result<(), String> {
-    let out = system::openssl(Some(path), &[], &["list", "-providers"])
+/// The configuration given as input, and everything it includes and
+/// loads, pass the trust rule (safe_fs): its lines go into a file that
+/// every program, setuid ones included, may load, and this command runs
+/// `openssl` on it with the caller's rights (root's, often). Returns the
+/// libraries its included files load (the input's own are in its text).
+fn trusted_input(file: &Path, flag: &str) -> Result<Vec<safe_fs::Loaded>, String> {
+    let absolute = paths::absolute(file).map_err(|e| format!("{flag} {}: {e}", file.display()))?;
+    let tree = safe_fs::trusted_config(&absolute).map_err(|e| {
+        format!(
+            "{flag} {}: not used: {e}. Copy it where only you or root can change it first",
+            file.display()
+        )
+    })?;
+    Ok(tree
+        .loads
+        .into_iter()
+        .filter(|l| l.from != absolute)
+        .collect())
+}
+
+/// Says every library the output makes OpenSSL load besides rustica, so a
+/// migration leaves no module or engine unmentioned.
+fn report_loads(merged: &str, included: &[safe_fs::Loaded], module: &Path) {
+    let own = module.display().to_string();
+    let here = Path::new("the output");
+    let loads: Vec<safe_fs::Loaded> = safe_fs::loads_of_text(merged, here)
+        .into_iter()
+        .chain(included.iter().cloned())
+        .filter(|l| !(l.key == "module" && l.path == own))
+        .collect();
+    if loads.is_empty() {
+        eprintln!("rustica config: the output loads no module or engine besides rustica");
+        return;
+    }
+    eprintln!("rustica config: the output also loads:");
+    for l in loads {
+        let what = match l.key.as_str() {
+            "module" => "provider module",
+            "dynamic_path" => "engine library",
+            _ => "engine (by id, from OpenSSL's engines directory)",
+        };
+        eprintln!("  {what} {} ({})", l.path, l.from.display());
+    }
+}
+
+/// OpenSSL must load the written file cleanly: `openssl list -providers
+/// -verbose` succeeds, prints nothing on stderr (rustica's own refusal,
+/// "rustica: not loaded: ...", goes there, and every program using the
+/// file would print it), and lists rustica with status active.
+fn check(path: &Path) -> Result<(), String> {
+    let out = system::openssl(Some(path), &[], &["list", "-providers", "-verbose"])
         .map_err(|e| format!("cannot run openssl: {e}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() || !text.contains("rustica") || text.to_lowercase().contains("error") {
-        return Err(format!(
-            "OpenSSL does not accept the merged config (checked as {}):\n{text}",
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let refused = |why: &str| {
+        Err(format!(
+            "OpenSSL does not accept the merged config (checked as {}): {why}:\n{stdout}{stderr}",
             path.display()
-        ));
+        ))
+    };
+    if !out.status.success() {
+        return refused("openssl failed");
+    }
+    if !stderr.trim().is_empty() {
+        return refused("loading it printed messages");
+    }
+    if !rustica_active(&stdout) {
+        return refused("rustica is not listed as an active provider");
     }
     Ok(())
+}
+
+/// Whether `openssl list -providers -verbose` shows rustica with
+/// `status: active`: in its entry, up to the next provider's.
+fn rustica_active(listing: &str) -> bool {
+    let mut in_rustica = false;
+    for line in listing.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if indent == 2 {
+            in_rustica = line.trim() == "rustica";
+        } else if in_rustica && line.trim() == "status: active" {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -203,6 +282,18 @@ mod tests {
     struct Config {
         #[command(flatten)]
         config: ConfigArgs,
+    }
+
+    #[test]
+    fn rustica_must_be_listed_active() {
+        let active = "Providers:\n  default\n    name: OpenSSL Default Provider\n    \
+                      status: active\n  rustica\n    name: rustica\n    status: active\n";
+        assert!(rustica_active(active));
+        let absent = "Providers:\n  default\n    status: active\n";
+        assert!(!rustica_active(absent));
+        // Another provider's status does not count for rustica.
+        let other = "Providers:\n  rustica\n    name: rustica\n  default\n    status: active\n";
+        assert!(!rustica_active(other));
     }
 
     #[test]

@@ -142,6 +142,20 @@ fn search_module(
 }
 
 /// Runs `openssl args...` with OPENSSL_CONF set (or removed for None).
+/// The absolute path the dynamic loader's cache (`ldconfig -p`) gives a
+/// library's soname, if it knows it.
+pub fn find_library(soname: &str) -> Option<String> {
+    let out = ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
+        .iter()
+        .find_map(|l| Command::new(l).arg("-p").output().ok())?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| {
+            let (name, path) = line.trim().split_once(" => ")?;
+            (name.split_whitespace().next() == Some(soname)).then(|| path.trim().to_string())
+        })
+}
+
 pub fn openssl(
     conf: Option<&Path>,
     env: &[(&str, &Path)],

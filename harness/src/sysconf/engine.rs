@@ -149,6 +149,55 @@ pub struct Migration {
     pub mapped: Vec<Mapped>,
 }
 
+/// The sonames rustica's `libica` key takes as they are (provider/config.rs
+/// refuses any other bare name: the loader would search for it).
+const RUSTICA_LIBICA_NAMES: [&str; 2] = ["libica.so.4", "libica.so.3"];
+
+/// Makes the engine's `libica` value one rustica takes: an absolute path
+/// or one of [`RUSTICA_LIBICA_NAMES`]. Another bare name (the engine's
+/// `libica-cex.so.4`, say) is looked up with `find` (the dynamic loader's
+/// cache) and becomes its absolute path; a name not found there, or a
+/// relative path, is not carried: copied verbatim, it would make rustica
+/// refuse to load on every program of the host. The migration's key and
+/// its report line change accordingly.
+pub fn translate_libica(m: &mut Migration, find: impl Fn(&str) -> Option<String>) {
+    let Some(i) = m.keys.iter().position(|(k, _)| k == "libica") else {
+        return;
+    };
+    let v = m.keys[i].1.clone();
+    let taken = if v.starts_with('/') || RUSTICA_LIBICA_NAMES.contains(&v.as_str()) {
+        Ok(v.clone())
+    } else if v.contains('/') {
+        Err("a relative path, which rustica does not take".to_string())
+    } else {
+        find(&v).ok_or_else(|| {
+            "a name the dynamic loader's cache does not know here, and rustica takes only an \
+             absolute path or libica.so.4 / libica.so.3"
+                .to_string()
+        })
+    };
+    let Some(line) = m
+        .mapped
+        .iter_mut()
+        .find(|x| x.setting == format!("libica = {v}"))
+    else {
+        return;
+    };
+    match taken {
+        Ok(path) => {
+            if path != v {
+                line.becomes = format!("libica = {path} (rustica's key of the same meaning; {v} resolved by the dynamic loader's cache)");
+            }
+            m.keys[i].1 = path;
+        }
+        Err(why) => {
+            line.becomes = format!("not carried: {v} is {why}; give rustica config --libica PATH");
+            line.carried = false;
+            m.keys.remove(i);
+        }
+    }
+}
+
 fn algorithm(name: &str) -> Mapped {
     let up = name.trim().to_ascii_uppercase();
     let (becomes, carried) = match up.as_str() {
@@ -381,6 +430,10 @@ mod tests {
         assert!(loaded(&out).is_none());
     }
 
+    fn said_in<'a>(m: &'a Migration, s: &str) -> &'a Mapped {
+        m.mapped.iter().find(|x| x.setting.contains(s)).unwrap()
+    }
+
     #[test]
     fn other_engines_stay_and_control_commands_are_named() {
         let text = "openssl_conf = init\n[init]\nengines = eng\nproviders = prov\n[eng]\n\
@@ -404,6 +457,23 @@ mod tests {
         assert!(!said("debug").carried);
         assert!(said("init = 0").becomes.contains("activate = 0"));
         assert!(!said("engines = eng").carried);
+        let mut resolved = m.clone();
+        translate_libica(&mut resolved, |n| {
+            (n == "libica-cex.so.4").then(|| "/usr/lib/s390x-linux-gnu/libica-cex.so.4".into())
+        });
+        assert_eq!(
+            resolved.keys[0].1,
+            "/usr/lib/s390x-linux-gnu/libica-cex.so.4"
+        );
+        assert!(said_in(&resolved, "libica").carried);
+        let mut unknown = m.clone();
+        translate_libica(&mut unknown, |_| None);
+        assert!(unknown.keys.is_empty(), "{:?}", unknown.keys);
+        let line = said_in(&unknown, "libica");
+        assert!(
+            !line.carried && line.becomes.contains("--libica"),
+            "{line:?}"
+        );
         assert!(migrate("openssl_conf = i\n[i]\nproviders = p\n").is_err());
         assert!(migrate("openssl_conf = i\n[i]\nengines = e\n[e]\npkcs11 = s\n[s]\n").is_err());
     }
