@@ -70,11 +70,28 @@ pub fn trusted_config(path: &Path) -> Result<ConfigTree, String> {
     visit(path, 0, &mut tree)?;
     for l in &tree.loads {
         if l.key != "engine_id" && l.path.starts_with('/') {
-            trusted_file(Path::new(&l.path))
+            trusted_library(Path::new(&l.path))
                 .map_err(|e| format!("the library it loads ({} = {}): {e}", l.key, l.path))?;
         }
     }
     Ok(tree)
+}
+
+/// A library that is there passes [`trusted_file`]. One that is not (the
+/// s390x engine's path in a configuration read on another host, say)
+/// loads nothing today; the directory it would appear in, or the nearest
+/// one that exists, passes [`trusted_dir`], so that nobody else can put it
+/// there later.
+fn trusted_library(path: &Path) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return trusted_file(path);
+    }
+    let existing = path
+        .ancestors()
+        .skip(1)
+        .find(|a| std::fs::symlink_metadata(a).is_ok())
+        .unwrap_or(Path::new("/"));
+    trusted_dir(existing).map(drop)
 }
 
 fn visit(path: &Path, depth: usize, tree: &mut ConfigTree) -> Result<(), String> {
@@ -188,16 +205,28 @@ mod tests {
                 sub.display()
             ),
         );
-        // An absolute library that does not exist is refused, like any
-        // path that cannot be judged.
-        let err = trusted_config(&top).unwrap_err();
-        assert!(err.contains("/nonexistent/a.so"), "{err}");
-        let mut tree = ConfigTree::default();
-        visit(&top, 0, &mut tree).unwrap();
+        // A library that is not there: the nearest directory that is
+        // (here /) is judged instead.
+        let tree = trusted_config(&top).unwrap();
         assert_eq!(tree.files.len(), 3, "{tree:?}");
         let loads: Vec<&str> = tree.loads.iter().map(|l| l.path.as_str()).collect();
         assert_eq!(loads, ["engine.so", "/nonexistent/a.so"]);
         assert_eq!(tree.loads[1].from, sub.join("a.cnf"));
+    }
+
+    #[test]
+    fn a_missing_library_in_a_directory_others_may_write_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let top = write(
+            d.path(),
+            "top.cnf",
+            &format!("module = {}/later.so\n", open.display()),
+        );
+        let err = trusted_config(&top).unwrap_err();
+        assert!(err.contains("later.so") && err.contains("sticky"), "{err}");
     }
 
     #[test]
