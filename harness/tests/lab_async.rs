@@ -8,43 +8,29 @@
 
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 mod common;
-use common::{real_module, rustica, temp_dir, text};
-
-fn emulated_libica() -> PathBuf {
-    let p = match std::env::var_os("RUSTICA_LIBICA_EMU") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => real_module().with_file_name("libica_emu.so"),
-    };
-    assert!(
-        p.is_file(),
-        "the emulated libica {} is missing",
-        p.display()
-    );
-    p
-}
+use common::lab::{fake_module, Lab};
+use common::{real_module, temp_dir, text};
 
 /// The smallest matrix (1024 bits, one of each process, no TLS, speed or
-/// new-key columns) plus the async measurement with 8 jobs.
+/// new-key columns) plus the async measurement with 8 jobs. Its sampling
+/// keeps the default budget: the async rows need 6 rounds for an interval.
 fn quick_async_lab(module: &Path, out: &Path) -> Output {
-    rustica()
-        .args(["lab", "--sizes", "1024", "--count", "1", "--reps", "1"])
-        .args(["--keygen-reps", "1", "--speed-seconds", "1"])
-        .args(["--skip", "tls,speed,newkey", "--async-jobs", "8"])
-        .args(["--backend", "libica", "--libica"])
-        .arg(emulated_libica())
-        .arg("--module")
-        .arg(module)
-        .arg("--out")
-        .arg(out)
+    Lab::small()
+        .unset("--cell-budget")
+        .unset("--tls-seconds")
+        .skip("tls,speed,newkey")
+        .set("--async-jobs", "8")
+        .on_emulated_libica()
+        .module(module)
+        .out(out)
         // Each emulated call waits 1 ms for one of 16 units: jobs pause.
         .env("LIBICA_EMU_LATENCY_US", "1000")
         .env("LIBICA_EMU_UNITS", "16")
         .output()
-        .unwrap()
 }
 
 fn async_report(out: &Path) -> Value {
@@ -108,14 +94,7 @@ fn real_async_jobs_are_counted_as_async() {
 #[test]
 fn async_jobs_are_invalid_when_b_does_not_run_on_rustica() {
     let dir = temp_dir("async-invalid");
-    let out = Command::new("openssl")
-        .args(["version", "-m"])
-        .output()
-        .unwrap();
-    let text_m = String::from_utf8_lossy(&out.stdout).into_owned();
-    let modules = text_m.split('"').nth(1).expect("MODULESDIR");
-    let fake = dir.join("rustica.so");
-    fs::copy(Path::new(modules).join("legacy.so"), &fake).unwrap();
+    let fake = fake_module(&dir);
     let out = dir.join("out");
     let o = quick_async_lab(&fake, &out);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -131,12 +110,11 @@ fn async_jobs_are_invalid_when_b_does_not_run_on_rustica() {
 #[test]
 fn async_jobs_need_the_libica_backend() {
     for backend in [None, Some("software")] {
-        let mut cmd = rustica();
-        cmd.args(["lab", "--sizes", "1024", "--async-jobs", "8"]);
+        let mut lab = Lab::bare().set("--sizes", "1024").set("--async-jobs", "8");
         if let Some(b) = backend {
-            cmd.args(["--backend", b]);
+            lab = lab.set("--backend", b);
         }
-        let o = cmd.output().unwrap();
+        let o = lab.output();
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("--async-jobs needs --backend libica"),
