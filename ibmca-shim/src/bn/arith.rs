@@ -260,7 +260,7 @@ pub(crate) fn set_non_negative(a: &mut Bn) {
 }
 
 pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut r = Bn::new()?;
+    let mut r = Bn::new_like(a)?;
     check(
         // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.
         unsafe { openssl_sys::BN_gcd(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), ctx.as_mut_ptr()) },
@@ -277,7 +277,7 @@ pub(crate) fn gcd(a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
 pub(crate) fn coprime_to_public(a: &Bn, e: &Bn, ctx: &mut BnCtx) -> Result<bool, RsaError> {
     let mut a = a.dup()?;
     a.set_consttime();
-    let mut r = Bn::new()?;
+    let mut r = Bn::new_like(&a)?;
     nnmod(&mut r, &a, e, ctx)?;
     Ok(gcd(&r, e, ctx)?.is_one())
 }
@@ -285,7 +285,8 @@ pub(crate) fn coprime_to_public(a: &Bn, e: &Bn, ctx: &mut BnCtx) -> Result<bool,
 /// a^-1 mod m, or `None` when it does not exist. Constant-time when `a` or
 /// `m` carries BN_FLG_CONSTTIME.
 pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {
-    let mut r = Bn::new()?;
+    // d = e^-1 mod phi is secret when phi is.
+    let mut r = if a.is_secure() { Bn::new_secret()? } else { Bn::new_like(m)? };
     // SAFETY: sets a mark on this thread's error queue, popped below.
     unsafe { ERR_set_mark() };
     // SAFETY: valid BIGNUMs, r distinct, ctx exclusive; NULL means "no
@@ -304,8 +305,8 @@ pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>,
 
 /// (a / d, a mod d): quotient and remainder.
 pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
-    let mut q = Bn::new()?;
-    let mut rem = Bn::new()?;
+    let mut q = Bn::new_like(a)?;
+    let mut rem = Bn::new_like(a)?;
     check(
         // SAFETY: valid BIGNUMs, outputs distinct from inputs, ctx exclusive.
         unsafe {
@@ -359,7 +360,7 @@ pub(crate) fn is_bit_set(a: &Bn, n: u32) -> bool {
 
 /// a >> n.
 pub(crate) fn shift_right(a: &Bn, n: u32) -> Result<Bn, RsaError> {
-    let mut r = Bn::new()?;
+    let mut r = Bn::new_like(a)?;
     check(
         // SAFETY: valid BIGNUMs, r distinct.
         unsafe { openssl_sys::BN_rshift(r.as_mut_ptr(), a.as_ptr(), n as c_int) },
@@ -370,7 +371,7 @@ pub(crate) fn shift_right(a: &Bn, n: u32) -> Result<Bn, RsaError> {
 
 /// a << n.
 pub(crate) fn shift_left(a: &Bn, n: u32) -> Result<Bn, RsaError> {
-    let mut r = Bn::new()?;
+    let mut r = Bn::new_like(a)?;
     check(
         // SAFETY: valid BIGNUMs, r distinct.
         unsafe { openssl_sys::BN_lshift(r.as_mut_ptr(), a.as_ptr(), n as c_int) },

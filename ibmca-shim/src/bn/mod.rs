@@ -75,11 +75,15 @@ extern "C" {
     fn BN_copy(a: *mut BIGNUM, b: *const BIGNUM) -> *mut BIGNUM;
     fn BN_CTX_secure_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
     fn BN_secure_new() -> *mut BIGNUM;
+    fn BN_get_flags(b: *const BIGNUM, n: c_int) -> c_int;
     fn CRYPTO_secure_malloc_initialized() -> c_int;
     fn BN_CTX_new_ex(libctx: *mut OSSL_LIB_CTX) -> *mut BN_CTX;
     fn ERR_set_mark() -> c_int;
     fn ERR_pop_to_mark() -> c_int;
 }
+
+/// <openssl/bn.h>: the BIGNUM's digits come from the secure heap.
+const BN_FLG_SECURE: c_int = 0x08;
 
 fn check(ret: c_int, what: &str) -> Result<(), RsaError> {
     if ret == 1 {
@@ -114,6 +118,48 @@ impl Bn {
         NonNull::new(p)
             .map(Bn)
             .ok_or_else(|| RsaError::libcrypto("libcrypto BN_new failed (out of memory)"))
+    }
+
+    /// A new BIGNUM for a secret of key generation (a prime candidate,
+    /// what is derived from one): its digits in OpenSSL's secure heap when
+    /// the application set one up, as the default provider keeps its
+    /// candidates (`BN_secure_new`, `BN_CTX_secure_new`); in the ordinary
+    /// heap otherwise. As in the default provider, a secure heap too full
+    /// for it fails the generation.
+    pub(crate) fn new_secret() -> Result<Bn, RsaError> {
+        // SAFETY: no preconditions; NULL is handled.
+        let p = unsafe { BN_secure_new() };
+        NonNull::new(p)
+            .map(Bn)
+            .ok_or_else(|| RsaError::libcrypto("libcrypto BN_secure_new failed (out of memory)"))
+    }
+
+    /// A new BIGNUM kept where `a` is: for a result computed from `a`.
+    pub(crate) fn new_like(a: &Bn) -> Result<Bn, RsaError> {
+        if a.is_secure() {
+            Bn::new_secret()
+        } else {
+            Bn::new()
+        }
+    }
+
+    /// Whether the BIGNUM was made for the secure heap (BN_FLG_SECURE).
+    pub(crate) fn is_secure(&self) -> bool {
+        // SAFETY: a valid BIGNUM owned by self; reads its flags.
+        unsafe { BN_get_flags(self.as_ptr(), BN_FLG_SECURE) != 0 }
+    }
+
+    /// [`Bn::from_be`] into a [`Bn::new_secret`].
+    pub(crate) fn from_be_secret(bytes: &[u8]) -> Result<Bn, RsaError> {
+        let len =
+            c_int::try_from(bytes.len()).map_err(|_| RsaError::bad_input("integer is too long"))?;
+        let b = Bn::new_secret()?;
+        // SAFETY: as in from_be.
+        let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
+        if r.is_null() {
+            return Err(RsaError::libcrypto("libcrypto BN_bin2bn failed"));
+        }
+        Ok(b)
     }
 
     /// A copy for a secret that lives as long as a key (d, the CRT parts):
@@ -172,8 +218,9 @@ impl Bn {
 
     /// A copy (flags other than the value are not copied; see
     /// [`Bn::set_consttime`]).
+    /// A copy kept where this one is (secure when it is), as BN_dup.
     pub(crate) fn dup(&self) -> Result<Bn, RsaError> {
-        let mut b = Bn::new()?;
+        let mut b = Bn::new_like(self)?;
         b.copy_from(self)?;
         Ok(b)
     }

@@ -103,7 +103,7 @@ pub(crate) fn rand_bits(bits: u32, top: Top, odd: bool, rng: &Random) -> Result<
     if odd {
         buf[len - 1] |= 1;
     }
-    let mut r = Bn::from_be(&buf)?;
+    let mut r = Bn::from_be_secret(&buf)?;
     r.set_consttime();
     Ok(r)
 }
@@ -185,7 +185,7 @@ impl Candidate {
     /// A random base in [2, w - 2] (B.3.1 step 4.1).
     pub(crate) fn draw_base(&self, rng: &Random) -> Result<Bn, RsaError> {
         let r = rand_range(&self.w3, rng)?;
-        let mut b = Bn::new()?;
+        let mut b = Bn::new_secret()?;
         add(&mut b, &r, &Bn::from_u64(2)?)?;
         b.set_consttime();
         Ok(b)
@@ -193,7 +193,7 @@ impl Candidate {
 
     /// b^m mod w in software, in constant time (w is a secret candidate).
     pub(crate) fn exp_in_software(&self, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
-        let mut z = Bn::new()?;
+        let mut z = Bn::new_secret()?;
         mod_exp_consttime(&mut z, b, &self.m, &self.w, &self.mont, ctx)?;
         Ok(z)
     }
@@ -205,7 +205,7 @@ impl Candidate {
             return Ok(true);
         }
         for _ in 1..self.a {
-            let mut z2 = Bn::new()?;
+            let mut z2 = Bn::new_secret()?;
             mod_mul(&mut z2, &z, &z, &self.w, ctx)?;
             z = z2;
             if z.cmp(&self.w1) == Ordering::Equal {

@@ -56,8 +56,25 @@ fn right_aligned_bytes(v: &[u8], len: usize) -> Option<Zeroizing<Vec<u8>>> {
 #[derive(Clone)]
 pub(crate) struct ModExpoKey {
     key_length: usize,
-    modulus: Zeroizing<Vec<u8>>,
+    modulus: Modulus,
     exponent: SecretBytes,
+}
+
+/// A key's public modulus, or a secret one: a prime candidate of key
+/// generation, the secret that becomes p or q.
+#[derive(Clone)]
+enum Modulus {
+    Public(Zeroizing<Vec<u8>>),
+    Secret(SecretBytes),
+}
+
+impl Modulus {
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            Modulus::Public(v) => v.as_mut_ptr(),
+            Modulus::Secret(v) => v.as_mut_ptr(),
+        }
+    }
 }
 
 impl ModExpoKey {
@@ -65,9 +82,27 @@ impl ModExpoKey {
     pub(crate) fn new(key_length: usize, n: &Bn, exponent: &Bn) -> Option<ModExpoKey> {
         Some(ModExpoKey {
             key_length,
-            modulus: right_aligned(n, key_length)?,
+            modulus: Modulus::Public(right_aligned(n, key_length)?),
             exponent: right_aligned_secret(exponent, key_length)?,
         })
+    }
+
+    /// A Miller-Rabin round's key: the prime candidate as modulus, kept in
+    /// secret memory as its exponent is (the secure heap when the
+    /// application set one up), as the default provider keeps its
+    /// candidates in secure BIGNUMs.
+    pub(crate) fn for_candidate(key_length: usize, w: &Bn, m: &Bn) -> Option<ModExpoKey> {
+        Some(ModExpoKey {
+            key_length,
+            modulus: Modulus::Secret(right_aligned_secret(w, key_length)?),
+            exponent: right_aligned_secret(m, key_length)?,
+        })
+    }
+
+    /// Whether the modulus lives in the secure heap; for tests.
+    #[cfg(test)]
+    pub(crate) fn modulus_is_secure(&self) -> bool {
+        matches!(&self.modulus, Modulus::Secret(s) if s.is_secure())
     }
 
     #[cfg(test)]
@@ -77,7 +112,10 @@ impl ModExpoKey {
 
     #[cfg(test)]
     fn modulus(&self) -> &[u8] {
-        &self.modulus
+        match &self.modulus {
+            Modulus::Public(v) => v,
+            Modulus::Secret(v) => v,
+        }
     }
 
     /// The C struct pointing into this value's buffers; valid while `self`

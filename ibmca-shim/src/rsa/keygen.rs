@@ -157,7 +157,7 @@ fn classic(
             if p.cmp(&q) == Ordering::Less {
                 std::mem::swap(&mut p, &mut q);
             }
-            let mut phi = Bn::new()?;
+            let mut phi = Bn::new_secret()?;
             let (p1, q1) = (bn::minus_one(&p)?, bn::minus_one(&q)?);
             bn::mul(&mut phi, &p1, &q1, bn)?;
             phi.set_consttime();

@@ -210,7 +210,7 @@ impl RoundRunner for LibicaRounds<'_> {
         let mut sent = Vec::with_capacity(rounds.len());
         for (c, b) in rounds {
             let len = c.w.num_bytes();
-            let job = ModExpoKey::new(len, &c.w, &c.m)
+            let job = ModExpoKey::for_candidate(len, &c.w, &c.m)
                 .zip(b.to_be_padded(len).ok())
                 .map(|(key, input)| Job { key, input });
             sent.push(job.is_some());

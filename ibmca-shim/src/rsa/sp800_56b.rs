@@ -152,7 +152,7 @@ fn prime_pair(
 /// |a - b| > 2^(nlen/2 - 100), i.e. |a - b| - 1 has more than
 /// nlen/2 - 100 bits.
 fn far_apart(a: &Bn, b: &Bn, nlen: u32) -> Result<bool, RsaError> {
-    let mut diff = Bn::new()?;
+    let mut diff = Bn::new_secret()?;
     bn::sub(&mut diff, a, b)?;
     bn::set_non_negative(&mut diff);
     if diff.is_zero() {
@@ -225,28 +225,28 @@ fn derive_prime(
     };
     // Step 2: R = (r2^-1 mod 2r1)·r2 - ((2r1)^-1 mod r2)·2r1, made positive
     // modulo 2·r1·r2.
-    let mut a = Bn::new()?;
+    let mut a = Bn::new_secret()?;
     bn::mul(&mut a, &inv_r2, r2, bn)?;
-    let mut b = Bn::new()?;
+    let mut b = Bn::new_secret()?;
     bn::mul(&mut b, &inv_r1x2, &r1x2, bn)?;
-    let mut r = Bn::new()?;
+    let mut r = Bn::new_secret()?;
     bn::sub(&mut r, &a, &b)?;
-    let mut step = Bn::new()?;
+    let mut step = Bn::new_secret()?;
     bn::mul(&mut step, &r1x2, r2, bn)?;
-    let mut big_r = Bn::new()?;
+    let mut big_r = Bn::new_secret()?;
     bn::nnmod(&mut big_r, &r, &step, bn)?;
     let max_steps = 20 * bits;
     loop {
         // Step 3: a random X.
-        let mut x = Bn::new()?;
+        let mut x = Bn::new_secret()?;
         bn::add(&mut x, &base, &prime::rand_range(&range, rng)?)?;
         x.set_consttime();
         // Step 4: Y = X + ((R - X) mod 2·r1·r2).
-        let mut rx = Bn::new()?;
+        let mut rx = Bn::new_secret()?;
         bn::nnmod(&mut rx, &x, &step, bn)?;
-        let mut offset = Bn::new()?;
+        let mut offset = Bn::new_secret()?;
         bn::mod_sub(&mut offset, &big_r, &rx, &step, bn)?;
-        let mut y = Bn::new()?;
+        let mut y = Bn::new_secret()?;
         bn::add(&mut y, &x, &offset)?;
         y.set_consttime();
         // Steps 5 to 10.
@@ -274,7 +274,7 @@ fn derive_prime(
                     bound = true;
                     break;
                 }
-                let mut next = Bn::new()?;
+                let mut next = Bn::new_secret()?;
                 bn::add(&mut next, &y, &step)?;
                 next.set_consttime();
                 y = next;

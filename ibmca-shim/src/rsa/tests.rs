@@ -948,3 +948,96 @@ fn same_randomness_same_key_in_software_and_on_the_adapter() {
     assert!(snap.get(Op::KeygenModexp, Backend::Software) > 100);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A runner that checks where every round's numbers live, then lets
+/// software answer.
+struct SecureRounds {
+    rounds: u64,
+    insecure: Vec<String>,
+}
+
+impl crate::bn::prime::RoundRunner for SecureRounds {
+    fn run(
+        &mut self,
+        rounds: &[(&crate::bn::prime::Candidate, &Bn)],
+        want: crate::bn::prime::Want,
+        ctx: &mut BnCtx,
+    ) -> Result<Vec<Option<bool>>, RsaError> {
+        for (c, b) in rounds {
+            self.rounds += 1;
+            let len = c.w.num_bytes();
+            let adapter_key = crate::libica::convert::ModExpoKey::for_candidate(len, &c.w, &c.m);
+            for (what, secure) in [
+                ("candidate", c.w.is_secure()),
+                ("exponent", c.m.is_secure()),
+                ("base", b.is_secure()),
+                (
+                    "libica modulus",
+                    adapter_key.is_some_and(|k| k.modulus_is_secure()),
+                ),
+            ] {
+                let found = format!("{what} of a {}-bit candidate", c.w.num_bits());
+                if !secure && !self.insecure.contains(&found) {
+                    self.insecure.push(found);
+                }
+            }
+        }
+        crate::bn::prime::SoftwareRounds { on_exp: || {} }.run(rounds, want, ctx)
+    }
+
+    fn confirm(
+        &mut self,
+        _: &crate::bn::prime::Candidate,
+        _: &mut BnCtx,
+    ) -> Result<bool, RsaError> {
+        Ok(true)
+    }
+}
+
+/// Round 4, finding 7: with the application's secure heap set up, key
+/// generation's prime candidates (the secrets that become p and q), their
+/// Miller-Rabin exponents and bases, and the candidates' libica-layout
+/// copies live in it, as the default provider keeps its candidates in
+/// secure BIGNUMs. Before, all were in the ordinary heap ("modulus
+/// secure=0" on every ica_rsa_mod_expo of a key generation). The secure
+/// heap is process-wide and stays once made, so the check runs in a child
+/// process of this test binary, by both methods (classic at 1024 bits,
+/// SP 800-56B at 2048).
+#[test]
+fn key_generation_keeps_its_candidates_in_the_secure_heap() {
+    const CHILD: &str = "RUSTICA_TEST_SECURE_HEAP_CHILD";
+    const NAME: &str = "rsa::tests::key_generation_keeps_its_candidates_in_the_secure_heap";
+    if std::env::var_os(CHILD).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        return;
+    }
+    extern "C" {
+        fn CRYPTO_secure_malloc_init(size: usize, minsize: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: sets up OpenSSL's secure heap for this child process alone.
+    assert_eq!(unsafe { CRYPTO_secure_malloc_init(1 << 20, 16) }, 1);
+    for bits in [1024, 2048] {
+        let mut runner = SecureRounds {
+            rounds: 0,
+            insecure: Vec::new(),
+        };
+        let e = Bn::from_be(E).unwrap();
+        let key =
+            RsaKey::generate_with(&Context::SOFTWARE, &Random::fixed(7), bits, &e, &mut runner)
+                .unwrap();
+        assert_eq!(key.bits(), bits);
+        assert!(runner.rounds > 0);
+        assert!(
+            runner.insecure.is_empty(),
+            "{bits} bits: {:?}",
+            runner.insecure
+        );
+    }
+}
