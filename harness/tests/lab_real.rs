@@ -17,7 +17,9 @@ use common::{temp_dir, text};
 fn real_quick_lab_is_valid_and_reported() {
     let dir = temp_dir("real");
     let out = dir.join("out");
+    // --full: the quick lab leaves speed -multi out on a 2-core host.
     let o = Lab::small()
+        .flag("--full")
         .unset("--keygen-reps")
         .set("--count", "3")
         .set("--reps", "2")
@@ -228,6 +230,7 @@ fn real_flags_mode_is_valid_and_speed_runs_on_rustica() {
     let dir = temp_dir("real-flags");
     let out = dir.join("out");
     let o = Lab::small()
+        .flag("--full")
         .set("--load", "flags")
         .skip("newkey")
         .real_module()

@@ -221,6 +221,7 @@ fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
         },
         count_libica_calls: args.count_libica_calls,
         aa: args.aa,
+        quick: !args.full,
         family_size: 0,
     };
     o.family_size = o.planned_cells(sizes);

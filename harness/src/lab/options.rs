@@ -73,6 +73,9 @@ pub struct Options {
     pub count_libica_calls: bool,
     /// `--aa`: side B is stock OpenSSL, as A is.
     pub aa: bool,
+    /// Not `--full`: the quick lab leaves out what its minutes would buy
+    /// little of (`QUICK_NEWKEY_MAX_BITS`, `steps::multi_applies`).
+    pub quick: bool,
     /// The B/A cells the run will test as one family (`Options::family_size`).
     pub family_size: usize,
 }
@@ -89,8 +92,14 @@ impl Options {
     }
 
     pub fn newkey_count(&self, bits: u32) -> usize {
-        self.newkey_certs
-            .unwrap_or(if bits <= 4096 { self.certs } else { 1 })
+        let default = if self.quick && bits > QUICK_NEWKEY_MAX_BITS {
+            0
+        } else if bits <= 4096 {
+            self.certs
+        } else {
+            1
+        };
+        self.newkey_certs.unwrap_or(default)
     }
 
     pub fn reused_key(&self, bits: u32) -> Option<PathBuf> {
@@ -100,6 +109,12 @@ impl Options {
 }
 
 pub const QUICK_SIZES: &[u32] = &[1024, 2048, 3072, 4096];
+
+/// The quick lab's new-key certificates stop here: above, each is a key
+/// generation of a second or more per side (over a minute of the quick
+/// lab's five at 3072 and 4096 bits), and the key generation column
+/// already measures those keys; `--full` or `--newkey-certs` runs them.
+pub const QUICK_NEWKEY_MAX_BITS: u32 = 2048;
 pub const FULL_EXTRA: &[u32] = &[7680, 15360];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -10,7 +10,9 @@ use super::commands::{
     verified_ok, verify_args,
 };
 use super::openssl::Side;
-use super::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW, SPEED_SIZES};
+use super::options::{
+    Kind, Options, SkipWhat, QUICK_NEWKEY_MAX_BITS, SECLEVEL1_BELOW, SPEED_SIZES,
+};
 use super::progress::{est_cert, est_keygen, est_sign, est_verify};
 use ibmca_shim::stats::Op;
 
@@ -67,10 +69,13 @@ fn key_not_reused(o: &Options, bits: u32) -> Skip {
 }
 
 fn some_new_key_certificates(o: &Options, bits: u32) -> Skip {
-    if o.newkey_count(bits) == 0 {
-        Err("--newkey-certs 0".into())
-    } else {
-        Ok(())
+    match (o.newkey_count(bits), o.newkey_certs) {
+        (0, Some(_)) => Err("--newkey-certs 0".into()),
+        (0, None) => Err(format!(
+            "quick lab: new-key certificates up to {QUICK_NEWKEY_MAX_BITS} bits (the key generation \
+             column measures these keys; --full or --newkey-certs N runs them)"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -356,13 +361,29 @@ pub const MULTI: StepSpec = StepSpec {
     cross_check: CrossCheck::None,
 };
 
-/// `--skip speed` leaves out every `openssl speed` step, this one too.
+/// `--skip speed` leaves out every `openssl speed` step, this one too. The
+/// quick lab leaves it out on a host of two cores or fewer: there N = the
+/// cores loads every core the lab and the machine's other work share, so
+/// its spread is the machine's load (±9 % to ±64 % in a quick lab on this
+/// project's 2-core machines), ±5 % is out of reach, and its six rounds a
+/// size at the least would take over three of the quick lab's five minutes.
 fn multi_applies(o: &Options, bits: u32) -> Skip {
     if o.skip.contains(&SkipWhat::Speed) {
         return Err("--skip speed".into());
     }
+    let cores = multi_processes();
+    if o.quick && cores <= QUICK_MULTI_MIN_CORES {
+        return Err(format!(
+            "quick lab on a host of {cores} cores: speed -multi {cores} loads every core, its spread is the \
+             machine's load and ±5 % is out of reach (--full runs it)"
+        ));
+    }
     speed_size(o, bits)
 }
+
+/// The quick lab runs `speed -multi` only on hosts with more cores than
+/// this.
+pub const QUICK_MULTI_MIN_CORES: usize = 2;
 
 /// The cores `openssl speed -multi` runs on: one process per core.
 pub fn multi_processes() -> usize {
@@ -415,6 +436,7 @@ mod tests {
             sides: 2,
             count_libica_calls: false,
             aa: false,
+            quick: false,
             family_size: 1,
         }
     }
@@ -544,6 +566,35 @@ mod tests {
             tls13.flags(1024),
             strings(&["-tls1_3", "-cipher", "DEFAULT:@SECLEVEL=1"])
         );
+    }
+
+    #[test]
+    fn the_quick_lab_leaves_out_what_buys_little() {
+        let mut o = options();
+        o.quick = true;
+        // New-key certificates up to 2048 bits, with the reason above.
+        assert_eq!((MEASURED[3].runs)(&o, 2048), 9);
+        assert_eq!((MEASURED[3].runs)(&o, 3072), 0);
+        let why = MEASURED[3].skipped(&o, 4096).unwrap();
+        assert!(
+            why.starts_with("quick lab: new-key certificates up to 2048"),
+            "{why}"
+        );
+        o.newkey_certs = Some(2);
+        assert_eq!(MEASURED[3].skipped(&o, 4096), None);
+        // speed -multi: by the host's cores.
+        let multi = &MEASURED[6];
+        let quick = multi.skipped(&o, 2048);
+        if multi_processes() <= QUICK_MULTI_MIN_CORES {
+            assert!(quick
+                .unwrap()
+                .contains("±5 % is out of reach (--full runs it)"));
+        } else {
+            assert_eq!(quick, None);
+        }
+        o.quick = false;
+        assert_eq!(multi.skipped(&o, 2048), None);
+        assert_eq!(MEASURED[3].skipped(&o, 4096), None);
     }
 
     #[test]
