@@ -47,7 +47,19 @@ chmod 0755 "$work"
 # The users' counters files, in a directory like /dev/shm (sticky, open
 # to all), not the machine's own.
 mkdir -m 1777 "$work/shm"
-mkdir -m 0755 "$work/textfile"
+# As packaged (docs/monitoring.md): rustica writes rustica.prom in a
+# directory of its own, and node_exporter reads it through a link in its
+# textfile directory, which belongs to another user (nobody here, as Debian's
+# belongs to prometheus) and was made by that user.
+mkdir -m 0755 "$work/textfile" "$work/state"
+: >"$work/state/rustica.prom"   # empty until the first run, as postinst makes it
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+  chown nobody "$work/textfile"
+  setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+    ln -s "$work/state/rustica.prom" "$work/textfile/rustica.prom"
+else
+  ln -s "$work/state/rustica.prom" "$work/textfile/rustica.prom"
+fi
 rustica_conf "$work/openssl.cnf" "$module"
 chmod 0644 "$work/openssl.cnf"
 
@@ -76,7 +88,7 @@ fi
 "$rustica" stats --all-users --sum --dir "$work/shm"
 "$rustica" stats --all-users --sum --json --dir "$work/shm" >"$work/stats.json"
 "$rustica" stats --all-users --format openmetrics --dir "$work/shm" >"$work/openmetrics.txt"
-"$rustica" stats --all-users --format prometheus --dir "$work/shm" --output "$work/textfile/rustica.prom"
+"$rustica" stats --all-users --format prometheus --dir "$work/shm" --output "$work/state/rustica.prom"
 
 # A free loopback port, from the kernel.
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -188,7 +200,7 @@ uid=$(id -u)
 sign_filter="{uid=\"$uid\",operation=\"sign\",backend=\"software\"}"
 before=$(await "rustica_operations_total$sign_filter")
 sign_as "" 4
-"$rustica" stats --all-users --format prometheus --dir "$work/shm" --output "$work/textfile/rustica.prom"
+"$rustica" stats --all-users --format prometheus --dir "$work/shm" --output "$work/state/rustica.prom"
 after=$(await "rustica_operations_total$sign_filter == $((before + 4))")
 rate=$(await "rate(rustica_operations_total$sign_filter[1m]) > 0")
 echo "prometheus: rustica_operations_total$sign_filter went from $before to $after; rate(...[1m]) = $rate/s"

@@ -84,6 +84,22 @@ MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || die "m
 MANWIDTH=80 man rustica-provider 2>/dev/null | grep "offload-max-bits" >/dev/null \
   || die "man rustica-provider does not work"
 [ -f /usr/share/bash-completion/completions/rustica ] || die "no bash completion"
+# The metrics unit writes into root's own directory, never through the
+# textfile directory another user owns; node_exporter reads the file
+# through a link that directory's owner made (docs/monitoring.md).
+UNIT=/lib/systemd/system/rustica-metrics.service
+grep -q '^StateDirectory=rustica-metrics$' "$UNIT" || die "$UNIT does not write to its own state directory"
+if grep -E '^(BindPaths|ReadWritePaths)=' "$UNIT" >/dev/null; then
+  die "$UNIT makes a path it does not own writable"
+fi
+TEXTFILE=/var/lib/prometheus/node-exporter
+if [ -d "$TEXTFILE" ]; then
+  [ "$(readlink "$TEXTFILE/rustica.prom")" = /var/lib/rustica-metrics/rustica.prom ] \
+    || die "postinst did not link $TEXTFILE/rustica.prom to the metrics file"
+  [ "$(stat -c %U "$TEXTFILE/rustica.prom")" = "$(stat -c %U "$TEXTFILE")" ] \
+    || die "the link in $TEXTFILE was not made by the directory's owner"
+  [ -f /var/lib/rustica-metrics/rustica.prom ] || die "the link dangles before the timer's first run"
+fi
 # The unprefixed module name works, as the package puts it where OpenSSL looks.
 OPENSSL_CONF=/dev/null openssl list -providers -provider rustica | grep rustica >/dev/null \
   || die "openssl -provider rustica does not find the installed module"
@@ -135,6 +151,8 @@ dpkg -s rustica >/dev/null 2>&1 && die "rustica is still known to dpkg after pur
 left=$(while read -r f; do [ ! -e "$f" ] || echo "$f"; done <"$WORK/files")
 [ -z "$left" ] || die "files left after removal: $left"
 [ ! -e /usr/share/doc/rustica ] || die "/usr/share/doc/rustica left after removal"
+[ ! -L "$TEXTFILE/rustica.prom" ] || die "the metrics link is left after removal"
+[ ! -e /var/lib/rustica-metrics ] || die "/var/lib/rustica-metrics is left after purge"
 say "amd64 package: installed, checked, removed without a trace"
 
 if [ "${1:-}" = "--amd64" ]; then
