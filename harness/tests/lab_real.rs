@@ -17,9 +17,7 @@ use common::{temp_dir, text};
 fn real_quick_lab_is_valid_and_reported() {
     let dir = temp_dir("real");
     let out = dir.join("out");
-    // --full: the quick lab leaves speed -multi out on a 2-core host.
     let o = Lab::small()
-        .flag("--full")
         .unset("--keygen-reps")
         .set("--count", "3")
         .set("--reps", "2")
@@ -109,17 +107,17 @@ fn real_quick_lab_is_valid_and_reported() {
         md.contains("## B against A: intervals and verdicts"),
         "{md}"
     );
-    // Key generation has its own count, 15 per side at 1024 bits by
+    // Key generation has its own count, 40 per side at 1024 bits by
     // default (it was --reps, so 2 here), A and B alternating key by key.
     let keygen = column(row, "keygen");
     for side in ["A", "B"] {
         assert_eq!(
             keygen[side]["samples"].as_array().unwrap().len(),
-            15,
+            40,
             "{side}"
         );
     }
-    assert_eq!(j["options"]["keygen_reps"]["1024"], 15);
+    assert_eq!(j["options"]["keygen_reps"]["1024"], 40);
     assert_eq!(j["options"]["reps"], 2);
     let written = |side: &str, i: usize| {
         fs::metadata(out.join(format!("{side}/keygen/private-1024-{i}.pem")))
@@ -127,7 +125,7 @@ fn real_quick_lab_is_valid_and_reported() {
             .unwrap()
     };
     let mut order = Vec::new();
-    for i in 1..=15 {
+    for i in 1..=40 {
         order.push(written("A", i));
         order.push(written("B", i));
     }
@@ -154,12 +152,12 @@ fn real_quick_lab_is_valid_and_reported() {
     let b = keygen_method["B"].as_str().unwrap();
     assert!(
         b.starts_with(
-            "OpenSSL's classic method (two random probable primes) (counters: software 15); \
+            "OpenSSL's classic method (two random probable primes) (counters: software 40); \
              Miller-Rabin exponentiations: software "
         ),
         "{b}"
     );
-    assert_eq!(keygen["B_counted_by_rustica"]["keygen"]["software"], 15);
+    assert_eq!(keygen["B_counted_by_rustica"]["keygen"]["software"], 40);
     let newkey_method = methods
         .iter()
         .find(|m| m["column"] == "certificates_new_key")
@@ -171,7 +169,7 @@ fn real_quick_lab_is_valid_and_reported() {
     );
     assert!(md.contains("## Key generation methods"), "{md}");
     assert!(
-        md.contains("| 1024 | key generation | OpenSSL's classic method (two random probable primes) | OpenSSL's classic method (two random probable primes) (counters: software 15); Miller-Rabin exponentiations: software "),
+        md.contains("| 1024 | key generation | OpenSSL's classic method (two random probable primes) | OpenSSL's classic method (two random probable primes) (counters: software 40); Miller-Rabin exponentiations: software "),
         "{md}"
     );
     assert!(
@@ -230,7 +228,6 @@ fn real_flags_mode_is_valid_and_speed_runs_on_rustica() {
     let dir = temp_dir("real-flags");
     let out = dir.join("out");
     let o = Lab::small()
-        .flag("--full")
         .set("--load", "flags")
         .skip("newkey")
         .real_module()

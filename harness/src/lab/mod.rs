@@ -397,7 +397,7 @@ fn standard_notes(o: &Options, sizes: &[u32]) -> Vec<String> {
         .collect();
     let keygen_rule = match o.keygen_reps {
         Some(n) => format!("--keygen-reps {n}"),
-        None => "the default: 15 up to 4096 bits, 3 up to 7680, 1 above".into(),
+        None => "the default: 40 up to 2048 bits, 15 up to 4096, 3 up to 7680, 1 above".into(),
     };
     vec![
         format!(
@@ -546,8 +546,8 @@ mod tests {
         let o = matrix_options(&l, &[1024]);
         assert_eq!(o.reps, 1);
         assert_eq!(
-            [1024, 4096, 7680, 15360].map(|b| o.keygen_count(b)),
-            [15, 15, 3, 1]
+            [1024, 2048, 3072, 4096, 7680, 15360].map(|b| o.keygen_count(b)),
+            [40, 40, 15, 15, 3, 1]
         );
         let l = Lab::try_parse_from(["lab", "--keygen-reps", "4"])
             .unwrap()

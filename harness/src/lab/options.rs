@@ -39,9 +39,12 @@ pub const SPEED_SIZES: &[u32] = &[512, 1024, 2048, 3072, 4096, 7680, 15360];
 pub const SECLEVEL1_BELOW: u32 = 2048;
 
 /// Key generations per side when `--keygen-reps` is not given: (largest
-/// key size, count). Key generation time is random, so a B/A ratio needs
-/// many samples; above 4096 bits a key takes seconds to minutes, so fewer.
-pub const KEYGEN_REPS: &[(u32, usize)] = &[(4096, 15), (7680, 3), (u32::MAX, 1)];
+/// key size, count). Key generation time is random (a 2× spread and more),
+/// so a B/A interval needs many keys: 40 a side up to 2048 bits, where a
+/// key takes 10-200 ms and those keys buy the precision that lets
+/// rustica's faster key generation count in the run's family; 15 up to
+/// 4096 bits (a second a key); above, a key takes seconds to minutes.
+pub const KEYGEN_REPS: &[(u32, usize)] = &[(2048, 40), (4096, 15), (7680, 3), (u32::MAX, 1)];
 
 /// The counts and switches of a run.
 #[derive(Clone, Debug)]
@@ -144,8 +147,8 @@ pub struct LabArgs {
     /// A/B rounds of the TLS and `openssl speed` columns.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) reps: u32,
-    /// Key generations per side, A and B alternating [default: 15 up to
-    /// 4096 bits, 3 up to 7680, 1 above].
+    /// Key generations per side, A and B alternating [default: 40 up to
+    /// 2048 bits, 15 up to 4096, 3 up to 7680, 1 above].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) keygen_reps: Option<u32>,
     /// Processes per side for signatures, verifications and certificates

@@ -57,10 +57,20 @@ pub struct SamplingRule {
     min_rounds: usize,
     max_rounds: usize,
     budget_s: f64,
-    /// The cells the run will test together (docs/lab.md, "The family of
-    /// cells"): a cell that differs is settled only once its p-value would
-    /// count even as the family's smallest.
-    family_size: usize,
+    /// Pairs a paired cell needs before its p-value can count at all in
+    /// a family of the run's planned size (docs/lab.md, "The family of
+    /// cells"): the least p of n pairs is 2 / 2^n, so 6 pairs (3.1 %) can
+    /// never pass Holm's first step in a family of 2 or more.
+    countable_pairs: usize,
+}
+
+/// The fewest pairs whose least possible two-sided signed-rank p-value,
+/// 2 / 2^n, is within Holm's first threshold in a family of `size` cells.
+pub fn countable_pairs(size: usize) -> usize {
+    let threshold = FAMILY_ALPHA / size.max(1) as f64;
+    (MIN_PAIRS..64)
+        .find(|&n| 2.0 / 2f64.powi(n as i32) <= threshold)
+        .unwrap_or(64)
 }
 
 impl SamplingRule {
@@ -79,17 +89,19 @@ impl SamplingRule {
                 planned
             },
             budget_s,
-            family_size: family_size.max(1),
+            countable_pairs: countable_pairs(family_size),
         }
     }
 
     /// Whether a cell needs no more samples: its interval is within the
-    /// target, and if it excludes 1, the difference is clear enough to
-    /// survive Holm's first (strictest) step, so that the cell's place in
-    /// the summary does not hang on a few more rounds.
+    /// target, and if it excludes 1, it has the pairs a p-value needs to be
+    /// able to count in the family. The second condition extends a cell
+    /// that looks different to a fixed count, never "until significant":
+    /// a cell judged at one fixed size keeps its test's error rate, where
+    /// stopping the moment p crosses a threshold would inflate it.
     pub fn settled(&self, c: &Comparison) -> bool {
         c.half_width_pct() <= PRECISION_TARGET_PCT
-            && (!c.differs() || c.p <= FAMILY_ALPHA / self.family_size as f64)
+            && (!c.differs() || !c.paired || c.n >= self.countable_pairs)
     }
 
     /// Whether more rounds cannot settle the cell: the rounds its interval
@@ -183,15 +195,21 @@ mod tests {
     }
 
     #[test]
-    fn a_difference_samples_until_it_would_count_in_the_family() {
+    fn a_difference_samples_on_to_the_pairs_that_can_count() {
+        // 2 / 2^n within 5 % / m: 8 pairs for a family of 6, 11 for 40.
+        assert_eq!(countable_pairs(1), 6);
+        assert_eq!(countable_pairs(6), 8);
+        assert_eq!(countable_pairs(40), 11);
         let r = SamplingRule::new(3, 20.0, true, 10);
-        // Within ±5 % and excluding 1, but p = 3 % is no result in a
-        // family of 10 cells (Holm's first step asks for 0.5 %).
-        let unclear = cell(1.01, 1.06, 6, 0.03);
-        assert!(!r.settled(&unclear));
-        assert_eq!(r.ended(6, 1.0, || vec![Some(unclear)]), None);
-        let clear = cell(1.01, 1.06, 12, 0.004);
-        assert!(r.settled(&clear));
+        // Within ±5 % and excluding 1 after 6 pairs, which can never count
+        // in a family of 10 (Holm's first step asks for 0.5 %).
+        let early = cell(1.01, 1.06, 6, 0.03);
+        assert!(!r.settled(&early));
+        assert_eq!(r.ended(6, 1.0, || vec![Some(early)]), None);
+        // At 9 pairs it is judged, whatever its p.
+        assert!(r.settled(&cell(1.01, 1.06, 9, 0.02)));
+        // A cell that does not differ is settled once precise.
+        assert!(r.settled(&cell(0.98, 1.03, 6, 0.4)));
     }
 
     #[test]

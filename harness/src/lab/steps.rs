@@ -49,6 +49,21 @@ fn tls_note(bits: u32) -> Option<String> {
     ))
 }
 
+/// The quick lab leaves out TLS below 2048 bits: Debian's security level
+/// 2 refuses those keys in TLS, so no default server uses them, and their
+/// two cells would take some 40 s of the quick lab's five minutes (an
+/// `s_time -time 1` run takes 1.4 s, 24 of them at the least).
+fn tls_applies(o: &Options, bits: u32) -> Skip {
+    if o.quick && bits < SECLEVEL1_BELOW {
+        Err(format!(
+            "quick lab: Debian's security level 2 refuses {bits}-bit keys in TLS, so no default \
+             server uses them (--full runs them with -cipher DEFAULT:@SECLEVEL=1)"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 fn speed_note(_bits: u32) -> Option<String> {
     Some("openssl speed's own counts and times (in-process, one core)".into())
 }
@@ -258,7 +273,7 @@ pub const MEASURED: [StepSpec; 7] = [
         ],
         run: Run::Handshakes,
         skip: Some(SkipWhat::Tls),
-        applies: always,
+        applies: tls_applies,
         needs: certificate_made,
         runs: reps,
         estimate: |o, _| o.tls_seconds as f64 + 0.6,
@@ -364,7 +379,7 @@ pub const MULTI: StepSpec = StepSpec {
 /// `--skip speed` leaves out every `openssl speed` step, this one too. The
 /// quick lab leaves it out on a host of two cores or fewer: there N = the
 /// cores loads every core the lab and the machine's other work share, so
-/// its spread is the machine's load (±9 % to ±64 % in a quick lab on this
+/// its spread is the machine's load (±4 % to ±64 % in a quick lab on this
 /// project's 2-core machines), ±5 % is out of reach, and its six rounds a
 /// size at the least would take over three of the quick lab's five minutes.
 fn multi_applies(o: &Options, bits: u32) -> Skip {
@@ -592,9 +607,14 @@ mod tests {
         } else {
             assert_eq!(quick, None);
         }
+        // TLS from 2048 bits.
+        let tls = MEASURED[4].skipped(&o, 1024).unwrap();
+        assert!(tls.contains("refuses 1024-bit keys in TLS"), "{tls}");
+        assert_eq!(MEASURED[4].skipped(&o, 2048), None);
         o.quick = false;
         assert_eq!(multi.skipped(&o, 2048), None);
         assert_eq!(MEASURED[3].skipped(&o, 4096), None);
+        assert_eq!(MEASURED[4].skipped(&o, 1024), None);
     }
 
     #[test]
@@ -634,9 +654,16 @@ mod tests {
         assert!(accept("Verified OK\n").is_ok());
         assert!(accept("Verification failure\n").is_err());
         o.newkey_certs = None;
-        // Key generation has its own count: 15 per side up to 4096 bits,
-        // fewer above; --reps is for TLS and speed.
-        for (bits, n) in [(1024, 15), (2048, 15), (4096, 15), (7680, 3), (15360, 1)] {
+        // Key generation has its own count: 40 per side up to 2048 bits,
+        // 15 up to 4096, fewer above; --reps is for TLS and speed.
+        for (bits, n) in [
+            (1024, 40),
+            (2048, 40),
+            (3072, 15),
+            (4096, 15),
+            (7680, 3),
+            (15360, 1),
+        ] {
             assert_eq!((KEY_GENERATION.runs)(&o, bits), n, "{bits}");
         }
         assert_eq!((MEASURED[4].runs)(&o, 2048), 3, "TLS rounds are --reps");
