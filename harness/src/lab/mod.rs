@@ -221,7 +221,8 @@ fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
         },
         count_libica_calls: args.count_libica_calls,
         aa: args.aa,
-        quick: !args.full,
+        // Sizes named on the command line are a choice: every step runs.
+        quick: !args.full && args.sizes.is_empty(),
         family_size: 0,
     };
     o.family_size = o.planned_cells(sizes);
@@ -555,6 +556,17 @@ mod tests {
         let o = matrix_options(&l, &[1024]);
         assert_eq!((o.reps, o.keygen_count(15360)), (3, 4));
         assert!(Lab::try_parse_from(["lab", "--keygen-reps", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_quick_lab_is_the_default_sizes_without_full() {
+        let quick = |args: &[&str]| {
+            let l = Lab::try_parse_from(args).unwrap().lab;
+            matrix_options(&l, &[1024]).quick
+        };
+        assert!(quick(&["lab"]));
+        assert!(!quick(&["lab", "--full"]));
+        assert!(!quick(&["lab", "--sizes", "2048"]));
     }
 
     #[test]

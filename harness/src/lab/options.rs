@@ -76,8 +76,9 @@ pub struct Options {
     pub count_libica_calls: bool,
     /// `--aa`: side B is stock OpenSSL, as A is.
     pub aa: bool,
-    /// Not `--full`: the quick lab leaves out what its minutes would buy
-    /// little of (`QUICK_NEWKEY_MAX_BITS`, `steps::multi_applies`).
+    /// Neither `--full` nor `--sizes`: the quick lab leaves out what its
+    /// minutes would buy little of (`QUICK_NEWKEY_MAX_BITS`,
+    /// `steps::tls_applies`, `steps::multi_applies`).
     pub quick: bool,
     /// The B/A cells the run will test as one family (`Options::family_size`).
     pub family_size: usize,
