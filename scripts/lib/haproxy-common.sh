@@ -66,6 +66,9 @@ haproxy_async_cfg() {
 global
   nbthread 1
   maxconn 4096
+  # One descriptor per connection for rustica's eventfds, which HAProxy
+  # counts for an ENGINE only (docs/security.md).
+  maxpipes 2048
   tune.ssl.cachesize 0
   ssl-mode-async
   stats socket $2/haproxy.sock
