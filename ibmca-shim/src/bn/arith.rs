@@ -286,7 +286,11 @@ pub(crate) fn coprime_to_public(a: &Bn, e: &Bn, ctx: &mut BnCtx) -> Result<bool,
 /// `m` carries BN_FLG_CONSTTIME.
 pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {
     // d = e^-1 mod phi is secret when phi is.
-    let mut r = if a.is_secure() { Bn::new_secret()? } else { Bn::new_like(m)? };
+    let mut r = if a.is_secure() {
+        Bn::new_secret()?
+    } else {
+        Bn::new_like(m)?
+    };
     // SAFETY: sets a mark on this thread's error queue, popped below.
     unsafe { ERR_set_mark() };
     // SAFETY: valid BIGNUMs, r distinct, ctx exclusive; NULL means "no
