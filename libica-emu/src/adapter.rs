@@ -30,6 +30,8 @@ pub(crate) struct Settings {
     hang_every: u64,
     hang_ms: u64,
     units: u64,
+    /// Shared-card mode: the card process's socket.
+    pub(crate) card: Option<std::path::PathBuf>,
     pub(crate) fips: bool,
     pub(crate) hardware: bool,
     /// libica 4 without an adapter: no RSA at all.
@@ -68,6 +70,7 @@ pub(crate) fn settings() -> &'static Settings {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(2000),
             units: num("LIBICA_EMU_UNITS"),
+            card: var("LIBICA_EMU_CARD").map(Into::into),
             fips: var("LIBICA_FIPS_FLAG").as_deref().map(str::trim) == Some("1"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
             no_adapter: var("LIBICA_EMU_ADAPTER").as_deref().map(str::trim) == Some("none"),

@@ -45,6 +45,12 @@
 //!   `ICA_FIPS_MODE`, and `ica_rsa_crt` / `ica_rsa_mod_expo` refuse keys
 //!   below 3072 bits with `EPERM`, as libica does (key generation is not
 //!   refused by the emulator).
+//! - `LIBICA_EMU_CARD=SOCKET`: shared-card mode. `ica_rsa_mod_expo` and
+//!   `ica_rsa_crt` send their operands to the card process listening on
+//!   that Unix socket (`rustica-card`, docs/card-model.md), which many
+//!   processes share, and return its answer; the card models queues,
+//!   service times and faults. An unreachable card answers ENODEV. Key
+//!   generation and every variable above still act in this process.
 //! - `LIBICA_EMU_ADAPTER=none`: behave as libica 4 does on a host without a
 //!   crypto adapter. libica 4 has no software RSA, so the function list
 //!   reports RSA ME / CRT / key generation with no flags at all, the adapter
@@ -59,7 +65,9 @@
 
 mod adapter;
 mod bn;
+mod card_client;
 mod not_offered;
+pub mod wire;
 
 use std::cmp::Ordering;
 use std::os::raw::{c_int, c_uint};
@@ -272,7 +280,10 @@ pub unsafe extern "C" fn ica_rsa_mod_expo(
                 slice_mut(output, kl),
             )
         };
-        let rc = mod_expo(inp, n, e, out).unwrap_or(EIO);
+        let rc = match &settings().card {
+            Some(socket) => card_client::request(socket, wire::KIND_MOD_EXPO, &[inp, n, e], out),
+            None => mod_expo(inp, n, e, out).unwrap_or(EIO),
+        };
         if rc == 0 && plan == Plan::Corrupt {
             flip_last_bit(out);
         }
@@ -353,6 +364,45 @@ fn crt(input: &[u8], k: &mut CrtParts<'_>, out: &mut [u8]) -> Result<(c_uint, bo
     Ok((0, swapped))
 }
 
+/// CRT on the shared card: the key check (p > q) stays in the caller's
+/// process, as libica's does before it sends a request.
+fn crt_on_card(
+    socket: &std::path::Path,
+    input: &[u8],
+    k: &mut CrtParts<'_>,
+    out: &mut [u8],
+) -> (c_uint, bool) {
+    let Ok(swapped) = normalise(k) else {
+        return (EIO, false);
+    };
+    let parts: [&[u8]; 6] = [input, k.p, k.q, k.dp, k.dq, k.qinv];
+    (
+        card_client::request(socket, wire::KIND_CRT, &parts, out),
+        swapped,
+    )
+}
+
+/// The arithmetic the card process (`rustica-card`) computes its results
+/// with: the emulator's own, so both modes give the same answers.
+pub mod arith {
+    use super::*;
+
+    /// `input ^ exponent mod modulus` into `out`; an errno or 0.
+    pub fn mod_expo(input: &[u8], modulus: &[u8], exponent: &[u8], out: &mut [u8]) -> c_uint {
+        super::mod_expo(input, modulus, exponent, out).unwrap_or(EIO)
+    }
+
+    /// CRT with libica's key layout; an errno or 0. The buffers are
+    /// mutable because a key with p < q is normalised in place.
+    pub fn crt(input: &[u8], key: [&mut [u8]; 5], out: &mut [u8]) -> c_uint {
+        let [p, q, dp, dq, qinv] = key;
+        let mut parts = CrtParts { p, q, dp, dq, qinv };
+        super::crt(input, &mut parts, out)
+            .map(|(rc, _)| rc)
+            .unwrap_or(EIO)
+    }
+}
+
 /// `ica_rsa_crt`.
 ///
 /// # Safety
@@ -381,7 +431,10 @@ pub unsafe extern "C" fn ica_rsa_crt(
         let Some(mut parts) = parts else {
             return (EINVAL, false);
         };
-        let (rc, swapped) = crt(inp, &mut parts, out).unwrap_or((EIO, false));
+        let (rc, swapped) = match &settings().card {
+            Some(socket) => crt_on_card(socket, inp, &mut parts, out),
+            None => crt(inp, &mut parts, out).unwrap_or((EIO, false)),
+        };
         if rc == 0 && plan == Plan::Corrupt {
             flip_last_bit(out);
         }
