@@ -268,12 +268,27 @@ impl Card {
                 .0;
         };
         self.changed.notify_all();
-        drop(st);
-        let left = done.saturating_duration_since(Instant::now());
-        if !left.is_zero() {
-            std::thread::sleep(left);
+        if forced.is_some() {
+            // A stalled queue answers when its stall ends: at the end of
+            // its period, or earlier on `resume`.
+            while st.queues[queue]
+                .stalled_until
+                .is_some_and(|until| until > Instant::now())
+            {
+                st = self
+                    .changed
+                    .wait_timeout(st, Duration::from_millis(5))
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+            }
+        } else {
+            drop(st);
+            let left = done.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                std::thread::sleep(left);
+            }
+            st = self.lock();
         }
-        let mut st = self.lock();
         let q = &mut st.queues[queue];
         if let Some(pos) = q.held.iter().position(|s| s.ticket == ticket) {
             let slot = q.held.swap_remove(pos);
@@ -369,19 +384,24 @@ impl Card {
                 let card = self.card_number(&words, line)?;
                 st.offline_until[card] = None;
             }
-            Some("stall") => {
+            Some(command @ ("stall" | "resume")) => {
                 let (card, domain) = words
                     .get(1)
                     .and_then(|w| w.split_once('.'))
                     .and_then(|(c, d)| Some((c.parse::<usize>().ok()?, d.parse::<usize>().ok()?)))
                     .ok_or_else(|| format!("{line:?}: give the queue as CARD.DOMAIN"))?;
-                let until = now + Duration::from_millis(number(2)?);
+                let until = if command == "stall" {
+                    now + Duration::from_millis(number(2)?)
+                } else {
+                    now
+                };
                 let q = st
                     .queues
                     .iter_mut()
                     .find(|q| q.card == card && q.domain == domain)
                     .ok_or_else(|| format!("{line:?}: no such queue"))?;
                 q.stalled_until = Some(until);
+                q.free_at = q.free_at.max(until);
             }
             _ => return Err(format!("{line:?}: unknown command")),
         }
