@@ -55,6 +55,16 @@ fn config_loading(lib: &Path) -> String {
     )
 }
 
+/// `rustica config ARGS --module MODULE [--out OUT]`.
+fn config(args: &[&std::ffi::OsStr], module: &Path, out: Option<&Path>) -> std::process::Output {
+    let mut c = rustica();
+    c.arg("config").args(args).arg("--module").arg(module);
+    if let Some(out) = out {
+        c.arg("--out").arg(out);
+    }
+    c.output().unwrap()
+}
+
 fn give_to_nobody(p: &Path) {
     std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
 }
@@ -104,15 +114,7 @@ fn root_refuses_files_another_user_can_change() {
 
         for flag in ["--from-engine", "--input"] {
             let out = dir.join("out.cnf");
-            let o = rustica()
-                .args(["config", flag])
-                .arg(conf)
-                .arg("--module")
-                .arg(&module)
-                .arg("--out")
-                .arg(&out)
-                .output()
-                .unwrap();
+            let o = config(&[flag.as_ref(), conf.as_os_str()], &module, Some(&out));
             assert!(!o.status.success(), "{flag}: {}", text(&o));
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(err.contains("not used"), "{flag}: {err}");
@@ -132,14 +134,15 @@ fn root_refuses_files_another_user_can_change() {
     std::os::unix::fs::chown(&own_lib, Some(0), Some(0)).unwrap();
     let own = dir.join("own.cnf");
     fs::write(&own, config_loading(&own_lib)).unwrap();
-    let o = rustica()
-        .args(["config", "--from-engine"])
-        .arg(&own)
-        .arg("--module")
-        .arg(&module)
-        .arg("--no-check")
-        .output()
-        .unwrap();
+    let o = config(
+        &[
+            "--from-engine".as_ref(),
+            own.as_os_str(),
+            "--no-check".as_ref(),
+        ],
+        &module,
+        None,
+    );
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -158,13 +161,11 @@ fn config_writes_nothing_in_which_rustica_refuses_to_load() {
     let module = real_module();
     let dir = temp_dir("config-refused");
     let out = dir.join("out.cnf");
-    let o = rustica()
-        .args(["config", "--fresh", "--backend", "bogus", "--module"])
-        .arg(&module)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = config(
+        &["--fresh".as_ref(), "--backend".as_ref(), "bogus".as_ref()],
+        &module,
+        Some(&out),
+    );
     assert!(!o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("printed messages"), "{err}");
@@ -180,15 +181,11 @@ fn config_writes_nothing_in_which_rustica_refuses_to_load() {
          [ibmca_s]\nengine_id = ibmca\nlibica = libica-not-installed-here.so.4\n",
     )
     .unwrap();
-    let o = rustica()
-        .args(["config", "--from-engine"])
-        .arg(&engine)
-        .arg("--module")
-        .arg(&module)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = config(
+        &["--from-engine".as_ref(), engine.as_os_str()],
+        &module,
+        Some(&out),
+    );
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -151,15 +151,7 @@ impl Bn {
 
     /// [`Bn::from_be`] into a [`Bn::new_secret`].
     pub(crate) fn from_be_secret(bytes: &[u8]) -> Result<Bn, RsaError> {
-        let len =
-            c_int::try_from(bytes.len()).map_err(|_| RsaError::bad_input("integer is too long"))?;
-        let b = Bn::new_secret()?;
-        // SAFETY: as in from_be.
-        let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
-        if r.is_null() {
-            return Err(RsaError::libcrypto("libcrypto BN_bin2bn failed"));
-        }
-        Ok(b)
+        Bn::new_secret()?.set_be(bytes)
     }
 
     /// A copy for a secret that lives as long as a key (d, the CRT parts):
@@ -192,16 +184,20 @@ impl Bn {
 
     /// Big-endian unsigned bytes (leading zeros allowed).
     pub(crate) fn from_be(bytes: &[u8]) -> Result<Bn, RsaError> {
+        Bn::new()?.set_be(bytes)
+    }
+
+    /// This BIGNUM (where it lives unchanged) set to `bytes`, big-endian.
+    fn set_be(self, bytes: &[u8]) -> Result<Bn, RsaError> {
         let len =
             c_int::try_from(bytes.len()).map_err(|_| RsaError::bad_input("integer is too long"))?;
-        let b = Bn::new()?;
-        // SAFETY: bytes is valid for `len` bytes; b is a valid BIGNUM that
-        // BN_bin2bn overwrites and returns on success.
-        let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, b.0.as_ptr()) };
+        // SAFETY: bytes is valid for `len` bytes; self is a valid BIGNUM
+        // that BN_bin2bn overwrites and returns on success.
+        let r = unsafe { openssl_sys::BN_bin2bn(bytes.as_ptr(), len, self.0.as_ptr()) };
         if r.is_null() {
             return Err(RsaError::libcrypto("libcrypto BN_bin2bn failed"));
         }
-        Ok(b)
+        Ok(self)
     }
 
     pub(crate) fn from_u64(v: u64) -> Result<Bn, RsaError> {
