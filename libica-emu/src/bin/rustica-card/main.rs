@@ -175,15 +175,20 @@ fn bit_length(bytes: &[u8]) -> u64 {
     }
 }
 
-/// Computes the result (before queueing: the host's CPU time is not the
-/// card's), then lets the model decide when and how to answer.
+/// Lets the model take the request through its queues; the result is
+/// computed while the request is in service.
 fn answer(card: &Card, kind: u8, pid: u32, key_length: usize, mut p: Vec<u8>) -> (u32, Vec<u8>) {
     let mut out = vec![0u8; key_length];
-    let (kind, bits, exponent_bits, rc) = if kind == wire::KIND_MOD_EXPO {
+    // Counted by key length, as libica's callers size their keys; timed
+    // by the operands' real lengths.
+    let size = key_length as u64 * 8;
+    let verdict = if kind == wire::KIND_MOD_EXPO {
         let (input, rest) = p.split_at(key_length);
         let (n, e) = rest.split_at(key_length);
-        let rc = arith::mod_expo(input, n, e, &mut out);
-        (Kind::ModExpo, bit_length(n), bit_length(e), rc)
+        let (bits, exponent_bits) = (bit_length(n), bit_length(e));
+        card.submit(pid, Kind::ModExpo, size, bits, exponent_bits, || {
+            arith::mod_expo(input, n, e, &mut out)
+        })
     } else {
         let half = key_length / 2;
         let (input, rest) = p.split_at_mut(key_length);
@@ -192,17 +197,11 @@ fn answer(card: &Card, kind: u8, pid: u32, key_length: usize, mut p: Vec<u8>) ->
         let (dp, rest) = rest.split_at_mut(half + 8);
         let (dq, qinv) = rest.split_at_mut(half);
         let bits = bit_length(prime_p) + bit_length(prime_q);
-        let rc = arith::crt(input, [prime_p, prime_q, dp, dq, qinv], &mut out);
-        (Kind::Crt, bits, 0, rc)
+        card.submit(pid, Kind::Crt, size, bits, 0, || {
+            arith::crt(input, [prime_p, prime_q, dp, dq, qinv], &mut out)
+        })
     };
-    // Counted by key length, as libica's callers size their keys; timed
-    // by the operands' real lengths.
-    let size = key_length as u64 * 8;
-    if rc != 0 {
-        card.record(pid, kind, size, model::errno_name(rc));
-        return (rc, vec![0; key_length]);
-    }
-    match card.submit(pid, kind, size, bits, exponent_bits) {
+    match verdict {
         Verdict::Answer => (0, out),
         Verdict::Corrupt => {
             if let Some(b) = out.last_mut() {

@@ -202,16 +202,13 @@ impl Card {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Counts a request answered without the card's queues (a malformed
-    /// one the arithmetic refused).
-    pub fn record(&self, pid: u32, kind: Kind, bits: u64, outcome: String) {
-        self.lock().record(pid, kind, bits, outcome);
-    }
-
     /// Takes one request through the pending list and a queue, blocking
     /// the caller for its service time, and says how to answer it.
     /// `size` is what the counts say (the key length in bits); `bits` and
     /// `exponent_bits` are the operands' real lengths, which set the cost.
+    /// `compute` does the arithmetic (returning an errno or 0) once the
+    /// request is on a queue, during its service time, so the host's CPU
+    /// time never delays the card's timeline.
     pub fn submit(
         &self,
         pid: u32,
@@ -219,8 +216,9 @@ impl Card {
         size: u64,
         bits: u64,
         exponent_bits: u64,
+        compute: impl FnOnce() -> u32,
     ) -> Verdict {
-        let verdict = self.run(kind, bits, exponent_bits);
+        let verdict = self.run(kind, bits, exponent_bits, compute);
         let outcome = match verdict {
             Verdict::Answer => "ok".to_string(),
             Verdict::Corrupt => "corrupt".to_string(),
@@ -230,7 +228,13 @@ impl Card {
         verdict
     }
 
-    fn run(&self, kind: Kind, bits: u64, exponent_bits: u64) -> Verdict {
+    fn run(
+        &self,
+        kind: Kind,
+        bits: u64,
+        exponent_bits: u64,
+        compute: impl FnOnce() -> u32,
+    ) -> Verdict {
         let mut st = self.lock();
         if let Some((errno, left)) = st.faults.errno {
             st.faults.errno = (left > 1).then_some((errno, left - 1));
@@ -268,6 +272,7 @@ impl Card {
                 .0;
         };
         self.changed.notify_all();
+        let rc;
         if forced.is_some() {
             // A stalled queue answers when its stall ends: at the end of
             // its period, or earlier on `resume`.
@@ -281,8 +286,10 @@ impl Card {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .0;
             }
+            rc = 0;
         } else {
             drop(st);
+            rc = compute();
             let left = done.saturating_duration_since(Instant::now());
             if !left.is_zero() {
                 std::thread::sleep(left);
@@ -300,6 +307,9 @@ impl Card {
         self.changed.notify_all();
         if let Some(e) = forced {
             return Verdict::Errno(e);
+        }
+        if rc != 0 {
+            return Verdict::Errno(rc);
         }
         if st.faults.corrupt > 0 {
             st.faults.corrupt -= 1;
