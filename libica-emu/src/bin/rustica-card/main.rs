@@ -122,9 +122,13 @@ struct Quit;
 /// Answers the requests of one connection until it closes.
 fn serve(card: &Card, mut stream: UnixStream) -> Result<(), Quit> {
     while let Ok(Some(header)) = wire::read_header(&mut stream) {
-        if header.length > wire::MAX_LENGTH && header.kind != wire::KIND_CONTROL
-            || header.length > 64 * 1024
-        {
+        // Bounded frames: a stray writer cannot make the card allocate.
+        let limit = if header.kind == wire::KIND_CONTROL {
+            64 * 1024
+        } else {
+            wire::MAX_LENGTH
+        };
+        if header.length > limit {
             return Ok(());
         }
         let mut payload = vec![0u8; header.length];
@@ -210,5 +214,29 @@ fn answer(card: &Card, kind: u8, pid: u32, key_length: usize, mut p: Vec<u8>) ->
             (0, out)
         }
         Verdict::Errno(e) => (e, vec![0; key_length]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_length_skips_leading_zeros() {
+        assert_eq!(bit_length(&[0, 0, 0]), 0);
+        assert_eq!(bit_length(&[0, 1]), 1);
+        assert_eq!(bit_length(&[0, 0x80, 0]), 16);
+        assert_eq!(bit_length(&[0x01, 0x00, 0x01]), 17);
+    }
+
+    #[test]
+    fn crt_frames_have_libicas_layout() {
+        // 2048-bit key: input 256, p/dp/qInverse 136, q/dq 128.
+        assert_eq!(
+            wire::payload_len(wire::KIND_CRT, 256),
+            Some(256 + 3 * 136 + 2 * 128)
+        );
+        assert_eq!(wire::payload_len(wire::KIND_MOD_EXPO, 256), Some(768));
+        assert_eq!(wire::payload_len(wire::KIND_CONTROL, 256), None);
     }
 }
