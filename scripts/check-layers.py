@@ -33,15 +33,15 @@ PROVIDER = {
 }
 
 LAB = {
-    "openssl": 0, "progress": 0, "effect": 0,
-    "options": 1, "sampling": 1,
-    "commands": 2,
+    "openssl": 0, "progress": 0, "ranks": 0,
+    "options": 1, "effect": 1,
+    "commands": 2, "sampling": 2, "skips": 2,
     "columns": 3, "setup": 3,
     "steps": 4, "counters": 4,
     "results": 5,
     "method": 6, "matrix": 6, "family": 6,
     "crosscheck": 7, "async_jobs": 7, "explain": 7, "inprocess": 7,
-    "report": 8,
+    "report": 8, "summary": 8,
     "markdown": 9, "svg": 9, "forest": 9,
     "mod": 10,
 }

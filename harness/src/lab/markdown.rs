@@ -2,12 +2,12 @@
 //! time per operation, validation, notes and command lines. An INVALID row
 //! never shows a B number: its B cells say INVALID.
 
-use super::explain::{self, Context};
 use super::family::standing;
 use super::method;
 use super::report::{all_valid, dur, num, RunInfo};
 use super::results::{Column, Kind, Pair, Row, Side, Status, Unit};
 use super::sampling::PRECISION_TARGET_PCT;
+use super::summary::{differences, side_c_differences};
 use std::fmt::Write as _;
 
 /// B/A with its 95 % interval, or why there is none.
@@ -191,23 +191,6 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         md,
         "![B/A of every cell with its 95 % interval, log scale; filled: counts after the family's control](forest.svg)\n"
     );
-}
-
-/// The C/A or B/C cells that survive their family's control.
-fn side_c_differences(rows: &[Row], pair: Pair) -> Vec<String> {
-    let (side, base) = pair.sides();
-    rows.iter()
-        .filter(|r| r.valid())
-        .flat_map(|r| r.columns.iter().map(move |c| (r.bits, c)))
-        .filter(|(_, c)| c.decision(pair).is_some_and(|d| d.survives))
-        .map(|(bits, c)| {
-            format!(
-                "{bits} bits, {}: {}",
-                c.kind.op_name(),
-                c.verdict_of(side, base)
-            )
-        })
-        .collect()
 }
 
 /// How B ran rustica, and on which backends its operations were counted.
@@ -417,25 +400,6 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
         }
     }
     md.push('\n');
-}
-
-/// The cells that count (they survive the family's control; valid rows
-/// only), each with its verdict and why B differs, from the counters.
-pub fn differences(rows: &[Row], cx: Context) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in rows.iter().filter(|r| r.valid()) {
-        for c in r.columns.iter().filter(|c| c.counts_as_difference()) {
-            let why = explain::explain(r.bits, c, cx);
-            out.push(format!(
-                "{} bits, {}: {}: {}",
-                r.bits,
-                c.kind.op_name(),
-                c.verdict_text(),
-                why.text
-            ));
-        }
-    }
-    out
 }
 
 /// Which method made each side's keys, per key size.

@@ -37,11 +37,14 @@ mod method;
 mod openssl;
 mod options;
 mod progress;
+mod ranks;
 mod report;
 mod results;
 mod sampling;
 mod setup;
+mod skips;
 mod steps;
+mod summary;
 mod svg;
 
 use openssl::{Scratch, SideEnv};
@@ -295,7 +298,7 @@ fn options_json(args: &LabArgs, setup: &Setup, opts: &Options, out: &Path) -> Va
 fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
     let mut so = std::io::stdout().lock();
     let _ = writeln!(so, "rustica lab: results in {}", out.display());
-    let differences = markdown::differences(rows, info.explain_context());
+    let differences = summary::differences(rows, info.explain_context());
     if differences.is_empty() {
         let _ = writeln!(so, "  differences that count: none");
     } else {

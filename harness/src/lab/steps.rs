@@ -2,26 +2,23 @@
 //! types of `columns`. `matrix` runs every entry the same way.
 
 use super::columns::{
-    ColumnSpec, Counted, CrossCheck, Expect, Paths, Per, Reduce, Run, Skip, StepSpec, TlsClient,
-    Unmet,
+    ColumnSpec, Counted, CrossCheck, Expect, Paths, Per, Reduce, Run, StepSpec, TlsClient, Unmet,
 };
 use super::commands::{
     certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
     verified_ok, verify_args,
 };
 use super::openssl::Side;
-use super::options::{
-    Kind, Options, SkipWhat, QUICK_NEWKEY_MAX_BITS, SECLEVEL1_BELOW, SPEED_SIZES,
-};
+use super::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW};
 use super::progress::{est_cert, est_keygen, est_sign, est_verify};
+pub use super::skips::multi_processes;
+use super::skips::{
+    always, key_not_reused, multi_applies, some_new_key_certificates, speed_size, tls_applies,
+};
 use ibmca_shim::stats::Op;
 
 fn no_note(_bits: u32) -> Option<String> {
     None
-}
-
-fn always(_o: &Options, _bits: u32) -> Skip {
-    Ok(())
 }
 
 fn nothing_needed(_p: &Paths, _runs: usize) -> Result<(), Unmet> {
@@ -49,53 +46,8 @@ fn tls_note(bits: u32) -> Option<String> {
     ))
 }
 
-/// The quick lab runs TLS at 2048 bits only: a handshake's RSA work is one
-/// signature, which `openssl speed` measures at every size, and each size's
-/// two TLS cells take 24 `s_time` runs of 1.4 s at the least (over 30 s of
-/// the quick lab's five minutes); below 2048 bits Debian's security level 2
-/// refuses the keys in TLS anyway.
-fn tls_applies(o: &Options, bits: u32) -> Skip {
-    if o.quick && bits != QUICK_TLS_BITS {
-        Err(format!(
-            "quick lab: TLS at {QUICK_TLS_BITS} bits only (a handshake's RSA work is one signature, \
-             which openssl speed measures at every size; --full or --sizes runs every size)"
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// The one size of the quick lab's TLS cells: the size servers use.
-pub const QUICK_TLS_BITS: u32 = 2048;
-
 fn speed_note(_bits: u32) -> Option<String> {
     Some("openssl speed's own counts and times (in-process, one core)".into())
-}
-
-fn speed_size(_o: &Options, bits: u32) -> Skip {
-    if SPEED_SIZES.contains(&bits) {
-        Ok(())
-    } else {
-        Err(format!("openssl speed has no rsa{bits}"))
-    }
-}
-
-fn key_not_reused(o: &Options, bits: u32) -> Skip {
-    match o.reused_key(bits) {
-        Some(src) => Err(format!("key reused from {}", src.display())),
-        None => Ok(()),
-    }
-}
-
-fn some_new_key_certificates(o: &Options, bits: u32) -> Skip {
-    match (o.newkey_count(bits), o.newkey_certs) {
-        (0, Some(_)) => Err("--newkey-certs 0".into()),
-        (0, None) => Err(format!(
-            "quick lab: new-key certificates up to {QUICK_NEWKEY_MAX_BITS} bits (the key generation \
-             column measures these keys; --full, --sizes or --newkey-certs N runs them)"
-        )),
-        _ => Ok(()),
-    }
 }
 
 fn reps(o: &Options, _bits: u32) -> usize {
@@ -380,35 +332,6 @@ pub const MULTI: StepSpec = StepSpec {
     cross_check: CrossCheck::None,
 };
 
-/// `--skip speed` leaves out every `openssl speed` step, this one too. The
-/// quick lab leaves it out on a host of two cores or fewer: there N = the
-/// cores loads every core the lab and the machine's other work share, so
-/// its spread is the machine's load (±4 % to ±64 % in a quick lab on this
-/// project's 2-core machines), ±5 % is out of reach, and its six rounds a
-/// size at the least would take over three of the quick lab's five minutes.
-fn multi_applies(o: &Options, bits: u32) -> Skip {
-    if o.skip.contains(&SkipWhat::Speed) {
-        return Err("--skip speed".into());
-    }
-    let cores = multi_processes();
-    if o.quick && cores <= QUICK_MULTI_MIN_CORES {
-        return Err(format!(
-            "quick lab on a host of {cores} cores: speed -multi {cores} loads every core, its spread is the \
-             machine's load and ±5 % is out of reach (--full or --sizes runs it)"
-        ));
-    }
-    speed_size(o, bits)
-}
-
-/// The quick lab runs `speed -multi` only on hosts with more cores than
-/// this.
-pub const QUICK_MULTI_MIN_CORES: usize = 2;
-
-/// The cores `openssl speed -multi` runs on: one process per core.
-pub fn multi_processes() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn multi_note(_bits: u32) -> Option<String> {
     let n = multi_processes();
     Some(format!(
@@ -585,42 +508,6 @@ mod tests {
             tls13.flags(1024),
             strings(&["-tls1_3", "-cipher", "DEFAULT:@SECLEVEL=1"])
         );
-    }
-
-    #[test]
-    fn the_quick_lab_leaves_out_what_buys_little() {
-        let mut o = options();
-        o.quick = true;
-        // New-key certificates up to 2048 bits, with the reason above.
-        assert_eq!((MEASURED[3].runs)(&o, 2048), 9);
-        assert_eq!((MEASURED[3].runs)(&o, 3072), 0);
-        let why = MEASURED[3].skipped(&o, 4096).unwrap();
-        assert!(
-            why.starts_with("quick lab: new-key certificates up to 2048"),
-            "{why}"
-        );
-        o.newkey_certs = Some(2);
-        assert_eq!(MEASURED[3].skipped(&o, 4096), None);
-        // speed -multi: by the host's cores.
-        let multi = &MEASURED[6];
-        let quick = multi.skipped(&o, 2048);
-        if multi_processes() <= QUICK_MULTI_MIN_CORES {
-            assert!(quick
-                .unwrap()
-                .contains("±5 % is out of reach (--full or --sizes runs it)"));
-        } else {
-            assert_eq!(quick, None);
-        }
-        // TLS at 2048 bits only.
-        for bits in [1024, 3072, 4096] {
-            let tls = MEASURED[4].skipped(&o, bits).unwrap();
-            assert!(tls.starts_with("quick lab: TLS at 2048 bits only"), "{tls}");
-        }
-        assert_eq!(MEASURED[4].skipped(&o, 2048), None);
-        o.quick = false;
-        assert_eq!(multi.skipped(&o, 2048), None);
-        assert_eq!(MEASURED[3].skipped(&o, 4096), None);
-        assert_eq!(MEASURED[4].skipped(&o, 1024), None);
     }
 
     #[test]
