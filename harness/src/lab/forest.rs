@@ -261,6 +261,31 @@ mod tests {
     }
 
     #[test]
+    fn a_side_c_adds_its_families_lines() {
+        let mut r = Row::new(2048);
+        r.checks.push(Check::new("counted", true, ""));
+        let a: Vec<f64> = (0..8).map(|i| 1.0 + 0.01 * i as f64).collect();
+        let mut c = Column::new(Kind::Signatures, 8);
+        c.a = samples(&a);
+        c.b = samples(&a.iter().map(|v| v * 1.5).collect::<Vec<_>>());
+        c.c = samples(&a.iter().rev().copied().collect::<Vec<_>>());
+        r.columns.push(c);
+        let mut rows = vec![r];
+        decide(&mut rows);
+        let svg = chart(&rows, false);
+        for pair in ["B/A", "C/A", "B/C"] {
+            assert!(
+                svg.contains(&format!("data-pair=\"{pair}\"")),
+                "{pair}: {svg}"
+            );
+        }
+        assert!(
+            svg.contains("2048 bits, signature (process) (B/C)"),
+            "{svg}"
+        );
+    }
+
+    #[test]
     fn a_run_without_intervals_says_so() {
         let svg = chart(&[], true);
         assert!(svg.contains("no cell with an interval"), "{svg}");
