@@ -15,7 +15,10 @@
 #     pkeyutl -encrypt/-decrypt, s_client), ssh-keygen (-t rsa, -Y sign,
 #     -Y verify), DNSSEC zone signing with RSASHA256 keys (BIND's
 #     dnssec-keygen, dnssec-signzone and dnssec-verify; PowerDNS's pdnsutil
-#     test-algorithm 8, which makes a key, signs and verifies), pyca/cryptography through Debian's python3-cryptography
+#     test-algorithm 8, which makes a key, signs and verifies; a zone in
+#     PowerDNS's SQLite backend: a KSK by pdnsutil add-zone-key, and
+#     pdns_server's signed answer to a query with the DO bit),
+#     pyca/cryptography through Debian's python3-cryptography
 #     (keygen, sign, verify, encrypt, decrypt), curl and Python's ssl module
 #     as TLS clients (verify: the server certificate's signature by the
 #     test CA and the server's handshake signature);
@@ -42,7 +45,8 @@
 # and reset as that user. The chrooted smtpd gets its counters file inside
 # its jail (RUSTICA_STATS_PATH is then the path inside the jail).
 #
-# Usage (as root, Debian 12; installs missing packages with apt-get):
+# Usage (as root, Debian 12 or 13; installs missing packages with apt-get;
+# scripts/coverage-trixie.sh runs it in a Debian 13 chroot):
 #   scripts/coverage.sh [--module PATH] [--rustica PATH] [--out FILE]
 #                       [--no-install] [--keep]
 #   --module   rustica.so to load  [default: target/release/rustica.so]
@@ -118,6 +122,7 @@ pyca_ok() { [ -x "$PY" ] && "$PY" -c 'import cryptography, sys; sys.exit(not cry
 missing=()
 for c in "${!pkg_of[@]}"; do have "$c" || missing+=("${pkg_of[$c]}"); done
 pyca_ok || missing+=(python3-cryptography)
+dpkg-query -W -f='${Status}' pdns-backend-sqlite3 2>/dev/null | grep -q ' installed$' || missing+=(pdns-backend-sqlite3)
 if [ ${#missing[@]} -gt 0 ]; then
     mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
     if [ "$install" = 1 ]; then

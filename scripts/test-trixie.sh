@@ -22,36 +22,14 @@ die() { echo "test-trixie: FAILED: $*" >&2; exit 1; }
 DEB=$(realpath "${1:?usage: $0 rustica_VERSION_amd64.deb}")
 [ "$(dpkg-deb -f "$DEB" Architecture)" = amd64 ] || die "$DEB is not an amd64 package"
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot)"
-CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
-CHROOT=$CACHE/trixie-chroot
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-
-if [ ! -f "$CHROOT/.complete" ]; then
-  command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh installs it)"
-  say "debootstrap trixie (minbase + openssl) from $MIRROR into $CHROOT"
-  rm -rf "$CHROOT" "$CHROOT.tmp"
-  if ! nice -n 19 debootstrap --variant=minbase --include=openssl trixie "$CHROOT.tmp" "$MIRROR" \
-      >"$CACHE/trixie-debootstrap.log" 2>&1; then
-    if grep -E "Failed getting release file|Couldn't download|Temporary failure resolving|Could not resolve" \
-        "$CACHE/trixie-debootstrap.log" >/dev/null; then
-      tail -n 3 "$CACHE/trixie-debootstrap.log" >&2
-      echo "test-trixie: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
-      rm -rf "$CHROOT.tmp"
-      exit 0
-    fi
-    tail -n 20 "$CACHE/trixie-debootstrap.log" >&2
-    die "debootstrap failed (log: $CACHE/trixie-debootstrap.log)"
-  fi
-  mv "$CHROOT.tmp" "$CHROOT"
-  touch "$CHROOT/.complete"
+# shellcheck source=scripts/lib/trixie-chroot.sh
+. scripts/lib/trixie-chroot.sh
+rc=0
+trixie_chroot_ensure || rc=$?
+if [ "$rc" = 3 ]; then
+  echo "test-trixie: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
+  exit 0
 fi
-
-in_chroot() { # a shell script, run as root in the chroot with /proc mounted
-  unshare --mount --propagation private sh -c '
-    mount -t proc proc "$1/proc" && exec chroot "$1" /usr/bin/env -i \
-      PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -euc "$2"' \
-    sh "$CHROOT" "$1"
-}
 say "Debian $(cat "$CHROOT/etc/debian_version"); $(in_chroot 'openssl version')"
 case "$(in_chroot 'openssl version')" in "OpenSSL 3.5"*) ;; *) die "trixie's openssl is not 3.5" ;; esac
 say "libssl3t64: $(in_chroot "dpkg-query -W -f '\${Version}; Provides: \${Provides}' libssl3t64")"

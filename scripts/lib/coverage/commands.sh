@@ -134,7 +134,21 @@ elif op == "decrypt":
     assert priv().decrypt(open(d + "/pyca.enc", "rb").read(), oaep) == b"secret"
 EOF
 if pyca_ok; then
-    pyca_keygen_why="low-level RSA API: cryptography $(pkgver python3-cryptography | cut -d- -f1) generates RSA keys with RSA_generate_key_ex (hazmat/backends/openssl/backend.py), which in OpenSSL 3 never reaches a provider"
+    # Measured: which of its bindings imports RSA_generate_key_ex. Where
+    # it is called from is the source's: the cffi binding's backend.py
+    # (cryptography up to 41), rust-openssl's Rsa::generate_with_e in
+    # src/rust/src/backend/rsa.rs (42 and later).
+    pyca_keygen_why=""
+    for so in $("$PY" -c 'import glob, os, cryptography.hazmat.bindings as b; print(*sorted(glob.glob(os.path.join(os.path.dirname(b.__file__), "*.so"))))'); do
+        imports=$(nm -D --undefined-only "$so" 2>/dev/null | awk '{print $2}' | sed 's/@.*//' || true)
+        grep -qx RSA_generate_key_ex <<<"$imports" || continue
+        case $(basename "$so") in
+        _openssl*) src="hazmat/backends/openssl/backend.py" ;;
+        *) src="src/rust/src/backend/rsa.rs, through rust-openssl's Rsa::generate_with_e" ;;
+        esac
+        pyca_keygen_why="low-level RSA API: cryptography $(pkgver python3-cryptography | cut -d- -f1)'s $(basename "$so") imports RSA_generate_key_ex and generates RSA keys with it ($src), which in OpenSSL 3 never reaches a provider"
+        break
+    done
     run_one "$pyca" "keygen (rsa.generate_private_key 2048)" keygen "$pyca_keygen_why" "$PY" "$W/py/pyca.py" keygen "$P/leaf.key" "$P/leaf.pub" "$D"
     for op in sign verify encrypt decrypt; do
         case $op in sign | verify) pad=PSS ;; *) pad=OAEP ;; esac

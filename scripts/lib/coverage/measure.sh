@@ -51,9 +51,11 @@ add_row() { # PROGRAM OPERATION COUNTED DELTA LOADED WHY
     echo "coverage.sh: $1: $2: $3 ($4)" >&2
 }
 not_measured() { add_row "$1" "$2" "not measured" "" "" "$3"; }
-# LD_DEBUG=files output under PREFIX.* shows whether rustica.so was loaded.
+# LD_DEBUG=files output under PREFIX.* (LD_DEBUG_OUTPUT), or in the file
+# PREFIX itself (a program's standard error), shows whether rustica.so was
+# loaded.
 loaded() { # PREFIX
-    if grep -qs "file=.*$modbase .*dynamically loaded" "$1".*; then echo yes; else echo no; fi
+    if grep -qs "file=.*$modbase .*dynamically loaded" "$1" "$1".*; then echo yes; else echo no; fi
 }
 delta_text() { # BEFORE AFTER
     local -a b a

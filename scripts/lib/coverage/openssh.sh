@@ -93,7 +93,10 @@ EOF
         sb=$(snap "$f" root)
         cb=$(snap "$cli" root)
         rc=0
-        env OPENSSL_CONF="$cnf" RUSTICA_STATS_PATH="$cli" LD_DEBUG=files LD_DEBUG_OUTPUT="$W/ld/ssh" \
+        # LD_DEBUG's output goes to ssh's standard error, which ssh keeps:
+        # it closes every other descriptor at its start (LD_DEBUG_OUTPUT's file
+        # too: its output stopped there), before it loads rustica.
+        env OPENSSL_CONF="$cnf" RUSTICA_STATS_PATH="$cli" LD_DEBUG=files \
             timeout 60 ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no \
             -o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null \
             -o HostKeyAlgorithms=rsa-sha2-256 -o PubkeyAcceptedAlgorithms=rsa-sha2-256 \
@@ -107,10 +110,10 @@ EOF
             judge "$sshv (sshd)" "sign (host key, key exchange)" sign "$sb" "$sa" "$(mapped "$sshd_pid") (listener)" "$why"
             judge "$sshv (sshd)" "verify (user key, publickey auth)" verify "$sb" "$sa" "$(mapped "$sshd_pid") (listener)" "$why"
             why=$(rsa_api "$(command -v ssh)")
-            judge "$sshv (ssh client)" "verify (server host key)" verify "$cb" "$ca" "$(loaded "$W/ld/ssh")" "$why"
-            judge "$sshv (ssh client)" "sign (publickey auth)" sign "$cb" "$ca" "$(loaded "$W/ld/ssh")" "$why"
+            judge "$sshv (ssh client)" "verify (server host key)" verify "$cb" "$ca" "$(loaded "$log")" "$why"
+            judge "$sshv (ssh client)" "sign (publickey auth)" sign "$cb" "$ca" "$(loaded "$log")" "$why"
         else
-            sshd_rows_unmeasured "ssh to the test sshd failed (exit $rc): $(tail -1 "$log" | tr '|' '/')"
+            sshd_rows_unmeasured "ssh to the test sshd failed (exit $rc): $(grep -v '^ *[0-9]*:' "$log" | tail -1 | tr '|' '/')"
         fi
     else
         sshd_rows_unmeasured "sshd did not start: $(tail -1 "$W/logs/sshd.log" | tr '|' '/')"

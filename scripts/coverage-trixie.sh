@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# scripts/coverage-trixie.sh: scripts/coverage.sh's rows on Debian 13
+# (trixie, OpenSSL 3.5), with trixie's own packages, in a chroot.
+#
+# The chroot is a copy of the one scripts/test-trixie.sh uses
+# ($RUSTICA_CACHE/trixie-chroot, made with debootstrap when missing:
+# scripts/lib/trixie-chroot.sh), kept as $RUSTICA_CACHE/trixie-coverage-chroot
+# so that the packages coverage.sh installs there (nginx, apache2, openssh,
+# bind9-utils, pdns-server, ...) stay cached and never reach the minimal
+# chroot in which test-trixie.sh checks the package's dependencies.
+# rustica comes from its amd64 package (scripts/package.sh amd64, built
+# when target/deb has none), installed with dpkg -i in the chroot and
+# purged at the end; coverage.sh and scripts/lib/coverage/ are copied in
+# and run there against /usr/lib/x86_64-linux-gnu/ossl-modules/rustica.so
+# and /usr/bin/rustica, in a mount namespace of their own with /proc,
+# /dev/pts, /dev/shm and /run mounted there only. The chroot shares the
+# host's network: the daemons listen on free high ports of 127.0.0.1.
+#
+# Usage (as root, on an amd64 Debian host with debootstrap):
+#   scripts/coverage-trixie.sh [--deb FILE] [--out FILE] [--keep]
+#   --deb   rustica's amd64 package [default: target/deb/rustica_<version>_amd64.deb]
+#   --out   also write the table (with its header lines) to FILE
+#   --keep  keep coverage.sh's work directory (inside the chroot's /tmp)
+#
+# Exit status: coverage.sh's (0 every row measured, 1 a row was not,
+# 2 nothing was); 2 as well when the chroot or the package cannot be
+# made; 0 with SKIPPED when debootstrap cannot reach the archive.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+START=$SECONDS
+say() { echo "coverage-trixie: [$((SECONDS - START))s] $*" >&2; }
+die() { echo "coverage-trixie: $*" >&2; exit 2; }
+usage() { sed -n '/^# Usage/,/^#   --keep/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+deb=""
+out=""
+keep=()
+while [ $# -gt 0 ]; do
+  case $1 in
+  --deb) deb=${2:?--deb needs a file}; shift 2 ;;
+  --deb=*) deb=${1#*=}; shift ;;
+  --out) out=${2:?--out needs a file}; shift 2 ;;
+  --out=*) out=${1#*=}; shift ;;
+  --keep) keep=(--keep); shift ;;
+  -h | --help) usage; exit 0 ;;
+  *) usage >&2; die "unknown option: $1" ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot, daemons)"
+[ "$(dpkg --print-architecture)" = amd64 ] || die "an amd64 host is needed (the chroot is amd64)"
+
+if [ -z "$deb" ]; then
+  version=$(dpkg-parsechangelog -l debian/changelog -S Version)
+  deb=target/deb/rustica_${version}_amd64.deb
+  if [ ! -f "$deb" ]; then
+    say "no $deb: scripts/package.sh amd64"
+    scripts/package.sh amd64 >&2 || die "scripts/package.sh amd64 failed"
+  fi
+fi
+[ -f "$deb" ] || die "package not found: $deb"
+deb=$(realpath "$deb")
+[ "$(dpkg-deb -f "$deb" Architecture)" = amd64 ] || die "$deb is not an amd64 package"
+
+# shellcheck source=scripts/lib/trixie-chroot.sh
+. scripts/lib/trixie-chroot.sh
+rc=0
+trixie_chroot_ensure || rc=$?
+if [ "$rc" = 3 ]; then
+  echo "coverage-trixie: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
+  exit 0
+fi
+BASE=$CHROOT
+CHROOT=$CACHE/trixie-coverage-chroot
+if [ ! -f "$CHROOT/.complete" ]; then
+  say "copying $BASE to $CHROOT"
+  rm -rf "$CHROOT" "$CHROOT.tmp"
+  cp -a "$BASE" "$CHROOT.tmp"
+  rm -f "$CHROOT.tmp/.complete"
+  mv "$CHROOT.tmp" "$CHROOT"
+  touch "$CHROOT/.complete"
+fi
+# apt-get in the chroot resolves the archive's name with the host's resolver.
+cp /etc/resolv.conf "$CHROOT/etc/resolv.conf"
+
+# Like in_chroot, with what daemons need besides /proc: /dev/pts, a
+# /dev/shm (POSIX semaphores: apache2's mutex) and an empty /run.
+# shellcheck disable=SC2016 # expanded by the inner shells
+in_cov_chroot() { # SCRIPT [ARG...]
+  unshare --mount --propagation private bash -c '
+    mount -t proc proc "$1/proc" &&
+    mkdir -p "$1/dev/pts" "$1/dev/shm" &&
+    mount -t devpts -o newinstance,ptmxmode=0666 devpts "$1/dev/pts" &&
+    mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm" &&
+    mount -t tmpfs -o mode=755 tmpfs "$1/run" &&
+    exec chroot "$1" /usr/bin/env -i \
+      PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/bash -euc "$2" bash "${@:3}"' \
+    bash "$CHROOT" "$@"
+}
+say "Debian $(cat "$CHROOT/etc/debian_version"); $(in_cov_chroot 'openssl version')"
+
+# coverage.sh and its row files, and the package, in the chroot.
+R=$CHROOT/root/rustica-coverage
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  in_cov_chroot 'dpkg -P rustica >/dev/null 2>&1 || true' || true
+  rm -rf "$R"
+}
+rm -rf "$R"
+mkdir -p "$R/scripts/lib/coverage"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cp scripts/coverage.sh "$R/scripts/"
+cp scripts/lib/coverage/*.sh "$R/scripts/lib/coverage/"
+cp "$deb" "$R/rustica.deb"
+in_cov_chroot 'dpkg -P rustica >/dev/null 2>&1 || true; dpkg -i /root/rustica-coverage/rustica.deb' \
+  >"$CACHE/trixie-coverage-install.log" 2>&1 ||
+  { tail -n 20 "$CACHE/trixie-coverage-install.log" >&2; die "dpkg -i $(basename "$deb") failed in the chroot"; }
+
+say "scripts/coverage.sh in the chroot (installs what is missing with apt-get)"
+rc=0
+in_cov_chroot 'cd /root/rustica-coverage && exec scripts/coverage.sh "$@"' \
+  --module /usr/lib/x86_64-linux-gnu/ossl-modules/rustica.so --rustica /usr/bin/rustica \
+  --out /root/rustica-coverage/table.md "${keep[@]}" || rc=$?
+if [ -n "$out" ] && [ -f "$R/table.md" ]; then cp "$R/table.md" "$out"; fi
+say "done (coverage.sh exit $rc)"
+exit "$rc"
