@@ -14,7 +14,7 @@
 #                          but PATH, HOME and LANG
 
 CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
-CHROOT=${CHROOT:-$CACHE/trixie-chroot}
+CHROOT=$CACHE/trixie-chroot
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 trixie_chroot_ensure() {
