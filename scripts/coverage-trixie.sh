@@ -97,7 +97,9 @@ in_cov_chroot() { # SCRIPT [ARG...]
       PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/bash -euc "$2" bash "${@:3}"' \
     bash "$CHROOT" "$@"
 }
-say "Debian $(cat "$CHROOT/etc/debian_version"); $(in_cov_chroot 'openssl version')"
+ossl=$(in_cov_chroot 'openssl version')
+say "Debian $(cat "$CHROOT/etc/debian_version"); $ossl"
+case $ossl in "OpenSSL 3.5"*) ;; *) die "the chroot's openssl is not trixie's 3.5: $ossl" ;; esac
 
 # coverage.sh and its row files, and the package, in the chroot.
 R=$CHROOT/root/rustica-coverage
