@@ -16,23 +16,36 @@ use common::{temp_dir, text};
 #[test]
 fn aa_lab_lists_no_difference() {
     let dir = temp_dir("aa");
-    let out = dir.join("out");
-    let o = Lab::small()
-        .flag("--aa")
-        .unset("--keygen-reps")
-        .set("--count", "30")
-        .set("--newkey-certs", "10")
-        .set("--reps", "6")
-        .skip("tls,multi")
-        .out(&out)
-        .output();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        stdout.contains("differences that count: none"),
-        "{}",
-        text(&o)
-    );
+    // Family control keeps a chance listing to at most 5 % of runs, too
+    // often for a gate that every change must pass: a run that lists
+    // something is run once more, and the test fails only when that one
+    // lists something too (at most 0.25 % by chance; a real bias between
+    // the sides is listed both times).
+    let run = |name: &str| {
+        let out = dir.join(name);
+        let o = Lab::small()
+            .flag("--aa")
+            .unset("--keygen-reps")
+            .set("--count", "30")
+            .set("--newkey-certs", "10")
+            .set("--reps", "6")
+            .skip("tls,multi")
+            .out(&out)
+            .output();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let listed_none =
+            String::from_utf8_lossy(&o.stdout).contains("differences that count: none");
+        (out, o, listed_none)
+    };
+    let (mut out, mut o, mut listed_none) = run("out");
+    if !listed_none {
+        eprintln!(
+            "the first A/A run listed a difference; running it again:\n{}",
+            text(&o)
+        );
+        (out, o, listed_none) = run("out-again");
+    }
+    assert!(listed_none, "{}", text(&o));
 
     let j = json(&out.join("report.json"));
     assert_eq!(j["aa"], true);
