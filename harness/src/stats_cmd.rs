@@ -385,27 +385,7 @@ pub fn table(path: &Path, snap: &Snapshot) -> String {
 
 /// [`table`] without its title.
 pub fn table_body(snap: &Snapshot) -> String {
-    let rows: Vec<CountersRow> = Op::ALL
-        .into_iter()
-        .map(|op| {
-            let mut numbers: Vec<String> = Backend::ALL
-                .into_iter()
-                .map(|b| snap.get(op, b).to_string())
-                .collect();
-            numbers.push(snap.total(op).to_string());
-            numbers.push(snap.asynchronous(op).to_string());
-            let by_bits: Vec<String> = snap
-                .by_bits(op)
-                .iter()
-                .map(|(bits, n)| format!("{bits}:{n}"))
-                .collect();
-            CountersRow {
-                op,
-                numbers,
-                by_bits: by_bits.join(" "),
-            }
-        })
-        .collect();
+    let rows = counters_rows(snap, |n| n.to_string());
     let mut out = counters_table(&rows);
     out.push_str(&format!(
         "async: at most {} requests in flight at once on the offload threads\n",
@@ -417,6 +397,32 @@ pub fn table_body(snap: &Snapshot) -> String {
 /// One operation's line of a counters table: a number per backend, the
 /// total and the async count (already formatted), then the counts by key
 /// size.
+/// One row per operation of `snap`, each count written by `cell`: by
+/// backend, the total, the async ones, and by key size.
+pub(crate) fn counters_rows(snap: &Snapshot, cell: impl Fn(u64) -> String) -> Vec<CountersRow> {
+    Op::ALL
+        .into_iter()
+        .map(|op| {
+            let mut numbers: Vec<String> = Backend::ALL
+                .into_iter()
+                .map(|b| cell(snap.get(op, b)))
+                .collect();
+            numbers.push(cell(snap.total(op)));
+            numbers.push(cell(snap.asynchronous(op)));
+            let by_bits: Vec<String> = snap
+                .by_bits(op)
+                .iter()
+                .map(|(bits, n)| format!("{bits}:{}", cell(*n)))
+                .collect();
+            CountersRow {
+                op,
+                numbers,
+                by_bits: by_bits.join(" "),
+            }
+        })
+        .collect()
+}
+
 pub(crate) struct CountersRow {
     pub op: Op,
     pub numbers: Vec<String>,

@@ -3,7 +3,7 @@
 //! or a log, one line per interval. Ctrl-C (or SIGTERM) ends it cleanly,
 //! and so does the output closing.
 
-use super::{counters_table, CountersRow};
+use super::{counters_rows, counters_table};
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,28 +121,7 @@ fn screen(r: &Rates, when: &str) -> String {
         r.seconds
     );
     let rate = |n: u64| format!("{:.1}", r.per_second(n));
-    let rows: Vec<CountersRow> = Op::ALL
-        .into_iter()
-        .map(|op| {
-            let mut numbers: Vec<String> = Backend::ALL
-                .into_iter()
-                .map(|b| rate(r.delta.get(op, b)))
-                .collect();
-            numbers.push(rate(r.delta.total(op)));
-            numbers.push(rate(r.delta.asynchronous(op)));
-            let by_bits: Vec<String> = r
-                .delta
-                .by_bits(op)
-                .iter()
-                .map(|(bits, n)| format!("{bits}:{}", rate(*n)))
-                .collect();
-            CountersRow {
-                op,
-                numbers,
-                by_bits: by_bits.join(" "),
-            }
-        })
-        .collect();
+    let rows = counters_rows(r.delta, rate);
     out.push_str(&counters_table(&rows));
     out.push_str(&format!(
         "\nasync: at most {} requests in flight at once on the offload threads\n",
