@@ -64,12 +64,7 @@ deb=$(realpath "$deb")
 
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
-rc=0
-trixie_chroot_ensure || rc=$?
-if [ "$rc" = 3 ]; then
-  echo "coverage-trixie: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
-  exit 0
-fi
+trixie_chroot_or_skip coverage-trixie
 BASE=$CHROOT
 CHROOT=$CACHE/trixie-coverage-chroot
 if [ ! -f "$CHROOT/.complete" ]; then

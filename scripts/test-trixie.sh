@@ -24,12 +24,7 @@ DEB=$(realpath "${1:?usage: $0 rustica_VERSION_amd64.deb}")
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot)"
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
-rc=0
-trixie_chroot_ensure || rc=$?
-if [ "$rc" = 3 ]; then
-  echo "test-trixie: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
-  exit 0
-fi
+trixie_chroot_or_skip test-trixie
 say "Debian $(cat "$CHROOT/etc/debian_version"); $(in_chroot 'openssl version')"
 case "$(in_chroot 'openssl version')" in "OpenSSL 3.5"*) ;; *) die "trixie's openssl is not 3.5" ;; esac
 say "libssl3t64: $(in_chroot "dpkg-query -W -f '\${Version}; Provides: \${Provides}' libssl3t64")"

@@ -7,7 +7,11 @@
 #
 #   trixie_chroot_ensure   makes $CHROOT unless a complete one is cached;
 #                          returns 3 when debootstrap cannot reach the
-#                          archive (the caller decides whether that skips)
+#                          archive
+#   trixie_chroot_or_skip NAME
+#                          trixie_chroot_ensure, and when the archive is
+#                          unreachable says "NAME: SKIPPED" and ends the
+#                          sourcing script with status 0
 #   in_chroot SCRIPT       runs SCRIPT with /bin/sh -eu as root in $CHROOT,
 #                          in a mount namespace of its own with /proc
 #                          mounted there only, and an empty environment
@@ -37,6 +41,15 @@ trixie_chroot_ensure() {
   # Explicit checks: callers test the return code, which turns off set -e here.
   mv "$CHROOT.tmp" "$CHROOT" || die "cannot move the chroot into $CHROOT"
   touch "$CHROOT/.complete" || die "cannot mark $CHROOT complete"
+}
+
+trixie_chroot_or_skip() { # NAME
+  local rc=0
+  trixie_chroot_ensure || rc=$?
+  [ "$rc" = 0 ] && return 0
+  [ "$rc" = 3 ] || exit "$rc"
+  echo "$1: SKIPPED: debootstrap cannot reach $MIRROR (log: $CACHE/trixie-debootstrap.log)" >&2
+  exit 0
 }
 
 # shellcheck disable=SC2016 # expanded by the inner shell
