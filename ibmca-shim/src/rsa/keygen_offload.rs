@@ -142,7 +142,7 @@ impl<'a> LibicaRounds<'a> {
 pub(super) type Answer = Result<Zeroizing<Vec<u8>>, String>;
 
 /// Runs `jobs` on libica, up to [`PARALLEL`] at once; results in order.
-pub(super) fn mod_expo_all(ica: Arc<Libica>, jobs: Vec<Job>) -> Vec<Answer> {
+fn mod_expo_all(ica: Arc<Libica>, jobs: Vec<Job>) -> Vec<Answer> {
     let n = jobs.len();
     let jobs: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let results: Vec<Mutex<Option<Answer>>> = (0..n).map(|_| Mutex::new(None)).collect();

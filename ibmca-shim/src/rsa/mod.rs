@@ -330,14 +330,13 @@ impl RsaKey {
                 format!("no thread for the key generation: {e}"),
             )
         })?;
+        // Each batch the way a generation outside a job sends it.
+        let mut on_adapter = keygen_offload::through(ica, offload);
         let mut done = None;
         while let Ok(msg) = from_helper.recv() {
             match msg {
                 FromHelper::Batch(jobs) => {
-                    let lib = Arc::clone(ica);
-                    let Some(answers) =
-                        offload.call(move || keygen_offload::mod_expo_all(lib, jobs))
-                    else {
+                    let Some(answers) = on_adapter(jobs) else {
                         // The parent's batch, resumed in a forked child: the
                         // helper is the parent's thread, never to answer.
                         // Its handle is left alone (no join, no detach of a
