@@ -17,13 +17,15 @@
 # host's network: the daemons listen on free high ports of 127.0.0.1.
 #
 # Usage (as root, on an amd64 Debian host with debootstrap):
-#   scripts/coverage-trixie.sh [--deb FILE] [--out FILE] [--keep]
+#   scripts/coverage-trixie.sh [--deb FILE] [--out FILE] [--check] [--keep]
 #   --deb   rustica's amd64 package [default: target/deb/rustica_<version>_amd64.deb]
 #   --out   also write the table (with its header lines) to FILE
+#   --check compare the table with Debian 13's in docs/system-wide.md
+#           (scripts/coverage-check.py): exit 1 when a row changed
 #   --keep  keep coverage.sh's work directory (inside the chroot's /tmp)
 #
 # Exit status: coverage.sh's (0 every row measured, 1 a row was not,
-# 2 nothing was); 2 as well when the chroot or the package cannot be
+# 2 nothing was), and 1 with --check when a row changed; 2 as well when the chroot or the package cannot be
 # made; 0 with SKIPPED when debootstrap cannot reach the archive.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,12 +38,14 @@ usage() { sed -n '/^# Usage/,/^#   --keep/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0
 deb=""
 out=""
 keep=()
+check=0
 while [ $# -gt 0 ]; do
   case $1 in
   --deb) deb=${2:?--deb needs a file}; shift 2 ;;
   --deb=*) deb=${1#*=}; shift ;;
   --out) out=${2:?--out needs a file}; shift 2 ;;
   --out=*) out=${1#*=}; shift ;;
+  --check) check=1; shift ;;
   --keep) keep=(--keep); shift ;;
   -h | --help) usage; exit 0 ;;
   *) usage >&2; die "unknown option: $1" ;;
@@ -65,33 +69,8 @@ deb=$(realpath "$deb")
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
 trixie_chroot_or_skip coverage-trixie
-BASE=$CHROOT
-CHROOT=$CACHE/trixie-coverage-chroot
-if [ ! -f "$CHROOT/.complete" ]; then
-  say "copying $BASE to $CHROOT"
-  rm -rf "$CHROOT" "$CHROOT.tmp"
-  cp -a "$BASE" "$CHROOT.tmp"
-  rm -f "$CHROOT.tmp/.complete"
-  mv "$CHROOT.tmp" "$CHROOT"
-  touch "$CHROOT/.complete"
-fi
-# apt-get in the chroot resolves the archive's name with the host's resolver.
-cp /etc/resolv.conf "$CHROOT/etc/resolv.conf"
-
-# Like in_chroot, with what daemons need besides /proc: /dev/pts, a
-# /dev/shm (POSIX semaphores: apache2's mutex) and an empty /run.
-# shellcheck disable=SC2016 # expanded by the inner shells
-in_cov_chroot() { # SCRIPT [ARG...]
-  unshare --mount --propagation private bash -c '
-    mount -t proc proc "$1/proc" &&
-    mkdir -p "$1/dev/pts" "$1/dev/shm" &&
-    mount -t devpts -o newinstance,ptmxmode=0666 devpts "$1/dev/pts" &&
-    mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm" &&
-    mount -t tmpfs -o mode=755 tmpfs "$1/run" &&
-    exec chroot "$1" /usr/bin/env -i \
-      PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/bash -euc "$2" bash "${@:3}"' \
-    bash "$CHROOT" "$@"
-}
+trixie_coverage_chroot
+CHROOT=$COV_CHROOT
 ossl=$(in_cov_chroot 'openssl version')
 say "Debian $(cat "$CHROOT/etc/debian_version"); $ossl"
 case $ossl in "OpenSSL 3.5"*) ;; *) die "the chroot's openssl is not trixie's 3.5: $ossl" ;; esac
@@ -121,4 +100,7 @@ in_cov_chroot 'cd /root/rustica-coverage && exec scripts/coverage.sh "$@"' \
   --out /root/rustica-coverage/table.md "${keep[@]}" || rc=$?
 if [ -n "$out" ] && [ -f "$R/table.md" ]; then cp "$R/table.md" "$out"; fi
 say "done (coverage.sh exit $rc)"
+if [ "$rc" = 0 ] && [ "$check" = 1 ]; then
+  python3 scripts/coverage-check.py --release 13 --doc docs/system-wide.md "$R/table.md" || rc=1
+fi
 exit "$rc"

@@ -48,7 +48,7 @@
 # Usage (as root, Debian 12 or 13; installs missing packages with apt-get;
 # scripts/coverage-trixie.sh runs it in a Debian 13 chroot):
 #   scripts/coverage.sh [--module PATH] [--rustica PATH] [--out FILE]
-#                       [--no-install] [--keep]
+#                       [--no-install] [--keep] [--check]
 #   --module   rustica.so to load  [default: target/release/rustica.so]
 #   --rustica  the rustica command [default: target/release/rustica]
 #              (when both defaults are missing, scripts/build.sh builds them)
@@ -56,10 +56,13 @@
 #   --no-install  do not apt-get install missing programs (their rows then
 #              say "not measured")
 #   --keep     keep the work directory (configs, logs, LD_DEBUG output)
+#   --check    compare the table with this release's in docs/system-wide.md
+#              (scripts/coverage-check.py): exit 1 when a row changed
 #
 # Exit status: 0 when every row was measured, whatever it says (a program
 # rustica does not serve is a result, not a failure); 1 when some row could
-# not be measured; 2 when nothing could be measured (no root, rustica not
+# not be measured, or with --check when a row differs from the documented
+# one; 2 when nothing could be measured (no root, rustica not
 # loading or not counting, bad options).
 #
 # Python: Debian's /usr/bin/python3 is used on purpose; a python3 earlier in
@@ -73,6 +76,7 @@ rustica=""
 out=""
 install=1
 keep=0
+check=0
 PY=/usr/bin/python3
 
 usage() { sed -n '/^# Usage/,/^#   --keep/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -88,6 +92,7 @@ while [ $# -gt 0 ]; do
     --out=*) out=${1#*=}; shift ;;
     --no-install) install=0; shift ;;
     --keep) keep=1; shift ;;
+    --check) check=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
     esac
@@ -245,5 +250,9 @@ cat "$W/table.md"
 if [ "$unmeasured" -gt 0 ]; then
     echo "coverage.sh: $unmeasured row(s) could not be measured" >&2
     exit 1
+fi
+if [ "$check" = 1 ]; then
+    "$PY" "$repo/scripts/coverage-check.py" --release "$(. /etc/os-release && echo "$VERSION_ID")" \
+        --doc "$repo/docs/system-wide.md" "$W/table.md" || exit 1
 fi
 exit 0

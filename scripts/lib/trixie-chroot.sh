@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by scripts/test-trixie.sh and scripts/coverage-trixie.sh: the
-# Debian 13 (trixie) chroot both use, made with debootstrap (minbase plus
+# Sourced by scripts/test-trixie.sh, scripts/coverage-trixie.sh and
+# scripts/test-sshd-adapter.sh: the Debian 13 (trixie) chroot they use, made with debootstrap (minbase plus
 # openssl) from Debian's archive and cached as $CHROOT (default
 # $RUSTICA_CACHE/trixie-chroot, RUSTICA_CACHE defaulting to
 # /var/tmp/rustica-cache). Needs say and die from the sourcing script.
@@ -12,6 +12,15 @@
 #                          trixie_chroot_ensure, and when the archive is
 #                          unreachable says "NAME: SKIPPED" and ends the
 #                          sourcing script with status 0
+#   trixie_coverage_chroot makes $COV_CHROOT ($CACHE/trixie-coverage-chroot),
+#                          a copy of $CHROOT kept apart so that the programs
+#                          installed there never reach the minimal chroot
+#                          (call after trixie_chroot_or_skip)
+#   in_cov_chroot SCRIPT [ARG...]
+#                          runs SCRIPT with bash -eu as root in $COV_CHROOT,
+#                          in a mount namespace of its own with /proc,
+#                          /dev/pts, a /dev/shm and an empty /run mounted
+#                          there only (what daemons need)
 #   in_chroot SCRIPT       runs SCRIPT with /bin/sh -eu as root in $CHROOT,
 #                          in a mount namespace of its own with /proc
 #                          mounted there only, and an empty environment
@@ -19,6 +28,7 @@
 
 CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
 CHROOT=$CACHE/trixie-chroot
+COV_CHROOT=$CACHE/trixie-coverage-chroot
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 trixie_chroot_ensure() {
@@ -58,4 +68,30 @@ in_chroot() { # SCRIPT
     mount -t proc proc "$1/proc" && exec chroot "$1" /usr/bin/env -i \
       PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/sh -euc "$2"' \
     sh "$CHROOT" "$1"
+}
+
+trixie_coverage_chroot() {
+  if [ ! -f "$COV_CHROOT/.complete" ]; then
+    say "copying $CHROOT to $COV_CHROOT"
+    rm -rf "$COV_CHROOT" "$COV_CHROOT.tmp" || die "cannot remove an incomplete $COV_CHROOT"
+    cp -a "$CHROOT" "$COV_CHROOT.tmp" || die "cannot copy $CHROOT"
+    rm -f "$COV_CHROOT.tmp/.complete"
+    mv "$COV_CHROOT.tmp" "$COV_CHROOT" || die "cannot move the copy into $COV_CHROOT"
+    touch "$COV_CHROOT/.complete" || die "cannot mark $COV_CHROOT complete"
+  fi
+  # apt-get in the chroot resolves the archive's name with the host's resolver.
+  cp /etc/resolv.conf "$COV_CHROOT/etc/resolv.conf"
+}
+
+# shellcheck disable=SC2016 # expanded by the inner shells
+in_cov_chroot() { # SCRIPT [ARG...]
+  unshare --mount --propagation private bash -c '
+    mount -t proc proc "$1/proc" &&
+    mkdir -p "$1/dev/pts" "$1/dev/shm" &&
+    mount -t devpts -o newinstance,ptmxmode=0666 devpts "$1/dev/pts" &&
+    mount -t tmpfs -o mode=1777 tmpfs "$1/dev/shm" &&
+    mount -t tmpfs -o mode=755 tmpfs "$1/run" &&
+    exec chroot "$1" /usr/bin/env -i \
+      PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 /bin/bash -euc "$2" bash "${@:3}"' \
+    bash "$COV_CHROOT" "$@"
 }
