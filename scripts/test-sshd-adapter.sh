@@ -36,6 +36,10 @@
 #   --no-card  the emulated libica computes in the process (no rustica-card)
 #   --deb      rustica's amd64 package [default: target/deb/rustica_<version>_amd64.deb]
 #
+# It shares the coverage chroot with scripts/coverage-trixie.sh (each
+# installs rustica's package there and purges it at the end): run them one
+# after the other, as .ci/run does.
+#
 # Exit status: 0 passed, or SKIPPED (the Debian archive unreachable when
 # the chroot or its openssh packages must be fetched); 1 a check failed;
 # 2 it could not run. Logs: $RUSTICA_CACHE/sshd-adapter/.
@@ -124,8 +128,13 @@ cp "$deb" "$R/rustica.deb"
 cp target/release/libica_emu.so target/release/rustica-card "$R/"
 cp scripts/lib/sshd-adapter-chroot.sh "$R/run.sh"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# Seccomp kills the kernel logged before the run (audit type=1326).
-kills_before=$(dmesg 2>/dev/null | grep -c 'type=1326' || true)
+# Seccomp kills the kernel logged before the run (audit type=1326); -1
+# when the kernel's log cannot be read (then sshd's own log decides).
+if dmesg >/dev/null 2>&1; then
+  kills_before=$(dmesg | grep -c 'type=1326' || true)
+else
+  kills_before=-1
+fi
 
 say "in the chroot: sshd on 127.0.0.1:$port, rustica on libica (emulated$([ "$card" = 1 ] && echo ", shared card")), $logins logins"
 t0=$SECONDS
@@ -133,7 +142,10 @@ in_cov_chroot 'exec bash /root/rustica-sshd/run.sh "$@"' "$logins" "$port" "$car
   { tail -n 20 "$R/sshd.log" >&2 2>/dev/null; die "the run in the chroot failed"; }
 say "the logins and probes took $((SECONDS - t0)) s"
 
-kills=$(dmesg 2>/dev/null | grep 'type=1326' | tail -n +"$((kills_before + 1))" | grep -c 'sshd' || true)
+kills=-1
+if [ "$kills_before" -ge 0 ]; then
+  kills=$(dmesg | grep 'type=1326' | tail -n +"$((kills_before + 1))" | grep -c 'sshd' || true)
+fi
 python3 - "$R" "$logins" "$card" "$kills" <<'EOF' || fail "see above (logs: $LOGS)"
 import json, re, sys
 from collections import Counter
@@ -182,7 +194,10 @@ if card:
     check({p for (p, *_rest) in req} == set(by_pid), "the card's client pids are the pids that called the emulated libica")
 sig = re.findall(r".*(?:terminated by signal|Killed by signal|seccomp).*", log)
 check(not sig, f"sshd logged no child killed by a signal ({len(sig)} lines{': ' + sig[0] if sig else ''})")
-check(kills == 0, f"the kernel logged no seccomp kill of sshd (audit type=1326): {kills}")
+if kills < 0:
+    print("      the kernel's log cannot be read (dmesg): seccomp kills checked in sshd's log only", file=sys.stderr)
+else:
+    check(kills == 0, f"the kernel logged no seccomp kill of sshd (audit type=1326): {kills}")
 fatal = re.findall(r".*fatal.*", log)
 check(not fatal, f"sshd logged no fatal error ({len(fatal)}{': ' + fatal[0] if fatal else ''})")
 
