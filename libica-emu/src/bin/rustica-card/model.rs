@@ -363,6 +363,22 @@ impl Card {
         let now = Instant::now();
         match words.first().copied() {
             Some("stats") => return Ok(self.stats_json(&st, now)),
+            // What the kernel's status ioctls report, for the interposer.
+            Some("status") => {
+                let online: Vec<&str> = st
+                    .offline_until
+                    .iter()
+                    .map(|until| match until {
+                        Some(t) if *t > now => "0",
+                        _ => "1",
+                    })
+                    .collect();
+                return Ok(format!(
+                    "cards {} depth {QUEUE_DEPTH} online {}",
+                    self.config.cards,
+                    online.join(" ")
+                ));
+            }
             Some("reset") => {
                 st.counts.clear();
                 st.since = now;
@@ -516,5 +532,28 @@ mod tests {
             Card::dispatch(&mut st.queues[0], t, 8, Duration::from_secs(1), now);
         }
         assert_eq!(st.least_loaded(now), None, "a full queue takes no more");
+    }
+
+    #[test]
+    fn status_reports_each_cards_state_as_the_status_ioctls_need() {
+        let card = Card::new(Config {
+            cards: 2,
+            domains: 1,
+            unit: Duration::from_micros(1),
+        });
+        assert_eq!(
+            card.control("status").unwrap(),
+            "cards 2 depth 8 online 1 1"
+        );
+        card.control("offline 1 600000").unwrap();
+        assert_eq!(
+            card.control("status").unwrap(),
+            "cards 2 depth 8 online 1 0"
+        );
+        card.control("online 1").unwrap();
+        assert_eq!(
+            card.control("status").unwrap(),
+            "cards 2 depth 8 online 1 1"
+        );
     }
 }
