@@ -35,15 +35,16 @@ PROVIDER = {
 LAB = {
     "openssl": 0, "progress": 0, "ranks": 0,
     "options": 1, "effect": 1,
-    "commands": 2, "sampling": 2, "skips": 2,
+    "commands": 2, "sampling": 2, "skips": 2, "dns_tools": 2,
     "columns": 3, "setup": 3,
-    "steps": 4, "counters": 4,
-    "results": 5,
-    "method": 6, "matrix": 6, "family": 6,
-    "crosscheck": 7, "async_jobs": 7, "explain": 7, "inprocess": 7,
-    "report": 8, "summary": 8,
-    "markdown": 9, "svg": 9, "forest": 9,
-    "mod": 10,
+    "dns_steps": 4, "counters": 4,
+    "steps": 5,
+    "results": 6,
+    "method": 7, "matrix": 7, "family": 7,
+    "crosscheck": 8, "async_jobs": 8, "explain": 8, "inprocess": 8, "dnssec": 8,
+    "report": 9, "summary": 9,
+    "markdown": 10, "svg": 10, "forest": 10,
+    "mod": 11,
 }
 
 # ibmca-shim/src/: a directory (bn/, rsa/, ...) is one module; the crate

@@ -9,9 +9,13 @@ need=()
 # rpm, rpmlint and debootstrap build and check the packages
 # (scripts/package.sh, scripts/package-rpm.sh, scripts/test-trixie.sh);
 # prometheus-node-exporter, prometheus (with promtool) and
-# python3-prometheus-client read rustica's metrics (scripts/test-metrics.sh).
+# python3-prometheus-client read rustica's metrics (scripts/test-metrics.sh);
+# bind9-utils (dnssec-keygen, dnssec-signzone, dnssec-verify) is the signer
+# of the lab's DNSSEC step, and binutils' nm reads which RSA functions the
+# host's PowerDNS imports (docs/lab.md, "DNSSEC zone signing").
 for pkg in libclang-dev libssl-dev openssl pkg-config gcc nginx-light curl python3 valgrind dpkg-dev make perl \
-           debhelper lintian rpm rpmlint debootstrap prometheus-node-exporter prometheus python3-prometheus-client; do
+           debhelper lintian rpm rpmlint debootstrap prometheus-node-exporter prometheus python3-prometheus-client \
+           bind9-utils binutils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -62,6 +62,12 @@ pub enum Run {
     /// cores: sign/s per core, linearity and CPU per signature, in the order
     /// of the step's columns.
     SpeedMulti,
+    /// BIND's `dnssec-signzone` over the row's zone at `-n 1` and `-n N`
+    /// (N = the cores): signatures per second per core at each, and the
+    /// linearity (`dnssec`).
+    Dnssec,
+    /// PowerDNS's `pdnsutil test-speed ZONE 1` and `ZONE N` (`pdns`).
+    PdnsSpeed,
 }
 
 /// When B's counters are compared with B's operations.
@@ -107,6 +113,9 @@ pub enum CrossCheck {
     NewKeyCertificateVerifies,
     /// B servers completed handshakes with A clients.
     HandshakesCompleted,
+    /// A's and B's signed zones are the same, and each passes
+    /// `dnssec-verify` under the other side.
+    ZonesVerify,
     /// Nothing beyond the counters.
     None,
 }
@@ -150,11 +159,14 @@ impl StepSpec {
     /// column, except `speed -multi`, whose three columns come from runs
     /// that load every core at once: on a shared machine their spread is
     /// the machine's load, which more rounds do not shrink, so the step
-    /// gets one cell's budget.
-    pub fn budget_cells(&self) -> usize {
+    /// gets one cell's budget; and the DNS signers, whose runs load every
+    /// core too, half of one: at three key sizes a whole cell's budget
+    /// each would spend a minute of the quick lab's five.
+    pub fn budget_cells(&self) -> f64 {
         match self.run {
-            Run::SpeedMulti => 1,
-            _ => self.columns.len(),
+            Run::SpeedMulti => 1.0,
+            Run::Dnssec | Run::PdnsSpeed => 0.5,
+            _ => self.columns.len() as f64,
         }
     }
 

@@ -98,6 +98,7 @@ impl Ctx<'_> {
                     format!("{handshakes_b} handshakes with B servers"),
                 ));
             }
+            CrossCheck::ZonesVerify => return self.zones_verify(row, paths),
             CrossCheck::None => {}
         }
         Ok(())
@@ -194,7 +195,7 @@ impl Ctx<'_> {
                     }
                 }
             }
-            CrossCheck::None => {
+            CrossCheck::None | CrossCheck::ZonesVerify => {
                 // Steps without a cross-check of their own (speed): C's runs
                 // either gave samples or say why not.
                 for c in step.columns {

@@ -244,7 +244,7 @@ impl Ctx<'_> {
             return Ok(());
         }
         self.public_key(row, bits)?;
-        for step in &steps::MEASURED {
+        for step in steps::MEASURED.iter().chain(steps::DNS) {
             self.run_step(row, bits, step)?;
         }
         Ok(())
@@ -325,7 +325,7 @@ impl Ctx<'_> {
         // (but see StepSpec::budget_cells).
         let rule = SamplingRule::new(
             runs,
-            self.opts.cell_budget * step.budget_cells() as f64,
+            self.opts.cell_budget * step.budget_cells(),
             cols.iter().all(|c| !c.unpaired()),
             self.opts.family_size,
         );
@@ -469,6 +469,9 @@ impl Ctx<'_> {
             Run::Handshakes => self.handshakes(spec, paths, side, est, &label, commands),
             Run::Speed => self.speed(paths, side, est, &label, commands),
             Run::SpeedMulti => self.speed_multi(paths, side, est, &label, commands),
+            Run::Dnssec => self.dnssec(paths, side, est, &label, commands),
+            // dns_tools::pdns_applies skips it until the run is built.
+            Run::PdnsSpeed => Err(RunFail::Failed("PowerDNS's A/B run is not built".into())),
         }
     }
 }

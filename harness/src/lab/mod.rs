@@ -26,6 +26,9 @@ mod columns;
 mod commands;
 mod counters;
 mod crosscheck;
+mod dns_steps;
+mod dns_tools;
+mod dnssec;
 pub mod effect;
 mod explain;
 mod family;
@@ -122,6 +125,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let environment = environment(args, &setup, &a, &provider_name, &listing, &mut notes);
     let options = options_json(args, &setup, &opts, &out);
     notes.extend(standard_notes(&opts, &setup.sizes));
+    notes.extend(dns_steps::notes(&opts, &setup.sizes));
 
     let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
     let mut prog = progress::Progress::new(total);
@@ -227,6 +231,8 @@ fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
         // Sizes named on the command line are a choice: every step runs.
         quick: !args.full && args.sizes.is_empty(),
         family_size: 0,
+        dnssec_names: args.dnssec_names.map(|n| n as usize),
+        load_flags: args.load == openssl::LoadMode::Flags,
     };
     o.family_size = o.planned_cells(sizes);
     o

@@ -55,7 +55,7 @@ impl LoadMode {
 
 /// Environment variables that would change either side behind the lab's
 /// back; removed from every child and set again only where the lab means to.
-const SCRUBBED_ENV: &[&str] = &[
+pub const SCRUBBED_ENV: &[&str] = &[
     "OPENSSL_CONF",
     "OPENSSL_CONF_INCLUDE",
     "OPENSSL_MODULES",

@@ -27,6 +27,18 @@ pub enum Kind {
     SpeedLinearity,
     /// CPU (user + system) per signature at N processes.
     SpeedCpuPerSign,
+    /// BIND's `dnssec-signzone -n 1`: signatures per second (per core).
+    DnssecPerCore1,
+    /// `dnssec-signzone -n N` (N = the cores): signatures per second per core.
+    DnssecPerCoreN,
+    /// The per-core rate at N over the rate at 1.
+    DnssecLinearity,
+    /// PowerDNS's own signer (`pdnsutil test-speed ZONE 1`), per core.
+    PdnsPerCore1,
+    /// `pdnsutil test-speed ZONE N`, per core.
+    PdnsPerCoreN,
+    /// The per-core rate at N over the rate at 1.
+    PdnsLinearity,
 }
 
 /// The certificate subject of the lab.
@@ -82,6 +94,12 @@ pub struct Options {
     pub quick: bool,
     /// The B/A cells the run will test as one family (`Options::family_size`).
     pub family_size: usize,
+    /// `--dnssec-names`: owner names of the DNSSEC step's zone (None: by
+    /// key size, `dnssec::zone_names`).
+    pub dnssec_names: Option<usize>,
+    /// `--load flags`: side B has no OPENSSL_CONF that loads rustica, which
+    /// is the only way a DNS signer loads it.
+    pub load_flags: bool,
 }
 
 impl Options {
@@ -132,6 +150,8 @@ pub enum SkipWhat {
     /// The `openssl speed -multi` columns (per core, linearity, CPU per
     /// signature).
     Multi,
+    /// The DNSSEC zone-signing step (BIND's dnssec-signzone, PowerDNS).
+    Dnssec,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -202,6 +222,12 @@ pub struct LabArgs {
     /// Columns to leave out, comma separated.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub(super) skip: Vec<SkipWhat>,
+    /// Owner names of the DNSSEC step's generated zone (one A record each;
+    /// about twice as many RRsets are signed, with their NSEC records)
+    /// [default: 10,000; the quick lab: 1,000 at 1024 bits, 500 at 2048,
+    /// 30 at 4096].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000000))]
+    pub(super) dnssec_names: Option<u32>,
     /// Also run `openssl speed -async_jobs N` on A and B after the matrix
     /// (needs --backend libica); results in async-jobs.md and .json.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]

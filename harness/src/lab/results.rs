@@ -27,7 +27,7 @@ pub enum Unit {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Keygen,
         Kind::Signatures,
         Kind::Verifications,
@@ -40,6 +40,12 @@ impl Kind {
         Kind::SpeedPerCore,
         Kind::SpeedLinearity,
         Kind::SpeedCpuPerSign,
+        Kind::DnssecPerCore1,
+        Kind::DnssecPerCoreN,
+        Kind::DnssecLinearity,
+        Kind::PdnsPerCore1,
+        Kind::PdnsPerCoreN,
+        Kind::PdnsLinearity,
     ];
 
     /// This column's entry in the column table.

@@ -107,6 +107,8 @@ mod tests {
             aa: false,
             quick: true,
             family_size: 1,
+            dnssec_names: None,
+            load_flags: false,
         }
     }
 

@@ -8,6 +8,7 @@ use super::commands::{
     certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
     verified_ok, verify_args,
 };
+use super::dns_steps;
 use super::openssl::Side;
 use super::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW};
 use super::progress::{est_cert, est_keygen, est_sign, est_verify};
@@ -341,9 +342,14 @@ fn multi_note(_bits: u32) -> Option<String> {
     ))
 }
 
+/// The DNS signers' steps (`dns_steps`), after the `openssl` ones.
+pub const DNS: [&StepSpec; 2] = [&dns_steps::DNSSEC, &dns_steps::POWERDNS];
+
 /// Every step, in row order.
 pub fn steps() -> impl Iterator<Item = &'static StepSpec> {
-    std::iter::once(&KEY_GENERATION).chain(MEASURED.iter())
+    std::iter::once(&KEY_GENERATION)
+        .chain(MEASURED.iter())
+        .chain(DNS)
 }
 
 /// The specification of one column.
@@ -380,6 +386,8 @@ mod tests {
             aa: false,
             quick: false,
             family_size: 1,
+            dnssec_names: None,
+            load_flags: false,
         }
     }
 
@@ -414,6 +422,7 @@ mod tests {
                     Run::Handshakes => 1,
                     Run::Speed => s.columns.len(),
                     Run::SpeedMulti => 2,
+                    Run::Dnssec | Run::PdnsSpeed => 1,
                     Run::Process { .. } => 0,
                 };
                 assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].key);
