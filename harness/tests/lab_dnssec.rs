@@ -2,15 +2,19 @@
 //! `dnssec-signzone` signs the lab's zone on A and on B, rustica counts
 //! each of B's RRSIGs, the two zones are the same and each passes
 //! `dnssec-verify` under the other side; a B that does not sign through
-//! rustica makes the row INVALID; `--skip dnssec` and a host without
-//! BIND's tools leave the step out with the reason.
+//! rustica makes the row INVALID; on the emulated libica with the shared
+//! card, every signature is a card request and the card's capacity used is
+//! reported; `--skip dnssec` and a host without BIND's tools leave the step
+//! out with the reason.
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::symlink;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 mod common;
-use common::lab::{column, fake_module, json, Lab};
+use common::lab::{column, emulated_libica, fake_module, json, Lab};
 use common::{temp_dir, text};
 use serde_json::Value;
 
@@ -187,5 +191,78 @@ fn skipped_with_skip_dnssec_and_without_bind() {
             && why.contains("scripts/setup.sh"),
         "{why}"
     );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// `rustica-card` on a socket of its own, killed when dropped.
+struct Card(Child);
+
+impl Drop for Card {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn on_the_shared_card_each_signature_is_a_card_request() {
+    if !bind_installed() {
+        return;
+    }
+    let libica = emulated_libica();
+    let program = libica.with_file_name("rustica-card");
+    assert!(program.is_file(), "{} is missing", program.display());
+    let dir = temp_dir("dnssec-card");
+    let socket = dir.join("card.sock");
+    let mut child = Command::new(&program)
+        .arg("--socket")
+        .arg(&socket)
+        .args(["--unit-us", "10"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _card = Card(child);
+    assert!(line.contains("listening"), "{line}");
+    // The lab reads the card's stats with the rustica-card it finds
+    // beside itself or, as here (a debug rustica), on the PATH.
+    let path = format!(
+        "{}:{}",
+        program.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = dir.join("out");
+    let o = Lab::small()
+        .real_module()
+        .on_emulated_libica()
+        .skip("tls,speed,newkey")
+        .env("LIBICA_EMU_CARD", socket.to_str().unwrap())
+        .env("PATH", &path)
+        .out(&out)
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    let row = &j["rows"][0];
+    let both = 2 * RRSIGS;
+    let counted = check(row, "B's zone signatures");
+    assert!(
+        counted["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("counted {both} (libica {both})")),
+        "{counted}"
+    );
+    let card = check(row, "B's signatures served by the shared card");
+    assert_eq!(card["ok"], true, "{card}");
+    let detail = card["detail"].as_str().unwrap();
+    assert!(detail.starts_with("-n 1: "), "{detail}");
+    assert!(
+        detail.ends_with(&format!("{both} requests served for {both} signatures")),
+        "{detail}"
+    );
+    assert!(out.join("dnssec-1024/card-B.txt").is_file());
     let _ = fs::remove_dir_all(&dir);
 }

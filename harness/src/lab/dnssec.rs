@@ -10,6 +10,7 @@
 //! row's size, and the zone `$INCLUDE`s them, as a zone signed with
 //! `dnssec-signzone` does.
 
+use super::card_use::{self, RunUse};
 use super::columns::{strings, Paths};
 use super::dns_tools::{self, algorithm};
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop};
@@ -238,6 +239,15 @@ impl Ctx<'_> {
         Ok(zone)
     }
 
+    /// The shared card B's signer sends its requests to, when B runs on
+    /// the emulated libica with `LIBICA_EMU_CARD` set (`card_use`).
+    fn card_socket(&self, side: Side) -> Option<PathBuf> {
+        let on_libica = self.opts.backend.as_deref() == Some("libica");
+        (side == Side::B && on_libica)
+            .then(|| card_use::socket(&self.b.env))
+            .flatten()
+    }
+
     /// One round of `side`: `dnssec-signzone` at `-n 1`, then at `-n N`
     /// (N = the cores): the RRSIGs each signed zone holds per wall second
     /// (per core), the linearity, and CPU per signature.
@@ -262,6 +272,8 @@ impl Ctx<'_> {
             args.extend(strings(&["-o", ORIGIN, "-s", start, "-e", end, "-d", &d]));
             args.extend(strings(&["-K", &d, "-f", &signed.to_string_lossy()]));
             args.push(zone.to_string_lossy().into_owned());
+            let card = self.card_socket(side);
+            let card_before = card.as_deref().map(card_use::read);
             let f = self
                 .dns_tool(
                     side,
@@ -273,6 +285,14 @@ impl Ctx<'_> {
                 .map_err(RunFail::of(side))?;
             let text = fs::read_to_string(&signed).unwrap_or_default();
             let sigs = count_rrsigs(&text);
+            if let (Some(sock), Some(Ok(before))) = (&card, card_before) {
+                if let Ok(after) = card_use::read(sock) {
+                    let line = RunUse::between(threads, sigs, &before, &after).line();
+                    let log = card_use::log_path(&dir);
+                    let old = fs::read_to_string(&log).unwrap_or_default();
+                    let _ = fs::write(&log, old + &line);
+                }
+            }
             if sigs == 0 {
                 return Err(RunFail::Failed(format!(
                     "side {}: no RRSIG in {}",
@@ -362,6 +382,15 @@ impl Ctx<'_> {
                 );
             }
             row.checks.push(Check::new(name, ok, detail));
+        }
+        let card = fs::read_to_string(card_use::log_path(&dir)).unwrap_or_default();
+        if let Some((ok, detail)) = card_use::summary(&card) {
+            row.checks.push(Check::new(
+                "B's signatures served by the shared card (rustica-card), one request each; \
+                 its capacity used: busy / (wall × queues)",
+                ok,
+                detail,
+            ));
         }
         Ok(())
     }
