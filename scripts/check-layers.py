@@ -33,7 +33,7 @@ PROVIDER = {
 }
 
 LAB = {
-    "openssl": 0, "progress": 0, "ranks": 0,
+    "openssl": 0, "progress": 0, "ranks": 0, "axfr": 0,
     "options": 1, "effect": 1,
     "commands": 2, "sampling": 2, "skips": 2, "dns_tools": 2,
     "card_use": 2,
@@ -43,6 +43,7 @@ LAB = {
     "results": 6,
     "method": 7, "matrix": 7, "family": 7,
     "crosscheck": 8, "async_jobs": 8, "explain": 8, "inprocess": 8, "dnssec": 8,
+    "pdns": 8,
     "report": 9, "summary": 9,
     "markdown": 10, "svg": 10, "forest": 10,
     "mod": 11,

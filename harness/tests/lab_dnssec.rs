@@ -266,3 +266,72 @@ fn on_the_shared_card_each_signature_is_a_card_request() {
     assert!(out.join("dnssec-1024/card-B.txt").is_file());
     let _ = fs::remove_dir_all(&dir);
 }
+
+fn pdns_runnable() -> bool {
+    Path::new("/usr/bin/pdnsutil").is_file()
+        && Path::new("/usr/sbin/pdns_server").is_file()
+        && Path::new("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql").is_file()
+}
+
+/// PowerDNS's step: on a PowerDNS that imports `RSA_*` functions (4.7),
+/// an A/B lab says "not reached" with them; an A/A lab (no rustica on
+/// either side) runs `pdns_server`'s zone transfer on both sides, and
+/// each transfer carries the zone's RRSIGs.
+#[test]
+fn powerdns_signs_a_transfer_and_says_why_it_is_not_reached() {
+    if !pdns_runnable() {
+        return;
+    }
+    let dir = temp_dir("dnssec-pdns");
+    let out = dir.join("aa");
+    let o = Lab::small()
+        .flag("--aa")
+        .skip("tls,speed,newkey")
+        .out(&out)
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    let row = &j["rows"][0];
+    for key in [
+        "pdns_sign_per_core_1",
+        "pdns_sign_per_core_n",
+        "pdns_linearity",
+    ] {
+        let c = column(row, key);
+        assert_eq!(c["status"], "measured", "{c}");
+        for side in ["A", "B"] {
+            assert!(c[side]["figure"].as_f64().unwrap() > 0.0, "{c}");
+        }
+    }
+    let commands = column(row, "pdns_sign_per_core_1")["commands"].to_string();
+    assert!(commands.contains("add-zone-key lab.example ksk 1024 active rsasha256"));
+    assert!(commands.contains("--signing-threads=1"), "{commands}");
+    // A/B: the imports decide.
+    let out = dir.join("ab");
+    let o = Lab::small()
+        .real_module()
+        .skip("tls,speed,newkey")
+        .out(&out)
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    let c = column(&j["rows"][0], "pdns_sign_per_core_1");
+    let nm = Command::new("nm")
+        .args(["-D", "--undefined-only", "/usr/bin/pdnsutil"])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&nm.stdout).contains(" RSA_sign") {
+        assert_eq!(c["status"], "skipped", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(why.starts_with("not reached: PowerDNS "), "{why}");
+        assert!(
+            why.contains("RSA_sign") && why.contains("nm -D --undefined-only"),
+            "{why}"
+        );
+    } else {
+        assert_eq!(c["status"], "measured", "{c}");
+        let counted = check(&j["rows"][0], "B's PowerDNS signatures");
+        assert_eq!(counted["ok"], true, "{counted}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -66,8 +66,10 @@ pub enum Run {
     /// (N = the cores): signatures per second per core at each, and the
     /// linearity (`dnssec`).
     Dnssec,
-    /// PowerDNS's `pdnsutil test-speed ZONE 1` and `ZONE N` (`pdns`).
-    PdnsSpeed,
+    /// A zone transfer from PowerDNS's `pdns_server` with
+    /// `signing-threads` 1, then N, which signs the zone as it sends it
+    /// (`pdns`).
+    Pdns,
 }
 
 /// When B's counters are compared with B's operations.
@@ -165,7 +167,7 @@ impl StepSpec {
     pub fn budget_cells(&self) -> f64 {
         match self.run {
             Run::SpeedMulti => 1.0,
-            Run::Dnssec | Run::PdnsSpeed => 0.5,
+            Run::Dnssec | Run::Pdns => 0.5,
             _ => self.columns.len() as f64,
         }
     }

@@ -5,9 +5,11 @@
 //! its programs import. The step table (`dns_steps`) names these as its
 //! steps' `applies`.
 
+use super::openssl::{SideEnv, SCRUBBED_ENV};
 use super::options::Options;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// The DNSSEC algorithm (name, number) that signs with RSA keys of `bits`
@@ -31,6 +33,32 @@ pub const FULL_NAMES: usize = 10_000;
 /// 4096 on this project's machines, so the step's 6 to 10 rounds at three
 /// sizes stay within about 35 s (docs/lab.md, "DNSSEC zone signing").
 pub const QUICK_NAMES: &[(u32, usize)] = &[(1024, 1_000), (2048, 500), (4096, 30)];
+
+/// The zone's origin (`example` is reserved for examples: RFC 2606).
+pub const ORIGIN: &str = "lab.example.";
+
+/// The directory of one row's zone, keys and signed zones.
+pub fn zone_dir(out: &Path, bits: u32) -> PathBuf {
+    out.join(format!("dnssec-{bits}"))
+}
+
+/// The unsigned zone: an SOA, an NS and its address at the apex, `names`
+/// owner names with one A record each, and the keys' `$INCLUDE` lines.
+pub fn zone_text(names: usize, key_files: &[PathBuf]) -> String {
+    let mut z = format!(
+        "$ORIGIN {ORIGIN}\n$TTL 3600\n\
+         @ IN SOA ns1 hostmaster 1 7200 3600 1209600 3600\n\
+         @ IN NS ns1\n\
+         ns1 IN A 192.0.2.1\n"
+    );
+    for i in 0..names {
+        let _ = writeln!(z, "h{i} IN A 198.51.{}.{}", (i >> 8) & 255, i & 255);
+    }
+    for k in key_files {
+        let _ = writeln!(z, "$INCLUDE {}", k.display());
+    }
+    z
+}
 
 /// Owner names of the zone signed at `bits`.
 pub fn zone_names(o: &Options, bits: u32) -> usize {
@@ -243,24 +271,85 @@ fn probe(program: PathBuf) -> Result<PowerDns, String> {
     })
 }
 
+/// What the PowerDNS step runs.
+pub struct PdnsTools {
+    pub pdnsutil: PathBuf,
+    pub server: PathBuf,
+    /// The SQLite backend's schema (pdns-backend-sqlite3).
+    pub schema: PathBuf,
+}
+
+/// The schema's places in Debian's pdns-backend-sqlite3.
+const SQLITE_SCHEMAS: [&str; 2] = [
+    "/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql",
+    "/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql",
+];
+
+/// PowerDNS's programs and its SQLite backend, or what is missing.
+pub fn pdns_tools() -> Result<PdnsTools, String> {
+    let missing = |what: &str| format!("PowerDNS's step needs {what}");
+    Ok(PdnsTools {
+        pdnsutil: find_program("pdnsutil").ok_or_else(|| missing("pdnsutil (pdns-server)"))?,
+        server: find_program("pdns_server").ok_or_else(|| missing("pdns_server (pdns-server)"))?,
+        schema: SQLITE_SCHEMAS
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .ok_or_else(|| missing("the SQLite backend (pdns-backend-sqlite3)"))?,
+    })
+    .and_then(|t| {
+        find_program("python3")
+            .map(|_| t)
+            .ok_or_else(|| missing("python3 (to create the SQLite tables)"))
+    })
+}
+
 /// Whether PowerDNS's signer runs A/B for `bits`, and why not: not
-/// installed, not reached (measured), or, where a provider can reach it
-/// (PowerDNS 4.8 and later sign through EVP), the A/B run that is not
-/// built yet.
+/// installed, or not reached (measured). With `--aa` (no rustica on
+/// either side) it runs whatever PowerDNS can reach.
 pub fn pdns_applies(o: &Options, bits: u32) -> Result<(), String> {
     signer_applies(o, bits)?;
     match powerdns() {
-        None => Err("PowerDNS's pdnsutil not installed".into()),
-        Some(Err(e)) => Err(format!("PowerDNS: {e}")),
-        Some(Ok(p)) => match p.not_reached() {
-            Some(why) => Err(why),
-            None => Err(format!(
-                "PowerDNS {} imports no RSA_* function, so rustica can reach it; its A/B run \
-                 (`pdnsutil test-speed ZONE N`) is not built into the lab yet",
-                p.version
-            )),
-        },
+        None => return Err("PowerDNS's pdnsutil not installed".into()),
+        Some(Err(e)) => return Err(format!("PowerDNS: {e}")),
+        Some(Ok(p)) => {
+            if let Some(why) = p.not_reached().filter(|_| !o.aa) {
+                return Err(why);
+            }
+        }
     }
+    pdns_tools().map(|_| ())
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `program ARGS` with `env`'s OPENSSL_CONF and variables, as the side's
+/// `openssl` runs, and the command line as a person would type it.
+pub fn tool(env: &SideEnv, program: &Path, args: &[String]) -> (Command, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    for k in SCRUBBED_ENV {
+        cmd.env_remove(k);
+    }
+    cmd.env("OPENSSL_CONF", &env.conf);
+    let mut words = vec![format!("OPENSSL_CONF={}", env.conf.display())];
+    for (k, v) in &env.env {
+        cmd.env(k, v);
+        words.push(format!("{k}={}", quote(v)));
+    }
+    cmd.stdin(Stdio::null());
+    words.push(program.display().to_string());
+    words.extend(args.iter().map(|a| quote(a)));
+    (cmd, words.join(" "))
 }
 
 #[cfg(test)]
@@ -348,5 +437,13 @@ mod tests {
             ..p
         };
         assert_eq!(reached.not_reached(), None);
+    }
+
+    #[test]
+    fn the_zone_includes_its_keys() {
+        let z = zone_text(3, &[PathBuf::from("/k/Klab.example.+008+00001.key")]);
+        assert!(z.starts_with("$ORIGIN lab.example.\n"), "{z}");
+        assert_eq!(z.lines().filter(|l| l.contains(" IN A ")).count(), 4);
+        assert!(z.ends_with("$INCLUDE /k/Klab.example.+008+00001.key\n"));
     }
 }

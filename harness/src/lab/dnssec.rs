@@ -12,50 +12,23 @@
 
 use super::card_use::{self, RunUse};
 use super::columns::{strings, Paths};
-use super::dns_tools::{self, algorithm};
+use super::dns_tools::{self, algorithm, tool, zone_dir, zone_text, ORIGIN};
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop};
-use super::openssl::{run_timed, Finished, RunError, Side, SideEnv, SCRUBBED_ENV};
+use super::openssl::{run_timed, Finished, RunError, Side};
 use super::results::{Check, Row, Sample};
 use super::skips::multi_processes;
 use ibmca_shim::stats::Op;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-/// The zone's origin (`example` is reserved for examples: RFC 2606).
-pub const ORIGIN: &str = "lab.example.";
-
 const ZONE_FILE: &str = "zone.db";
-
-/// The directory of one row's zone, keys and signed zones.
-pub fn zone_dir(out: &Path, bits: u32) -> PathBuf {
-    out.join(format!("dnssec-{bits}"))
-}
 
 /// Where `side` writes its zone signed with `threads` threads (the last
 /// round's stays).
 pub fn signed_zone(dir: &Path, side: Side, threads: usize) -> PathBuf {
     dir.join(format!("signed-{}-n{threads}.db", side.name()))
-}
-
-/// The unsigned zone: an SOA, an NS and its address at the apex, `names`
-/// owner names with one A record each, and the keys' `$INCLUDE` lines.
-pub fn zone_text(names: usize, key_files: &[PathBuf]) -> String {
-    let mut z = format!(
-        "$ORIGIN {ORIGIN}\n$TTL 3600\n\
-         @ IN SOA ns1 hostmaster 1 7200 3600 1209600 3600\n\
-         @ IN NS ns1\n\
-         ns1 IN A 192.0.2.1\n"
-    );
-    for i in 0..names {
-        let _ = writeln!(z, "h{i} IN A 198.51.{}.{}", (i >> 8) & 255, i & 255);
-    }
-    for k in key_files {
-        let _ = writeln!(z, "$INCLUDE {}", k.display());
-    }
-    z
 }
 
 /// The RRSIG records of a zone written with `-O full` (one record a line:
@@ -114,37 +87,6 @@ fn window() -> &'static (String, String) {
             .map_or(0, |d| d.as_secs());
         (dnssec_time(now - 3600), dnssec_time(now + 30 * 86_400))
     })
-}
-
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// `program ARGS` with `env`'s OPENSSL_CONF and variables, as the side's
-/// `openssl` runs, and the command line as a person would type it.
-fn tool(env: &SideEnv, program: &Path, args: &[String]) -> (Command, String) {
-    let mut cmd = Command::new(program);
-    cmd.args(args);
-    for k in SCRUBBED_ENV {
-        cmd.env_remove(k);
-    }
-    cmd.env("OPENSSL_CONF", &env.conf);
-    let mut words = vec![format!("OPENSSL_CONF={}", env.conf.display())];
-    for (k, v) in &env.env {
-        cmd.env(k, v);
-        words.push(format!("{k}={}", quote(v)));
-    }
-    cmd.stdin(Stdio::null());
-    words.push(program.display().to_string());
-    words.extend(args.iter().map(|a| quote(a)));
-    (cmd, words.join(" "))
 }
 
 /// `dnssec-verify`'s verdict in one line: "zone fully signed (Algorithm:
@@ -434,13 +376,5 @@ mod tests {
         assert_eq!(dnssec_time(0), "19700101000000");
         assert_eq!(dnssec_time(951_782_400), "20000229000000");
         assert_eq!(dnssec_time(1_796_472_000 + 3_661), "20261205130101");
-    }
-
-    #[test]
-    fn the_zone_includes_its_keys() {
-        let z = zone_text(3, &[PathBuf::from("/k/Klab.example.+008+00001.key")]);
-        assert!(z.starts_with("$ORIGIN lab.example.\n"), "{z}");
-        assert_eq!(z.lines().filter(|l| l.contains(" IN A ")).count(), 4);
-        assert!(z.ends_with("$INCLUDE /k/Klab.example.+008+00001.key\n"));
     }
 }

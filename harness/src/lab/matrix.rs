@@ -470,8 +470,7 @@ impl Ctx<'_> {
             Run::Speed => self.speed(paths, side, est, &label, commands),
             Run::SpeedMulti => self.speed_multi(paths, side, est, &label, commands),
             Run::Dnssec => self.dnssec(paths, side, est, &label, commands),
-            // dns_tools::pdns_applies skips it until the run is built.
-            Run::PdnsSpeed => Err(RunFail::Failed("PowerDNS's A/B run is not built".into())),
+            Run::Pdns => self.pdns(paths, side, est, &label, commands),
         }
     }
 }

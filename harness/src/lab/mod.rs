@@ -25,6 +25,7 @@
 //! scripts/check-layers.py).
 
 mod async_jobs;
+mod axfr;
 mod card_use;
 mod columns;
 mod commands;
@@ -44,6 +45,7 @@ mod method;
 mod notes;
 mod openssl;
 mod options;
+mod pdns;
 mod progress;
 mod ranks;
 mod report;

@@ -33,9 +33,9 @@ pub enum Kind {
     DnssecPerCoreN,
     /// The per-core rate at N over the rate at 1.
     DnssecLinearity,
-    /// PowerDNS's own signer (`pdnsutil test-speed ZONE 1`), per core.
+    /// PowerDNS's own signer (`pdns_server`, one signing thread), per core.
     PdnsPerCore1,
-    /// `pdnsutil test-speed ZONE N`, per core.
+    /// `pdns_server` with N signing threads (N = the cores), per thread.
     PdnsPerCoreN,
     /// The per-core rate at N over the rate at 1.
     PdnsLinearity,

@@ -422,7 +422,7 @@ mod tests {
                     Run::Handshakes => 1,
                     Run::Speed => s.columns.len(),
                     Run::SpeedMulti => 2,
-                    Run::Dnssec | Run::PdnsSpeed => 1,
+                    Run::Dnssec | Run::Pdns => 1,
                     Run::Process { .. } => 0,
                 };
                 assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].key);
