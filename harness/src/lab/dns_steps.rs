@@ -152,7 +152,7 @@ pub const POWERDNS: StepSpec = StepSpec {
     estimate: dns_tools::estimate,
     counted: Counted {
         ops: &[Op::Sign],
-        per: Per::Run(Expect::AtLeast),
+        per: Per::Run(Expect::Exactly),
         check: "B's PowerDNS signatures (the RRSIGs of its zone transfers) counted by rustica",
     },
     cross_check: CrossCheck::None,
