@@ -321,6 +321,21 @@ pub fn pdns_applies(o: &Options, bits: u32) -> Result<(), String> {
     pdns_tools().map(|_| ())
 }
 
+/// The words that mark a side whose `openssl` takes command-line flags
+/// (`--c-engine`): a DNS signer cannot be given them, so it does not run
+/// on that side, and side C's checks leave such a column out.
+pub const NO_FLAGS: &str = "a DNS signer takes no openssl command-line flags";
+
+/// Why `env`'s side cannot run a DNS signer, if it cannot.
+pub fn flags_refused(env: &SideEnv, side: &str) -> Option<String> {
+    (!env.extra_args.is_empty()).then(|| {
+        format!(
+            "side {side}: {NO_FLAGS} ({}): not run on this side",
+            env.extra_args.join(" ")
+        )
+    })
+}
+
 fn quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()

@@ -116,13 +116,8 @@ impl Ctx<'_> {
         commands: Option<&mut Vec<String>>,
     ) -> Result<Finished, RunError> {
         let env = self.side(side);
-        if !env.extra_args.is_empty() {
-            return Err(RunError::Failed(format!(
-                "side {}: its openssl flags ({}) cannot be given to {}",
-                side.name(),
-                env.extra_args.join(" "),
-                program.display()
-            )));
+        if let Some(why) = dns_tools::flags_refused(env, side.name()) {
+            return Err(RunError::Failed(why));
         }
         let (cmd, what) = tool(env, program, args);
         if let Some(c) = commands {

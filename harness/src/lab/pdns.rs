@@ -112,6 +112,9 @@ impl Ctx<'_> {
         label: &str,
         mut commands: Option<&mut Vec<String>>,
     ) -> Result<Outcome, RunFail> {
+        if let Some(why) = dns_tools::flags_refused(self.side(side), side.name()) {
+            return Err(RunFail::Failed(why));
+        }
         let dir = pdns_dir(&self.out, paths.bits);
         self.pdns_prepare(&dir, paths.bits, commands.as_deref_mut())?;
         let tools = dns_tools::pdns_tools().map_err(RunFail::Failed)?;
