@@ -113,6 +113,20 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `program` (the lab's `--openssl`) when it is not the host's own
+/// `openssl` (the one on the PATH), whose libcrypto the DNS signers use.
+pub fn other_openssl(program: &Path) -> Option<PathBuf> {
+    let resolve = |p: &Path| {
+        let found = find_program(&p.to_string_lossy())?;
+        std::fs::canonicalize(found).ok()
+    };
+    let host = find_program("openssl").and_then(|p| std::fs::canonicalize(p).ok());
+    match (resolve(program), host) {
+        (Some(a), Some(b)) if a == b => None,
+        _ => Some(program.to_path_buf()),
+    }
+}
+
 /// BIND's three programs the step runs.
 pub const BIND_TOOLS: [&str; 3] = ["dnssec-keygen", "dnssec-signzone", "dnssec-verify"];
 
@@ -146,6 +160,12 @@ fn signer_applies(o: &Options, bits: u32) -> Result<(), String> {
     if algorithm(bits).is_none() {
         return Err(format!(
             "DNSSEC signs with RSASHA256 at 1024 and 2048 bits and RSASHA512 at 4096 here; none at {bits} bits"
+        ));
+    }
+    if let Some(p) = &o.other_openssl {
+        return Err(format!(
+            "--openssl {}: the DNS signers run on the host's libcrypto, not on that program's",
+            p.display()
         ));
     }
     if o.load_flags {
@@ -403,6 +423,7 @@ mod tests {
             family_size: 1,
             dnssec_names: names,
             load_flags: false,
+            other_openssl: None,
         }
     }
 
@@ -426,6 +447,15 @@ mod tests {
         assert!(bind_applies(&flags, 2048)
             .unwrap_err()
             .starts_with("--load flags"));
+        let wrapped = Options {
+            other_openssl: Some("/opt/openssl-3.5/bin/openssl".into()),
+            ..full.clone()
+        };
+        assert!(bind_applies(&wrapped, 2048)
+            .unwrap_err()
+            .starts_with("--openssl /opt/openssl-3.5/bin/openssl: the DNS signers"));
+        assert_eq!(other_openssl(Path::new("openssl")), None);
+        assert!(other_openssl(Path::new("/no/such/openssl")).is_some());
         assert!(pdns_applies(&full, 3072)
             .unwrap_err()
             .contains("none at 3072 bits"));

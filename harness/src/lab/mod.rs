@@ -239,6 +239,7 @@ fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
         family_size: 0,
         dnssec_names: args.dnssec_names.map(|n| n as usize),
         load_flags: args.load == openssl::LoadMode::Flags,
+        other_openssl: dns_tools::other_openssl(&args.openssl),
     };
     o.family_size = o.planned_cells(sizes);
     o

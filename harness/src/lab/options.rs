@@ -100,6 +100,9 @@ pub struct Options {
     /// `--load flags`: side B has no OPENSSL_CONF that loads rustica, which
     /// is the only way a DNS signer loads it.
     pub load_flags: bool,
+    /// `--openssl PROGRAM` when it is not the host's `openssl`: the DNS
+    /// signers run on the host's libcrypto, not on that program's.
+    pub other_openssl: Option<PathBuf>,
 }
 
 impl Options {

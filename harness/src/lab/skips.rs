@@ -109,6 +109,7 @@ mod tests {
             family_size: 1,
             dnssec_names: None,
             load_flags: false,
+            other_openssl: None,
         }
     }
 
