@@ -31,7 +31,10 @@
 # On Debian 12 and 13, the workshop's own setup joins as a third side
 # (scripts/s390x-three-sides.sh): stock OpenSSL, rustica and Debian's ibmca
 # ENGINE on the same libica, then on the project's emulated adapter
-# cross-built for s390x; its facts must match docs/comparison/ (what
+# cross-built for s390x; then all four sides (stock with and without its
+# own offload, rustica, the engine) on one shared card model that answers
+# their /dev/z90crypt (scripts/s390x-card.sh; S390X_CARD_SPEED=1 adds its
+# throughput rows). Their facts must match docs/comparison/ (what
 # docs/comparison.md is rendered from; S390X_LANE_RECORD=1 records them).
 # Prints each part's OpenSSL and libica versions and counters. Exits
 # non-zero, saying what failed.
@@ -534,6 +537,26 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   fi
   scripts/comparison.py --check-facts "$RELEASE" "$PART/three-sides/facts.tsv" \
     || die "the three sides no longer behave as docs/comparison.md says"
+
+  # One card for every side: the shared card model answers /dev/z90crypt
+  # for stock OpenSSL's own offload, libica's hardware path (B and C) and
+  # the engine, through the z90crypt-card interposer (docs/card-model.md).
+  step "one card for every side: stock's own offload, rustica, the engine (scripts/s390x-card.sh)"
+  cargo build -q -p libica-emu --bin rustica-card || die "building rustica-card failed"
+  interposer=$PART/libz90crypt-card.so
+  s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$interposer.new" \
+    libica-emu/interposer/z90crypt-card.c -ldl && mv "$interposer.new" "$interposer" \
+    || die "cross-building the z90crypt-card interposer failed"
+  scripts/s390x-card.sh --release "$RELEASE" --sysroot "$SYSROOT" --module "$LOADED_MODULE" \
+    --engine-deb "$ibmca_deb" --keys "$RUN" --out "$PART/card" --card "$REPO/target/debug/rustica-card" \
+    --interposer "$interposer" --rustica "$host_rustica" \
+    || die "the sides on one card failed (log: $PART/card/run.log)"
+  if [ -n "${S390X_LANE_RECORD:-}" ]; then
+    cp "$PART/card/facts.tsv" "docs/comparison/$RELEASE-card.tsv"
+    say "recorded docs/comparison/$RELEASE-card.tsv"
+  fi
+  scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
+    || die "the sides on one card no longer behave as docs/comparison.md says"
 fi
 
 say "versions: $(s390x_openssl version); libica3 package $libica_pkg;" \

@@ -78,22 +78,11 @@ uid=$(id -u)
 # plain: as the package leaves a host with no crypto card; card: the same
 # with one online accelerator card in sysfs (no /dev/z90crypt, so libica
 # computes in software whatever reaches it).
-make_root() { # dir with-card
-  local root=$1
-  rm -rf "$root"
-  cp -al "$SYSROOT" "$root"
-  dpkg -x "$ENGINE_DEB" "$root"
-  mkdir -p "$root/dev/shm"
-  if [ "$2" = 1 ]; then
-    mkdir -p "$root/sys/devices/ap/card00"
-    echo CEX7A >"$root/sys/devices/ap/card00/type"
-    echo 1 >"$root/sys/devices/ap/card00/online"
-  fi
-}
+. scripts/lib/s390x-root.sh
 PLAIN=$OUT/root-plain
 CARD=$OUT/root-card
-make_root "$PLAIN" 0
-make_root "$CARD" 1
+s390x_make_root "$PLAIN" "$SYSROOT" "$ENGINE_DEB" 0
+s390x_make_root "$CARD" "$SYSROOT" "$ENGINE_DEB" 1
 ENGINE_SO=/usr/lib/s390x-linux-gnu/openssl-1.0.2/engines/libibmca.so
 [ -f "$CARD$ENGINE_SO" ] || die "the engine package has no $ENGINE_SO"
 SAMPLE=$CARD/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample

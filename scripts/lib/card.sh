@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# The shared card model (rustica-card, docs/card-model.md) for the bench
+# and lane scripts: one card process on a socket the caller names.
+#
+#   card_start BIN SOCKET LOG [rustica-card options...]   starts it, waits
+#                                                          until it listens
+#   card_ctl COMMAND...                                    one control command
+#   card_stop                                              quit, socket removed
+#
+# CARD_BIN, CARD_SOCKET and CARD_PID describe the running card.
+CARD_PID=""
+card_start() { # bin socket log [options...]
+  card_stop
+  CARD_BIN=$1 CARD_SOCKET=$2
+  local log=$3
+  shift 3
+  "$CARD_BIN" --socket "$CARD_SOCKET" "$@" >"$log" 2>&1 &
+  CARD_PID=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$log" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "rustica-card did not start: $(cat "$log")" >&2
+  return 1
+}
+card_ctl() { "$CARD_BIN" --socket "$CARD_SOCKET" --ctl "$@"; }
+card_stop() {
+  [ -n "$CARD_PID" ] || return 0
+  card_ctl quit >/dev/null 2>&1 || kill "$CARD_PID" 2>/dev/null || true
+  wait "$CARD_PID" 2>/dev/null || true
+  CARD_PID=""
+  rm -f "$CARD_SOCKET"
+}
