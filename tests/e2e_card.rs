@@ -403,3 +403,29 @@ fn control_errors_are_reported() {
     }
     assert!(Path::new(&card.socket).exists());
 }
+
+/// On the card, its queues are the latency: the emulator's own latency
+/// model (`LIBICA_EMU_LATENCY_US`, per process) must not wait as well.
+/// With an hour of in-process latency, a signature that waited for it
+/// would never finish (the test harness's timeout fails it); on the card
+/// it takes the card's service time only.
+#[test]
+fn the_in_process_latency_model_does_not_apply_on_the_card() {
+    let card = Card::start(1, 1);
+    let lab = Lab::with_rustica(
+        &[],
+        &[
+            ("RUSTICA_BACKEND", "libica"),
+            ("RUSTICA_LIBICA", emulator_path().to_str().unwrap()),
+            ("LIBICA_EMU_CARD", card.socket.to_str().unwrap()),
+            ("LIBICA_EMU_LATENCY_US", "3600000000"),
+            ("LIBICA_EMU_UNITS", "1"),
+        ],
+    );
+    let k = keys(&lab);
+    card.ctl("reset");
+    sign_and_verify(&lab, &k.key, &k.public, &k.doc, 2);
+    let stats = card.stats();
+    assert_eq!(requests(&stats, None, "crt", "ok"), 2, "{stats}");
+    assert_eq!(lab.stats().get(Op::Sign, Backend::Libica), 2);
+}

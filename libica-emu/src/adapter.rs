@@ -121,7 +121,9 @@ static UNITS: std::sync::Mutex<Vec<std::time::Instant>> = std::sync::Mutex::new(
 /// delay the calls queued behind it, as on a card.
 fn adapter_wait() {
     let s = settings();
-    if s.latency_us == 0 && s.jitter_us == 0 {
+    // On the shared card its service time is the latency: waiting here
+    // too would count it twice.
+    if s.card.is_some() || (s.latency_us == 0 && s.jitter_us == 0) {
         return;
     }
     let latency = std::time::Duration::from_micros(s.latency_us + jitter(s.jitter_us));
