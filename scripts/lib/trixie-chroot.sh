@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by scripts/test-trixie.sh, scripts/coverage-trixie.sh and
-# scripts/test-sshd-adapter.sh: the Debian 13 (trixie) chroot they use, made with debootstrap (minbase plus
+# Sourced by scripts/test-trixie.sh, scripts/coverage-trixie.sh,
+# scripts/test-sshd-adapter.sh and scripts/lab-dnssec-trixie.sh: the Debian 13
+# (trixie) chroot they use, made with debootstrap (minbase plus
 # openssl) from Debian's archive and cached as $CHROOT (default
 # $RUSTICA_CACHE/trixie-chroot, RUSTICA_CACHE defaulting to
 # /var/tmp/rustica-cache). Needs say and die from the sourcing script.
