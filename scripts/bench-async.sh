@@ -8,6 +8,14 @@
 # `-elapsed` matters: speed otherwise divides by CPU time, which a paused
 # or waiting process does not spend.
 #
+# With BENCH_CARD_UNIT_US=U, rustica's calls go instead to one shared card
+# (rustica-card, 2 queues, unit U us; docs/card-model.md) that every
+# process shares, and each rustica cell also gives the fraction of the
+# card's capacity its signatures used: sign/s x one CRT's service time
+# (the card's weight for the size x U) / 2 queues; each rustica signature
+# is one CRT request (tests/e2e_card.rs counts them). JOBS may then hold mP:
+# `-multi P` processes, synchronous (the P sweep beside the N sweep).
+#
 # Usage: scripts/bench-async.sh [SECONDS [ROUNDS [BITS [JOBS]]]]
 #   SECONDS per measurement (default 3); ROUNDS (default 6, the least that
 #   allows an interval): each cell is measured at least ROUNDS times, the
@@ -38,14 +46,32 @@ export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
 . scripts/lib/openssl-cnf.sh
+card=""
+if [ -n "${BENCH_CARD_UNIT_US:-}" ]; then
+  card=$work/card.sock
+  . scripts/lib/card.sh
+  trap 'card_stop; rm -rf "$work"' EXIT
+  card_start "target/$profile/rustica-card" "$card" "$work/card.log" --unit-us "$BENCH_CARD_UNIT_US"
+fi
 rustica_conf "$work/async.cnf" "$module" "backend = libica" "libica = $emu"
 rustica_conf "$work/off.cnf" "$module" "backend = libica" "libica = $emu" "async = off"
 stock_conf "$work/default.cnf"
 
+# "-async_jobs N", or "-multi P" for mP.
+parallel() { case "$1" in m*) echo "-multi ${1#m}" ;; *) echo "-async_jobs $1" ;; esac; }
 sign_rate() { # conf jobs bits
-  OPENSSL_CONF="$work/$1.cnf" RUSTICA_STATS_PATH="$work/stats-$1" \
-    openssl speed -elapsed -seconds "$seconds" -async_jobs "$2" "rsa$3" 2>/dev/null |
+  local -a card_env=()
+  [ -z "$card" ] || [ "$1" = default ] || card_env=(LIBICA_EMU_CARD="$card")
+  # shellcheck disable=SC2046
+  env "${card_env[@]}" OPENSSL_CONF="$work/$1.cnf" RUSTICA_STATS_PATH="$work/stats-$1" \
+    openssl speed -elapsed -seconds "$seconds" $(parallel "$2") "rsa$3" 2>/dev/null |
     awk -v b="$3" '$1 == "rsa" && $2 == b { print $6 }'
+}
+# The fraction of the card's 2 queues that RATE signatures/s of BITS use.
+capacity() { # rate bits
+  local weight
+  case "$2" in 1024) weight=15 ;; 2048) weight=54 ;; *) weight=362 ;; esac
+  awk -v r="$1" -v w="$weight" -v u="$BENCH_CARD_UNIT_US" 'BEGIN {printf "%.3f", r * w * u / 1e6 / 2}'
 }
 
 # "median" or "median (min-max)" of the numbers on stdin.
@@ -55,10 +81,14 @@ summary() {
     if (NR > 1) printf "%.1f (%.1f-%.1f)", m, v[1], v[NR]; else printf "%.1f", m }'
 }
 
-echo "openssl speed -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us"
+[ -n "$card" ] && adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
+echo "openssl speed -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-echo "| key | jobs | rustica async sign/s | rustica async = off sign/s | default provider sign/s | async / off [95 % interval]: verdict | async / default [95 % interval]: verdict | sampling |"
-echo "|---|---:|---:|---:|---:|---|---|---|"
+capacity_head="" capacity_rule=""
+[ -n "$card" ] && capacity_head=" rustica's card capacity used |" capacity_rule="---:|"
+echo "| key | jobs | rustica sign/s | rustica async = off sign/s | default provider sign/s | rustica / off [95 % interval]: verdict | rustica / default [95 % interval]: verdict |$capacity_head sampling |"
+echo "|---|---:|---:|---:|---:|---|---|$capacity_rule---|"
 for bits in $bits_list; do
   for jobs in $jobs_list; do
     : >"$work/a" && : >"$work/o" && : >"$work/d" && : >"$work/vs-off" && : >"$work/vs-default"
@@ -73,7 +103,9 @@ for bits in $bits_list; do
       echo "$o $a" >>"$work/vs-off"
       echo "$d $a" >>"$work/vs-default"
     done
-    echo "| $bits | $jobs | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(bench_cell <"$work/vs-off") | $(bench_cell <"$work/vs-default") | $(bench_sampling "$round" "$cell_start") |"
+    capacity_cell=""
+    [ -n "$card" ] && capacity_cell=" $(capacity "$(sort -g "$work/a" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')" "$bits") |"
+    echo "| $bits | $(parallel "$jobs") | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(bench_cell <"$work/vs-off") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
   done
 done
 echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -13,6 +13,12 @@
 # LIBICA_EMU_LATENCY_US per call (defaults 16 and 2000: at most 8,000
 # calls/s), then computes in software on this CPU.
 #
+# BENCH_NBTHREAD=N runs HAProxy with N threads. With BENCH_CARD_UNIT_US=U,
+# rustica's calls go to one shared card instead (rustica-card, 2 queues,
+# unit U us; docs/card-model.md), and each async cell also gives the
+# fraction of the card's capacity the run used (its busy time over the
+# run's wall time x queues).
+#
 # Usage: scripts/bench-haproxy.sh [REQUESTS [ROUNDS [CONCURRENCY]]]
 #   (defaults 2000, 6, 32). Each cell is measured at least ROUNDS times
 #   (6 is the least that allows an interval), the sides alternating within
@@ -34,13 +40,21 @@ export LIBICA_EMU_LATENCY_US=${LIBICA_EMU_LATENCY_US:-2000}
 export LIBICA_EMU_UNITS=${LIBICA_EMU_UNITS:-16}
 
 haproxy_pki "$work" "$module" "$emu"
+nbthread=${BENCH_NBTHREAD:-1}
+card="" card_env=()
+if [ -n "${BENCH_CARD_UNIT_US:-}" ]; then
+  card=$work/card.sock card_env=(LIBICA_EMU_CARD="$card")
+  . scripts/lib/card.sh
+  trap 'card_stop; haproxy_cleanup' EXIT
+  card_start "target/release/rustica-card" "$card" "$work/card.log" --unit-us "$BENCH_CARD_UNIT_US"
+fi
 
 # haproxy.cfg for a side: "async", "sync" (rustica without ssl-mode-async)
 # or "default".
 haproxy_cfg() {
   {
     echo "global"
-    echo "  nbthread 1"
+    echo "  nbthread $nbthread"
     echo "  maxconn 4096"
     echo "  tune.ssl.default-dh-param 2048"
     # No session cache: every handshake does its RSA operation.
@@ -61,7 +75,7 @@ haproxy_cfg() {
 start_haproxy() {
   local conf=rustica.cnf
   [ "$1" != default ] || conf=default.cnf
-  OPENSSL_CONF="$work/$conf" RUSTICA_STATS_PATH="$work/stats-$1" \
+  env "${card_env[@]}" OPENSSL_CONF="$work/$conf" RUSTICA_STATS_PATH="$work/stats-$1" \
     haproxy -db -f "$work/$1.cfg" >"$work/haproxy-$1.log" 2>&1 &
   haproxy_pid=$!
   for _ in $(seq 100); do
@@ -119,26 +133,37 @@ for side in async sync default; do haproxy_cfg "$side"; done
 bench_rustica=$rustica
 BENCH_MIN_ROUNDS=$rounds
 . scripts/lib/bench-stats.sh
-echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread 1, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us"
+[ -z "$card" ] || adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
+echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread $nbthread, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async [95 % interval]: verdict | async / default [95 % interval]: verdict | sampling |"
-echo "|---|---:|---:|---:|---|---|---|"
+capacity_head="" capacity_rule=""
+[ -z "$card" ] || capacity_head=" async: card capacity used |" capacity_rule="---:|"
+echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async [95 % interval]: verdict | async / default [95 % interval]: verdict |$capacity_head sampling |"
+echo "|---|---:|---:|---:|---|---|$capacity_rule---|"
 for tls in 1.3 1.2; do
   for side in async sync default; do : >"$work/rates-$side"; done
-  : >"$work/vs-sync" && : >"$work/vs-default"
+  : >"$work/vs-sync" && : >"$work/vs-default" && : >"$work/capacity"
   round=0 cell_start=$SECONDS
   while bench_more "$round" "$cell_start" "$work/vs-sync" "$work/vs-default"; do
     round=$((round + 1))
     for side in async sync default; do
       start_haproxy "$side"
+      [ -z "$card" ] || card_ctl reset >/dev/null
       rate "$tls" | awk '{ print $1 }' >>"$work/rates-$side"
+      if [ -n "$card" ] && [ "$side" = async ]; then
+        card_ctl stats | python3 -c 'import json, sys; d = json.load(sys.stdin)
+print("%.2f" % (d["busy_ns"] / d["wall_ns"] / (d["cards"] * d["domains"])))' >>"$work/capacity"
+      fi
       stop_haproxy "$side"
     done
     a=$(tail -1 "$work/rates-async") s=$(tail -1 "$work/rates-sync") d=$(tail -1 "$work/rates-default")
     echo "$s $a" >>"$work/vs-sync"
     echo "$d $a" >>"$work/vs-default"
   done
-  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $(bench_cell <"$work/vs-sync") | $(bench_cell <"$work/vs-default") | $(bench_sampling "$round" "$cell_start") |"
+  capacity_cell=""
+  [ -z "$card" ] || capacity_cell=" $(sort -g "$work/capacity" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}') |"
+  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $(bench_cell <"$work/vs-sync") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
 done
 echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ "$crashes" -gt 0 ]; then
