@@ -86,12 +86,11 @@ impl Ctx<'_> {
         label: &str,
         commands: Option<&mut Vec<String>>,
     ) -> Result<Outcome, RunFail> {
-        let args = strings(&[
-            "-seconds",
-            &self.opts.speed_seconds.to_string(),
-            "-mr",
-            &format!("rsa{}", paths.bits),
-        ]);
+        let args = in_process_speed_args(
+            self.opts.backend.as_deref(),
+            self.opts.speed_seconds,
+            paths.bits,
+        );
         if let Some(c) = commands {
             c.push(self.side(side).describe("speed", &args));
         }
@@ -233,6 +232,43 @@ impl Ctx<'_> {
                     return Ok(Err(m));
                 }
             }
+        }
+    }
+}
+
+/// The in-process `openssl speed` run. speed divides by the process's CPU
+/// time unless told otherwise. On libica the exponentiation's time is the
+/// adapter's, not the process's: per CPU second the rate is meaningless,
+/// and with a card that the process waits for there may be no CPU time at
+/// all to divide by (speed then prints no `+R` line).
+fn in_process_speed_args(backend: Option<&str>, seconds: u32, bits: u32) -> Vec<String> {
+    let mut args = strings(&[
+        "-seconds",
+        &seconds.to_string(),
+        "-mr",
+        &format!("rsa{bits}"),
+    ]);
+    if backend == Some("libica") {
+        args.insert(0, "-elapsed".to_string());
+    }
+    args
+}
+
+#[cfg(test)]
+mod speed_args_tests {
+    use super::in_process_speed_args;
+
+    #[test]
+    fn on_libica_speed_rates_are_per_wall_second() {
+        assert_eq!(
+            in_process_speed_args(Some("libica"), 1, 2048),
+            ["-elapsed", "-seconds", "1", "-mr", "rsa2048"]
+        );
+        for backend in [None, Some("auto"), Some("software")] {
+            assert_eq!(
+                in_process_speed_args(backend, 1, 2048),
+                ["-seconds", "1", "-mr", "rsa2048"]
+            );
         }
     }
 }

@@ -46,8 +46,14 @@ pub fn standard(o: &Options, sizes: &[u32]) -> Vec<String> {
             o.tls_seconds
         ),
         format!(
-            "openssl speed: `openssl speed -seconds {} -mr rsaN`, in-process, openssl's own counts.",
-            o.speed_seconds
+            "openssl speed: `openssl speed {}-seconds {} -mr rsaN`, in-process, openssl's own counts{}.",
+            if o.backend.as_deref() == Some("libica") { "-elapsed " } else { "" },
+            o.speed_seconds,
+            if o.backend.as_deref() == Some("libica") {
+                ", per wall second (on libica the exponentiation's time is not the process's CPU)"
+            } else {
+                ", per CPU second of the process"
+            }
         ),
         format!(
             "A and B alternate operation by operation (loops, key generation) or run by run (TLS, speed: {} rounds); \
