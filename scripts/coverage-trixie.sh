@@ -54,20 +54,10 @@ done
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot, daemons)"
 [ "$(dpkg --print-architecture)" = amd64 ] || die "an amd64 host is needed (the chroot is amd64)"
 
-if [ -z "$deb" ]; then
-  version=$(dpkg-parsechangelog -l debian/changelog -S Version)
-  deb=target/deb/rustica_${version}_amd64.deb
-  if [ ! -f "$deb" ]; then
-    say "no $deb: scripts/package.sh amd64"
-    scripts/package.sh amd64 >&2 || die "scripts/package.sh amd64 failed"
-  fi
-fi
-[ -f "$deb" ] || die "package not found: $deb"
-deb=$(realpath "$deb")
-[ "$(dpkg-deb -f "$deb" Architecture)" = amd64 ] || die "$deb is not an amd64 package"
-
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
+rustica_amd64_deb
+
 trixie_chroot_or_skip coverage-trixie
 trixie_coverage_chroot
 CHROOT=$COV_CHROOT

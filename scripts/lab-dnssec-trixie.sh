@@ -76,18 +76,10 @@ done
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot, pdns_server)"
 [ "$(dpkg --print-architecture)" = amd64 ] || die "an amd64 host is needed (the chroot is amd64)"
 
-if [ -z "$deb" ]; then
-  deb=target/deb/rustica_$(dpkg-parsechangelog -l debian/changelog -S Version)_amd64.deb
-  if [ ! -f "$deb" ]; then
-    say "no $deb: scripts/package.sh amd64"
-    scripts/package.sh amd64 >&2 || die "scripts/package.sh amd64 failed"
-  fi
-fi
-[ -f "$deb" ] || die "package not found: $deb"
-[ "$(dpkg-deb -f "$deb" Architecture)" = amd64 ] || die "$deb is not an amd64 package"
-
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
+rustica_amd64_deb
+
 trixie_chroot_or_skip lab-dnssec-trixie
 trixie_coverage_chroot
 out=${out:-$CACHE/lab-dnssec-trixie}

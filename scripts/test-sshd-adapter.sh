@@ -70,19 +70,12 @@ case $logins in '' | *[!0-9]* | 0) die "--logins needs a positive number" ;; esa
 [ "$(id -u)" -eq 0 ] || die "run as root (chroot, sshd)"
 [ "$(dpkg --print-architecture)" = amd64 ] || die "an amd64 host is needed (the chroot is amd64)"
 
-if [ -z "$deb" ]; then
-  deb=target/deb/rustica_$(dpkg-parsechangelog -l debian/changelog -S Version)_amd64.deb
-  if [ ! -f "$deb" ]; then
-    say "no $deb: scripts/package.sh amd64"
-    scripts/package.sh amd64 >&2 || die "scripts/package.sh amd64 failed"
-  fi
-fi
-[ -f "$deb" ] || die "package not found: $deb"
+# shellcheck source=scripts/lib/trixie-chroot.sh
+. scripts/lib/trixie-chroot.sh
+rustica_amd64_deb
 say "cargo build --release -p libica-emu (libica_emu.so, rustica-card)"
 cargo build --release -q -p libica-emu || die "cannot build libica-emu"
 
-# shellcheck source=scripts/lib/trixie-chroot.sh
-. scripts/lib/trixie-chroot.sh
 trixie_chroot_or_skip test-sshd-adapter
 trixie_coverage_chroot
 LOGS=$CACHE/sshd-adapter

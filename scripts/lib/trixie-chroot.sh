@@ -32,6 +32,22 @@ CHROOT=$CACHE/trixie-chroot
 COV_CHROOT=$CACHE/trixie-coverage-chroot
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
+# The rustica amd64 package the chroot scripts install: $deb as given, or
+# this tree's version in target/deb, built by scripts/package.sh when it is
+# not there. Sets deb to its absolute path.
+rustica_amd64_deb() {
+  if [ -z "${deb:-}" ]; then
+    deb=target/deb/rustica_$(dpkg-parsechangelog -l debian/changelog -S Version)_amd64.deb
+    if [ ! -f "$deb" ]; then
+      say "no $deb: scripts/package.sh amd64"
+      scripts/package.sh amd64 >&2 || die "scripts/package.sh amd64 failed"
+    fi
+  fi
+  [ -f "$deb" ] || die "package not found: $deb"
+  deb=$(realpath "$deb")
+  [ "$(dpkg-deb -f "$deb" Architecture)" = amd64 ] || die "$deb is not an amd64 package"
+}
+
 trixie_chroot_ensure() {
   [ ! -f "$CHROOT/.complete" ] || return 0
   command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh installs it)"

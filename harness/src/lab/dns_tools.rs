@@ -387,6 +387,39 @@ pub fn tool(env: &SideEnv, program: &Path, args: &[String]) -> (Command, String)
     (cmd, words.join(" "))
 }
 
+/// The three samples of a signer's row from its run at one thread and at
+/// N (signatures, wall seconds, CPU seconds each): signatures per second
+/// per core at 1 and at N, and the linearity (the second over the first);
+/// CPU per signature beside the rates.
+pub(super) fn per_core_outcome(
+    one: (u64, f64, f64),
+    many: (u64, f64, f64),
+    n: usize,
+) -> super::matrix::Outcome {
+    use super::results::Sample;
+    let (s1, w1, c1) = one;
+    let (sn, wn, cn) = many;
+    let per_core_1 = s1 as f64 / w1;
+    let per_core_n = sn as f64 / (wn * n as f64);
+    super::matrix::Outcome {
+        samples: vec![
+            Sample {
+                value: per_core_1,
+                cpu: c1 / s1 as f64,
+            },
+            Sample {
+                value: per_core_n,
+                cpu: cn / sn as f64,
+            },
+            Sample {
+                value: per_core_n / per_core_1,
+                cpu: 0.0,
+            },
+        ],
+        reported: vec![s1 + sn],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

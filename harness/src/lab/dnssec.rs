@@ -15,7 +15,7 @@ use super::columns::{strings, Paths};
 use super::dns_tools::{self, algorithm, tool, zone_dir, zone_text, ORIGIN};
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop};
 use super::openssl::{run_timed, Finished, RunError, Side};
-use super::results::{Check, Row, Sample};
+use super::results::{Check, Row};
 use super::skips::multi_processes;
 use ibmca_shim::stats::Op;
 use std::fmt::Write as _;
@@ -239,27 +239,7 @@ impl Ctx<'_> {
             }
             runs.push((sigs, f.wall, f.cpu));
         }
-        let (s1, w1, c1) = runs[0];
-        let (sn, wn, cn) = runs[1];
-        let per_core_1 = s1 as f64 / w1;
-        let per_core_n = sn as f64 / (wn * n as f64);
-        Ok(Outcome {
-            samples: vec![
-                Sample {
-                    value: per_core_1,
-                    cpu: c1 / s1 as f64,
-                },
-                Sample {
-                    value: per_core_n,
-                    cpu: cn / sn as f64,
-                },
-                Sample {
-                    value: per_core_n / per_core_1,
-                    cpu: 0.0,
-                },
-            ],
-            reported: vec![s1 + sn],
-        })
+        Ok(dns_tools::per_core_outcome(runs[0], runs[1], n))
     }
 
     /// The step's cross-check: the last round's zones signed at `-n N` by

@@ -14,7 +14,6 @@ use super::columns::{strings, Paths};
 use super::dns_tools::{self, algorithm, find_program, tool, zone_dir, zone_text, ORIGIN};
 use super::matrix::{Ctx, Outcome, RunFail};
 use super::openssl::{free_port, run_timed, RunError, Server, Side};
-use super::results::Sample;
 use super::skips::multi_processes;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -159,26 +158,6 @@ impl Ctx<'_> {
             }
             runs.push((t.rrsigs, wall, cpu));
         }
-        let (s1, w1, c1) = runs[0];
-        let (sn, wn, cn) = runs[1];
-        let per_core_1 = s1 as f64 / w1;
-        let per_core_n = sn as f64 / (wn * n as f64);
-        Ok(Outcome {
-            samples: vec![
-                Sample {
-                    value: per_core_1,
-                    cpu: c1 / s1 as f64,
-                },
-                Sample {
-                    value: per_core_n,
-                    cpu: cn / sn as f64,
-                },
-                Sample {
-                    value: per_core_n / per_core_1,
-                    cpu: 0.0,
-                },
-            ],
-            reported: vec![s1 + sn],
-        })
+        Ok(dns_tools::per_core_outcome(runs[0], runs[1], n))
     }
 }
