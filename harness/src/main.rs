@@ -26,6 +26,7 @@ mod safe_fs;
 mod stats_cmd;
 mod sysconf;
 mod system;
+mod utc;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -5,7 +5,7 @@
 //! its programs import. The step table (`dns_steps`) names these as its
 //! steps' `applies`.
 
-use super::openssl::{SideEnv, SCRUBBED_ENV};
+use super::openssl::{shell_quote, SideEnv, SCRUBBED_ENV};
 use super::options::Options;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -356,17 +356,6 @@ pub fn flags_refused(env: &SideEnv, side: &str) -> Option<String> {
     })
 }
 
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 /// `program ARGS` with `env`'s OPENSSL_CONF and variables, as the side's
 /// `openssl` runs, and the command line as a person would type it.
 pub fn tool(env: &SideEnv, program: &Path, args: &[String]) -> (Command, String) {
@@ -379,45 +368,12 @@ pub fn tool(env: &SideEnv, program: &Path, args: &[String]) -> (Command, String)
     let mut words = vec![format!("OPENSSL_CONF={}", env.conf.display())];
     for (k, v) in &env.env {
         cmd.env(k, v);
-        words.push(format!("{k}={}", quote(v)));
+        words.push(format!("{k}={}", shell_quote(v)));
     }
     cmd.stdin(Stdio::null());
     words.push(program.display().to_string());
-    words.extend(args.iter().map(|a| quote(a)));
+    words.extend(args.iter().map(|a| shell_quote(a)));
     (cmd, words.join(" "))
-}
-
-/// The three samples of a signer's row from its run at one thread and at
-/// N (signatures, wall seconds, CPU seconds each): signatures per second
-/// per core at 1 and at N, and the linearity (the second over the first);
-/// CPU per signature beside the rates.
-pub(super) fn per_core_outcome(
-    one: (u64, f64, f64),
-    many: (u64, f64, f64),
-    n: usize,
-) -> super::matrix::Outcome {
-    use super::results::Sample;
-    let (s1, w1, c1) = one;
-    let (sn, wn, cn) = many;
-    let per_core_1 = s1 as f64 / w1;
-    let per_core_n = sn as f64 / (wn * n as f64);
-    super::matrix::Outcome {
-        samples: vec![
-            Sample {
-                value: per_core_1,
-                cpu: c1 / s1 as f64,
-            },
-            Sample {
-                value: per_core_n,
-                cpu: cn / sn as f64,
-            },
-            Sample {
-                value: per_core_n / per_core_1,
-                cpu: 0.0,
-            },
-        ],
-        reported: vec![s1 + sn],
-    }
 }
 
 #[cfg(test)]

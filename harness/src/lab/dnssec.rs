@@ -56,23 +56,10 @@ pub fn same_records(a: &str, b: &str) -> bool {
 
 /// `secs` since the epoch as DNSSEC writes a time: YYYYMMDDHHMMSS (UTC).
 pub fn dnssec_time(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Days to a civil date (the proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let c = crate::utc::civil(secs);
     format!(
-        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        c.year, c.month, c.day, c.hour, c.minute, c.second
     )
 }
 
@@ -239,7 +226,7 @@ impl Ctx<'_> {
             }
             runs.push((sigs, f.wall, f.cpu));
         }
-        Ok(dns_tools::per_core_outcome(runs[0], runs[1], n))
+        Ok(Outcome::per_core(runs[0], runs[1], n))
     }
 
     /// The step's cross-check: the last round's zones signed at `-n N` by

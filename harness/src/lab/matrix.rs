@@ -75,6 +75,36 @@ pub(super) struct Outcome {
     pub reported: Vec<u64>,
 }
 
+impl Outcome {
+    /// The three samples of a DNS signer's row from its run at one thread
+    /// and at N (signatures, wall seconds, CPU seconds each): signatures per
+    /// second per core at 1 and at N, and the linearity (the second over
+    /// the first); CPU per signature beside the rates.
+    pub fn per_core(one: (u64, f64, f64), many: (u64, f64, f64), n: usize) -> Outcome {
+        let (s1, w1, c1) = one;
+        let (sn, wn, cn) = many;
+        let per_core_1 = s1 as f64 / w1;
+        let per_core_n = sn as f64 / (wn * n as f64);
+        Outcome {
+            samples: vec![
+                Sample {
+                    value: per_core_1,
+                    cpu: c1 / s1 as f64,
+                },
+                Sample {
+                    value: per_core_n,
+                    cpu: cn / sn as f64,
+                },
+                Sample {
+                    value: per_core_n / per_core_1,
+                    cpu: 0.0,
+                },
+            ],
+            reported: vec![s1 + sn],
+        }
+    }
+}
+
 /// B's results of one step, for its checks.
 pub struct Tally {
     /// Sum of B's first reported count (TLS: handshakes).

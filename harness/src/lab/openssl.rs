@@ -217,7 +217,8 @@ impl SideEnv {
     }
 }
 
-fn shell_quote(s: &str) -> String {
+/// `s` as one word for a POSIX shell: as it is when it needs no quoting.
+pub(super) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))

@@ -158,6 +158,6 @@ impl Ctx<'_> {
             }
             runs.push((t.rrsigs, wall, cpu));
         }
-        Ok(dns_tools::per_core_outcome(runs[0], runs[1], n))
+        Ok(Outcome::per_core(runs[0], runs[1], n))
     }
 }
