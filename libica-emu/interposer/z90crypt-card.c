@@ -60,10 +60,22 @@ static const char *card_socket(void)
     return path;
 }
 
-static void *next(const char *name)
+/*
+ * The C library's function NAME, looked up once: close() and open() run
+ * for every descriptor the program uses. Threads racing on the first call
+ * store the same pointer.
+ */
+static void *next(void **slot, const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (f == NULL) {
+        f = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
 }
+#define REAL(name) next(&real_##name, #name)
+static void *real_open, *real_open64, *real_openat, *real_openat64, *real_close, *real_ioctl;
 
 static int is_card_fd(int fd)
 {
@@ -73,8 +85,8 @@ static int is_card_fd(int fd)
 /* The card's descriptor: /dev/null with the caller's close-on-exec. */
 static int open_card(int flags)
 {
-    int (*real_open)(const char *, int, ...) = next("open");
-    int fd = real_open("/dev/null", O_RDWR | (flags & O_CLOEXEC));
+    int (*real)(const char *, int, ...) = REAL(open);
+    int fd = real("/dev/null", O_RDWR | (flags & O_CLOEXEC));
     if (fd >= 0 && fd < MAX_FDS)
         card_fds[fd] = 1;
     return fd;
@@ -101,7 +113,7 @@ int open(const char *path, int flags, ...)
     OPEN_MODE(flags, mode);
     if (wants_card(path))
         return open_card(flags);
-    int (*real)(const char *, int, ...) = next("open");
+    int (*real)(const char *, int, ...) = REAL(open);
     return real(path, flags, mode);
 }
 
@@ -111,7 +123,7 @@ int open64(const char *path, int flags, ...)
     OPEN_MODE(flags, mode);
     if (wants_card(path))
         return open_card(flags);
-    int (*real)(const char *, int, ...) = next("open64");
+    int (*real)(const char *, int, ...) = REAL(open64);
     return real(path, flags, mode);
 }
 
@@ -121,7 +133,7 @@ int openat(int dirfd, const char *path, int flags, ...)
     OPEN_MODE(flags, mode);
     if (wants_card(path))
         return open_card(flags);
-    int (*real)(int, const char *, int, ...) = next("openat");
+    int (*real)(int, const char *, int, ...) = REAL(openat);
     return real(dirfd, path, flags, mode);
 }
 
@@ -131,7 +143,7 @@ int openat64(int dirfd, const char *path, int flags, ...)
     OPEN_MODE(flags, mode);
     if (wants_card(path))
         return open_card(flags);
-    int (*real)(int, const char *, int, ...) = next("openat64");
+    int (*real)(int, const char *, int, ...) = REAL(openat64);
     return real(dirfd, path, flags, mode);
 }
 
@@ -148,7 +160,7 @@ int __open64_2(const char *path, int flags)
 
 int close(int fd)
 {
-    int (*real)(int) = next("close");
+    int (*real)(int) = REAL(close);
     if (fd >= 0 && fd < MAX_FDS)
         card_fds[fd] = 0;
     return real(fd);
@@ -368,7 +380,7 @@ int ioctl(int fd, unsigned long request, ...)
     arg = va_arg(ap, void *);
     va_end(ap);
     if (!is_card_fd(fd) || card_socket() == NULL) {
-        int (*real)(int, unsigned long, ...) = next("ioctl");
+        int (*real)(int, unsigned long, ...) = REAL(ioctl);
         return real(fd, request, arg);
     }
     switch (request) {
