@@ -104,7 +104,7 @@ for bits in $bits_list; do
       echo "$d $a" >>"$work/vs-default"
     done
     capacity_cell=""
-    [ -n "$card" ] && capacity_cell=" $(capacity "$(sort -g "$work/a" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')" "$bits") |"
+    [ -n "$card" ] && capacity_cell=" $(capacity "$(bench_median <"$work/a")" "$bits") |"
     echo "| $bits | $(parallel "$jobs") | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(bench_cell <"$work/vs-off") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
   done
 done

@@ -149,7 +149,8 @@ for tls in 1.3 1.2; do
     round=$((round + 1))
     for side in async sync default; do
       start_haproxy "$side"
-      [ -z "$card" ] || card_ctl reset >/dev/null
+      # The card's busy time over this run's wall time: from a reset.
+      [ -z "$card" ] || [ "$side" != async ] || card_ctl reset >/dev/null
       rate "$tls" | awk '{ print $1 }' >>"$work/rates-$side"
       if [ -n "$card" ] && [ "$side" = async ]; then
         card_ctl stats | python3 -c 'import json, sys; d = json.load(sys.stdin)
@@ -162,7 +163,7 @@ print("%.2f" % (d["busy_ns"] / d["wall_ns"] / (d["cards"] * d["domains"])))' >>"
     echo "$d $a" >>"$work/vs-default"
   done
   capacity_cell=""
-  [ -z "$card" ] || capacity_cell=" $(sort -g "$work/capacity" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}') |"
+  [ -z "$card" ] || capacity_cell=" $(bench_median <"$work/capacity" | xargs printf '%.2f') |"
   echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $(bench_cell <"$work/vs-sync") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
 done
 echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by scripts/s390x-card.sh with S390X_CARD_SPEED=1: throughput
-# with the card as the bottleneck. Uses its run_side, start_card, ctl,
-# fact, die, say, CARDS and RUSTICA.
+# with the card as the bottleneck. Uses its side_cmd, run_side,
+# start_card, card_ctl, fact, die, say and RUSTICA.
 #
 # Under qemu-user the CPU side is slow (a 2048-bit signature whose
 # exponentiation is on the card costs stock about 0.5 ms and rustica about
@@ -10,6 +10,7 @@
 # S390X_CARD_SPEED_UNIT_US, default 200 (a 2048-bit CRT is 10.8 ms, 14 times
 # rustica's CPU time per signature under qemu; a larger unit leaves too few
 # signatures in a 1-second phase to tell a few per cent).
+. scripts/lib/bench-stats.sh # bench_median
 SPEED_UNIT_US=${S390X_CARD_SPEED_UNIT_US:-200}
 SPEED_ROUNDS=${S390X_CARD_SPEED_ROUNDS:-6}
 [[ "$VERSION_OPENSSL" == 3.0.* ]] && die "the card's speed rows are for OpenSSL 3.2 and later (A's own offload)"
@@ -41,9 +42,9 @@ card_window() { # side speed-args...
   setsid "${SIDE_CMD[@]}" speed -elapsed -seconds 6 -mr "$@" rsa2048 >/dev/null 2>&1 &
   run=$!
   sleep 2
-  s1=$(ctl stats)
+  s1=$(card_ctl stats)
   sleep 2.5
-  s2=$(ctl stats)
+  s2=$(card_ctl stats)
   kill -- -"$run" 2>/dev/null || true
   wait "$run" 2>/dev/null || true
   python3 -c '
@@ -57,7 +58,6 @@ queues = b["cards"] * b["domains"]
 print("%.2f %.3f" % ((served(b) - served(a)) / wall, (b["busy_ns"] - a["busy_ns"]) / 1e9 / wall / queues))
 ' "$kind" "$s1" "$s2"
 }
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 # Configurations "name|side|speed args"; every round runs each once, in
 # this order, so that a drift of the host hits every side alike.
@@ -88,14 +88,14 @@ ratio() { # base other: "B/A estimate [interval] verdict"
   pairs "$1" "$2" | env -u RUSTICA_MODULE "$RUSTICA" compare | tr '\t' ' '
 }
 cell() { # config: "rate sig/s, card busy fraction"
-  echo "$(median <"$OUT/speed-$1.txt") sig/s, card busy $(median <"$OUT/busy-$1.txt")"
+  echo "$(bench_median <"$OUT/speed-$1.txt") sig/s, card busy $(bench_median <"$OUT/busy-$1.txt")"
 }
 fact card-speed "card unit (scaled for qemu)" "$SPEED_UNIT_US us" "$SPEED_UNIT_US us" "$SPEED_UNIT_US us" \
   "$SPEED_UNIT_US us" "a 2048-bit CRT is $(awk -v u="$SPEED_UNIT_US" 'BEGIN {print 54 * u / 1000}') ms on one of $CARDS queues"
 VARIES=varies fact card-speed "speed rsa2048, 1 process (median of $SPEED_ROUNDS)" "$(cell A-1)" "" \
   "$(cell B-1)" "" "B/A $(ratio A-1 B-1)"
 VARIES=varies fact card-speed "speed -multi 2 rsa2048 (median of $SPEED_ROUNDS)" "$(cell A-2)" \
-  "$(median <"$OUT/speed-A0-2.txt") sig/s (software)" "$(cell B-2)" "$(cell C-2)" \
+  "$(bench_median <"$OUT/speed-A0-2.txt") sig/s (software)" "$(cell B-2)" "$(cell C-2)" \
   "B/A $(ratio A-2 B-2); B/A0 $(ratio A0-2 B-2); B/C $(ratio C-2 B-2)"
 VARIES=varies fact card-speed "speed -multi 4 rsa2048 (median of $SPEED_ROUNDS)" "$(cell A-4)" "" \
   "$(cell B-4)" "" "B/A $(ratio A-4 B-4)"

@@ -72,7 +72,6 @@ SOCKET=$OUT/card.sock
 . scripts/lib/card.sh
 start_card() { card_start "$CARD_BIN" "$SOCKET" "$OUT/card.log" --cards "$CARDS" --unit-us "$1" || die "no card"; }
 trap card_stop EXIT
-ctl() { card_ctl "$@"; }
 
 # The command that runs one s390x openssl for SIDE on the card, in
 # SIDE_CMD (extra environment from $SIDE_ENV).
@@ -100,7 +99,7 @@ host_openssl() { OPENSSL_CONF=/dev/null openssl "$@"; }
 # The card's requests since the last reset, over every process: "ME CRT"
 # (any outcome), and the busy time in ns.
 card_counts() {
-  ctl stats | python3 -c '
+  card_ctl stats | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 n = {"me": 0, "crt": 0}
@@ -110,7 +109,7 @@ print(n["me"], n["crt"], d["busy_ns"])'
 }
 # Outcomes other than ok since the last reset, e.g. "eio 3, enodev 1".
 card_faults() {
-  ctl stats | python3 -c '
+  card_ctl stats | python3 -c '
 import json, sys
 out = {}
 for r in json.load(sys.stdin)["requests"]:
@@ -133,7 +132,7 @@ calls() { echo "ME $1, CRT $2"; }
 # "ME CRT busy_ns libica_hw libica_sw".
 counted() { # side args...
   : >"$ICASTATS"
-  ctl reset >/dev/null
+  card_ctl reset >/dev/null
   run_side "$@" >>"$OUT/run.log" 2>&1 || return 1
   echo "$(card_counts) $(libica_hw_sw)"
 }
@@ -162,17 +161,19 @@ host_openssl pkeyutl -encrypt -pubin -inkey "$pub" -pkeyopt rsa_padding_mode:oae
 # A side that is not there on this release gets "–" in its cell.
 present() { [ "$1" != A0 ] || [ "$STOCK_OFFLOADS" = 1 ]; }
 
-row_for() { # label check-function args... (args with SIDE replaced per side)
-  local label=$1 check=$2 side n me crt busy hw sw
+# Each side's last row_for counts: "ME CRT busy_ns libica_hw libica_sw".
+declare -A LAST
+row_for() { # label check-function command-args...
+  local label=$1 check=$2 side n me crt
   shift 2
   local -a row=()
   for side in "${SIDES[@]}"; do
     present "$side" || { row+=("–"); continue; }
     n=$(counted "$side" "$@") || die "side $side failed: $label"
-    read -r me crt busy hw sw <<<"$n"
+    read -r me crt _ <<<"$n"
     "$check" "$side" || die "side $side: wrong result: $label"
     row+=("$(calls "$me" "$crt")")
-    eval "LAST_$side=\"\$me \$crt \$busy \$hw \$sw\""
+    LAST[$side]=$n
   done
   fact card-requests "$label" "${row[@]}" "${NOTE:-}"
 }
@@ -185,15 +186,15 @@ NOTE="identical to the default provider's signature" row_for "PKCS#1 v1.5 SHA-25
   dgst -sha256 -sign "$key" -out "$OUT/out.bin" "$KEYS/doc.bin"
 # The sides' design, checked: rustica one CRT request; the engine one
 # private-exponent ME; stock 3.5 offloads, 3.0 and A0 do not.
-read -r me crt _ hw sw <<<"$LAST_B"
+read -r me crt _ hw sw <<<"${LAST[B]}"
 [ "$me $crt" = "0 1" ] || die "rustica's signature was not one CRT request on the card (ME $me, CRT $crt)"
 [ "$hw" -ge 1 ] && [ "$sw" = 0 ] || die "libica did not take rustica's request through its hardware path (hw $hw, sw $sw)"
-read -r me crt _ hw sw <<<"$LAST_C"
+read -r me crt _ hw sw <<<"${LAST[C]}"
 [ "$me" -ge 1 ] && [ "$hw" -ge 1 ] || die "the engine's signature did not reach the card through libica (ME $me, hw $hw)"
-read -r me crt _ _ _ <<<"$LAST_A"
+read -r me crt _ _ _ <<<"${LAST[A]}"
 if [ "$STOCK_OFFLOADS" = 1 ]; then
   [ "$crt" -ge 1 ] || die "stock $VERSION_OPENSSL's own offload sent no CRT request to the card"
-  read -r me crt _ _ _ <<<"$LAST_A0"
+  read -r me crt _ _ _ <<<"${LAST[A0]}"
   [ "$me $crt" = "0 0" ] || die "OPENSSL_s390xcap=nocex still reached the card (ME $me, CRT $crt)"
 else
   [ "$me $crt" = "0 0" ] || die "stock $VERSION_OPENSSL reached the card (ME $me, CRT $crt)"
@@ -229,7 +230,7 @@ handshake() { # side client-options [count]: prints "ME CRT busy_ns" of the serv
     sleep 0.2
   done
   # The probe connections above make no handshake; count from here.
-  ctl reset >/dev/null
+  card_ctl reset >/dev/null
   for ((i = 0; i < count; i++)); do
     # shellcheck disable=SC2086
     echo "GET / HTTP/1.0" | host_openssl s_client -connect "127.0.0.1:$port" $opts -brief -ign_eof \
@@ -258,16 +259,15 @@ done
 # OpenSSL renews a key's blinding factor every 32 uses, so what a
 # one-operation process shows once is amortised here. The busy time gives
 # the card units one private operation costs each side in a running
-# server (the capacity rows use it).
+# server.
 row=()
-declare -A UNITS_PER_OP
 for side in "${SIDES[@]}"; do
   present "$side" || { row+=("–"); continue; }
   read -r me crt busy < <(handshake "$side" "-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256" 64) \
     || die "side $side: 64 handshakes failed"
   [ -n "${busy:-}" ] || die "side $side: 64 handshakes failed"
-  UNITS_PER_OP[$side]=$(awk -v b="$busy" -v u="$((${CARD_UNIT_US:-20} * 1000))" 'BEGIN {printf "%.1f", b / u / 64}')
-  row+=("$(calls "$me" "$crt"); ${UNITS_PER_OP[$side]} units per handshake")
+  units=$(awk -v b="$busy" -v u="$((${CARD_UNIT_US:-20} * 1000))" 'BEGIN {printf "%.1f", b / u / 64}')
+  row+=("$(calls "$me" "$crt"); $units units per handshake")
 done
 fact card-requests "64 TLS 1.3 handshakes with one server (one key)" "${row[@]}" \
   "card units: the CEX8A weights, 2048-bit CRT = 54 (docs/card-model.md)"
@@ -290,13 +290,13 @@ for fault in "EIO|fail EIO 100000" "card offline|offline" "one corrupt answer|co
     row=()
     for side in "${SIDES[@]}"; do
       present "$side" || { row+=("–"); continue; }
-      ctl reset >/dev/null
+      card_ctl reset >/dev/null
       good=0 error=0 wrong=0 runs=1
       [ "$what" = sign ] && runs=2
       for ((i = 0; i < runs; i++)); do
         case "${fault#*|}" in
-          offline) for ((c = 0; c < CARDS; c++)); do ctl offline "$c" 600000 >/dev/null; done ;;
-          *) ctl "${fault#*|}" >/dev/null ;;
+          offline) for ((c = 0; c < CARDS; c++)); do card_ctl offline "$c" 600000 >/dev/null; done ;;
+          *) card_ctl "${fault#*|}" >/dev/null ;;
         esac
         rm -f "$OUT/out.bin"
         case $what in
@@ -312,8 +312,8 @@ for fault in "EIO|fail EIO 100000" "card offline|offline" "one corrupt answer|co
       done
       faults=$(card_faults)
       # Back to a healthy card for the next side.
-      ctl fail EIO 0 >/dev/null; ctl corrupt 0 >/dev/null
-      for ((c = 0; c < CARDS; c++)); do ctl online "$c" >/dev/null; done
+      card_ctl fail EIO 0 >/dev/null; card_ctl corrupt 0 >/dev/null
+      for ((c = 0; c < CARDS; c++)); do card_ctl online "$c" >/dev/null; done
       row+=("$good right, $error errors, $wrong wrong (card: $faults)")
       if [ "$side" = B ]; then
         b_corrupt=$((b_corrupt + $(echo "$faults" | sed -n 's/.*corrupt \([0-9]*\).*/\1/p' | grep . || echo 0)))

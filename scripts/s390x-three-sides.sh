@@ -90,6 +90,7 @@ SAMPLE=$CARD/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
 cp "$SAMPLE" "$OUT/c.cnf"
 grep -q "^dynamic_path *= *$ENGINE_SO" "$OUT/c.cnf" || die "the sample does not load $ENGINE_SO"
 . scripts/lib/openssl-cnf.sh
+. scripts/lib/bench-stats.sh # bench_median
 rustica_conf "$OUT/b.cnf" "$MODULE" "backend = libica" "libica = libica.so.3"
 EMU_DIR=$OUT/emulator
 mkdir -p "$EMU_DIR"
@@ -391,7 +392,6 @@ speed_rate() { # side args...: sign/s from +R1
 # generations at once, which under qemu-user takes minutes a round: the
 # throughput rows come from Debian 12's OpenSSL 3.0, whose speed times
 # signatures and verifications only.
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
   for mode in sync async; do
     extra=()
@@ -404,7 +404,7 @@ if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
       echo "$c $b" >>"$OUT/speed-$mode.pairs"
     done
     cmp_line=$(env -u RUSTICA_MODULE "$RUSTICA" compare <"$OUT/speed-$mode.pairs")
-    medians="$(awk '{print $2}' "$OUT/speed-$mode.pairs" | median) $(awk '{print $1}' "$OUT/speed-$mode.pairs" | median)"
+    medians="$(awk '{print $2}' "$OUT/speed-$mode.pairs" | bench_median) $(awk '{print $1}' "$OUT/speed-$mode.pairs" | bench_median)"
     say "speed $mode: B/C $cmp_line (medians B ${medians% *}, C ${medians#* } sign/s)"
     label="speed rsa2048 sign/s"
     [ "$mode" = async ] && label="speed -async_jobs 32 rsa2048 sign/s"

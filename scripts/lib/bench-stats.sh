@@ -16,6 +16,12 @@ BENCH_BUDGET_S=${BENCH_BUDGET_S:-60}
 BENCH_MAX_ROUNDS=${BENCH_MAX_ROUNDS:-30}
 [ "$BENCH_MIN_ROUNDS" -ge 6 ] || BENCH_MIN_ROUNDS=6
 
+# bench_median < numbers: their median (the mean of the middle two for an
+# even count), as the bench tables' "median (min-max)" cells give it.
+bench_median() {
+  sort -g | awk '{ v[NR] = $1 } END { if (NR) print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # bench_compare FLAGS... < pairs: "ratio<TAB>[lo–hi]<TAB>verdict" (or
 # "-<TAB>-<TAB>not enough samples to tell ..."). FLAGS go to rustica
 # compare (--lower-is-better, --unpaired).
