@@ -41,7 +41,7 @@ LAB = {
     "dns_steps": 4, "counters": 4,
     "steps": 5, "notes": 5,
     "results": 6,
-    "method": 7, "matrix": 7, "family": 7,
+    "method": 7, "matrix": 7, "family": 7, "order": 7,
     "crosscheck": 8, "async_jobs": 8, "explain": 8, "inprocess": 8, "dnssec": 8,
     "pdns": 8,
     "report": 9, "summary": 9,

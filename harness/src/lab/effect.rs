@@ -181,6 +181,21 @@ impl Comparison {
     }
 }
 
+/// A ratio as the reports write one: three significant digits.
+pub fn times(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 /// A verdict in words.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Verdict {

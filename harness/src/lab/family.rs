@@ -14,6 +14,7 @@ use super::results::{Decision, Pair, Row, Status};
 /// test. Run again whenever rows change (the reports are rewritten after
 /// each row): the family grows and the decisions with it.
 pub fn decide(rows: &mut [Row]) {
+    decide_cpu(rows);
     for pair in Pair::ALL {
         let (side, base) = pair.sides();
         let mut members = Vec::new();
@@ -40,6 +41,37 @@ pub fn decide(rows: &mut [Row]) {
                 family_size: members.len(),
             });
         }
+    }
+}
+
+/// The family of host CPU per operation (B/A): every valid measured cell
+/// whose CPU was measured on every sample. A family of its own, since it
+/// answers another question than the rates (what offload frees, not how
+/// fast), and its cells are not independent of the time cells.
+pub fn decide_cpu(rows: &mut [Row]) {
+    let mut members = Vec::new();
+    let mut p = Vec::new();
+    for (r, row) in rows.iter_mut().enumerate() {
+        let valid = row.valid();
+        for (i, c) in row.columns.iter_mut().enumerate() {
+            c.cpu_family = None;
+            if !valid || !matches!(c.status, Status::Measured) {
+                continue;
+            }
+            if let Some(k) = c.cpu_comparison() {
+                members.push((r, i));
+                p.push(k.p);
+            }
+        }
+    }
+    let adjusted = holm(&p);
+    for (&(r, i), (&p, &p_holm)) in members.iter().zip(p.iter().zip(&adjusted)) {
+        rows[r].columns[i].cpu_family = Some(Decision {
+            p,
+            p_holm,
+            survives: p_holm <= FAMILY_ALPHA,
+            family_size: members.len(),
+        });
     }
 }
 

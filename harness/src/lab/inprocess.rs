@@ -76,8 +76,9 @@ impl Ctx<'_> {
         })
     }
 
-    /// `openssl speed -mr rsaN`: its own sign/s and verify/s (CPU not
-    /// measured), and its own counts.
+    /// `openssl speed -mr rsaN`: its own sign/s and verify/s, the process's
+    /// host CPU (user + system) per signature and per verification in
+    /// those two timed phases, and its own counts.
     pub(super) fn speed(
         &mut self,
         paths: &Paths,
@@ -86,16 +87,12 @@ impl Ctx<'_> {
         label: &str,
         commands: Option<&mut Vec<String>>,
     ) -> Result<Outcome, RunFail> {
-        let args = in_process_speed_args(
-            self.opts.backend.as_deref(),
-            self.opts.speed_seconds,
-            paths.bits,
-        );
+        let args = in_process_speed_args(self.wall_rates, self.opts.speed_seconds, paths.bits);
         if let Some(c) = commands {
             c.push(self.side(side).describe("speed", &args));
         }
         let f = self
-            .op(side, "speed", &args, est, label)
+            .op_marked(side, "speed", &args, est, label)
             .map_err(RunFail::of(side))?;
         // -mr writes its +R lines to standard error.
         let p = parse_speed(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
@@ -104,14 +101,14 @@ impl Ctx<'_> {
                 side.name()
             ))
         })?;
-        let rate = |count: u64, secs: f64| Sample {
+        let rate = |count: u64, secs: f64, tag: &str| Sample {
             value: count as f64 / secs,
-            cpu: 0.0,
+            cpu: phase_cpu(&f.stderr, &f.marks, tag, f.cpu).unwrap_or(0.0) / count.max(1) as f64,
         };
         Ok(Outcome {
             samples: vec![
-                rate(p.sign_count, p.sign_secs),
-                rate(p.verify_count, p.verify_secs),
+                rate(p.sign_count, p.sign_secs, "+R1:"),
+                rate(p.verify_count, p.verify_secs, "+R2:"),
             ],
             reported: vec![p.all_signs, p.all_verifies],
         })
@@ -236,39 +233,76 @@ impl Ctx<'_> {
     }
 }
 
-/// The in-process `openssl speed` run. speed divides by the process's CPU
-/// time unless told otherwise. On libica the exponentiation's time is the
-/// adapter's, not the process's: per CPU second the rate is meaningless,
-/// and with a card that the process waits for there may be no CPU time at
-/// all to divide by (speed then prints no `+R` line).
-fn in_process_speed_args(backend: Option<&str>, seconds: u32, bits: u32) -> Vec<String> {
+/// The in-process `openssl speed` run. speed divides by the process's
+/// user CPU time unless told `-elapsed`. Where a side may offload (the
+/// lab's `wall_rates`: libica, a card, stock OpenSSL's own offload) the
+/// exponentiation's time is the card's, not the process's: per CPU second
+/// the rate is meaningless, and a process that only waits may have no CPU
+/// time at all to divide by (speed then prints no `+R` line). The host CPU
+/// per operation is measured apart, on every host (`phase_cpu`).
+fn in_process_speed_args(wall_rates: bool, seconds: u32, bits: u32) -> Vec<String> {
     let mut args = strings(&[
         "-seconds",
         &seconds.to_string(),
         "-mr",
         &format!("rsa{bits}"),
     ]);
-    if backend == Some("libica") {
+    if wall_rates {
         args.insert(0, "-elapsed".to_string());
     }
     args
 }
 
+/// The CPU seconds of the timed phase that `openssl speed -mr` ends with
+/// the line starting with `tag` (`+R1:` signing, `+R2:` verifying): the
+/// process's CPU when that line appeared less its CPU when the line before
+/// it (the phase's `+DTP`) did, from the marks of `run_timed_marked`. A
+/// line the watcher never saw (the process ended within a poll) takes the
+/// process's final CPU, `total`.
+fn phase_cpu(stderr: &str, marks: &[(usize, f64)], tag: &str, total: f64) -> Option<f64> {
+    let plus: Vec<&str> = stderr.lines().filter(|l| l.starts_with('+')).collect();
+    let end = plus.iter().position(|l| l.starts_with(tag))? + 1;
+    let at = |n: usize| {
+        marks
+            .iter()
+            .find(|(seen, _)| *seen >= n)
+            .map_or(total, |(_, cpu)| *cpu)
+    };
+    let start = if end >= 2 { at(end - 1) } else { 0.0 };
+    Some((at(end) - start).max(0.0))
+}
+
 #[cfg(test)]
 mod speed_args_tests {
-    use super::in_process_speed_args;
+    use super::{in_process_speed_args, phase_cpu};
 
     #[test]
-    fn on_libica_speed_rates_are_per_wall_second() {
+    fn where_a_side_may_offload_speed_rates_are_per_wall_second() {
         assert_eq!(
-            in_process_speed_args(Some("libica"), 1, 2048),
+            in_process_speed_args(true, 1, 2048),
             ["-elapsed", "-seconds", "1", "-mr", "rsa2048"]
         );
-        for backend in [None, Some("auto"), Some("software")] {
-            assert_eq!(
-                in_process_speed_args(backend, 1, 2048),
-                ["-seconds", "1", "-mr", "rsa2048"]
-            );
-        }
+        assert_eq!(
+            in_process_speed_args(false, 1, 2048),
+            ["-seconds", "1", "-mr", "rsa2048"]
+        );
+    }
+
+    #[test]
+    fn each_phase_gets_the_cpu_spent_between_its_two_lines() {
+        let err = "+DTP:1024:private:rsa:1\n+R1:10654:1024:1.00\n\
+                   +DTP:1024:public:rsa:1\n+R2:187783:1024:1.00\n+F2:1:1024:1:1\n";
+        // The watcher saw 1 line at 0.01 s of CPU, 2 at 0.41, 3 at 0.42; the
+        // last lines came as the process ended, at 0.83.
+        let marks = [(1, 0.01), (2, 0.41), (3, 0.42)];
+        let sign = phase_cpu(err, &marks, "+R1:", 0.83).unwrap();
+        let verify = phase_cpu(err, &marks, "+R2:", 0.83).unwrap();
+        assert!((sign - 0.40).abs() < 1e-9, "{sign}");
+        assert!((verify - 0.41).abs() < 1e-9, "{verify}");
+        // A jump over a line (seen 1, then 3) gives the phase the CPU up
+        // to the later mark: never negative, never lost.
+        let sign = phase_cpu(err, &[(1, 0.01), (3, 0.42)], "+R1:", 0.83).unwrap();
+        assert!((sign - 0.41).abs() < 1e-9, "{sign}");
+        assert_eq!(phase_cpu(err, &marks, "+R9:", 0.83), None);
     }
 }

@@ -4,10 +4,11 @@
 
 use super::family::standing;
 use super::method;
+use super::order;
 use super::report::{all_valid, dur, num, RunInfo};
 use super::results::{Column, Kind, Pair, Row, Side, Status, Unit};
 use super::sampling::PRECISION_TARGET_PCT;
-use super::summary::{differences, side_c_differences};
+use super::summary::{cpu_differences, differences, side_c_differences};
 use std::fmt::Write as _;
 
 /// B/A with its 95 % interval, or why there is none.
@@ -72,6 +73,8 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     md_summary(&mut md, info, rows);
     md_results(&mut md, rows);
     md_verdicts(&mut md, rows, info);
+    md_cpu(&mut md, rows);
+    md_order(&mut md, rows);
     md_side_c(&mut md, info, rows);
     md_keygen_methods(&mut md, rows);
     md_per_operation(&mut md, rows);
@@ -173,6 +176,20 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
             let _ = writeln!(md, "  - {d}");
         }
         md.push('\n');
+    }
+    let cpu = cpu_differences(rows);
+    let cpu_family = rows
+        .iter()
+        .flat_map(|r| &r.columns)
+        .find_map(|c| c.cpu_family)
+        .map_or(0, |d| d.family_size);
+    let _ = writeln!(
+        md,
+        "- Host CPU per operation that counts (Holm over the run's {cpu_family} CPU cells, 5 % family-wise; what offload frees): {}\n",
+        if cpu.is_empty() { "none".to_string() } else { cpu.join("; ") }
+    );
+    if let Some(line) = order_line(rows) {
+        let _ = writeln!(md, "- {line}\n");
     }
     if info.c_name.is_some() {
         for pair in [Pair::COverA, Pair::BOverC] {
@@ -333,6 +350,123 @@ fn md_verdicts(md: &mut String, rows: &[Row], info: &RunInfo) {
                 c.sampling
             );
         }
+    }
+    md.push('\n');
+}
+
+/// The run's order effect in one line, if it could be measured.
+fn order_line(rows: &[Row]) -> Option<String> {
+    let o = order::of_run(rows);
+    let k = o.effect?;
+    Some(format!(
+        "Order within a pair (A first in odd-numbered rounds, B first in even ones): B/A with B first over B/A with A first {}× [{}–{}] over {} paired cells ({} A-first and {} B-first pairs){}",
+        num(k.ratio),
+        num(k.lo),
+        num(k.hi),
+        o.cells,
+        o.a_first,
+        o.b_first,
+        if k.differs() {
+            "; the order moves a pair's ratio, and alternation balances it"
+        } else {
+            "; no order effect detected"
+        }
+    ))
+}
+
+/// Host CPU per operation for A and B, its B/A with an interval, and the
+/// cell's standing in the CPU family.
+fn md_cpu(md: &mut String, rows: &[Row]) {
+    let _ = writeln!(
+        md,
+        "## Host CPU per operation
+"
+    );
+    let _ = writeln!(
+        md,
+        "User + system CPU of the process under test per operation (per-process columns: the whole `openssl` process; \
+         TLS: the server per handshake; `openssl speed`: the signing or verifying phase, from the process's CPU as each \
+         phase began and ended; DNS signers: per signature). Where the card answers, this is what the host still pays: \
+         what offload frees is A's CPU less B's. B/A with its 95 % interval; the cells form a family of their own (Holm, 5 %).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | A CPU/op | B CPU/op | B/A | 95 % interval | verdict | counts |"
+    );
+    let _ = writeln!(md, "|---:|---|---:|---:|---:|---|---|---|");
+    for r in rows {
+        for c in r
+            .columns
+            .iter()
+            .filter(|c| matches!(c.status, Status::Measured) && c.has_cpu())
+        {
+            let a = c.cpu(Side::A).map_or("-".into(), |s| dur(s.median));
+            if !r.valid() {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {a} | INVALID | INVALID | INVALID | INVALID | |",
+                    r.bits,
+                    c.kind.op_name()
+                );
+                continue;
+            }
+            let b = c.cpu(Side::B).map_or("-".into(), |s| dur(s.median));
+            let (ratio, interval) = match c.cpu_comparison() {
+                Some(k) => (
+                    format!("{}×", num(k.ratio)),
+                    format!("{}–{}", num(k.lo), num(k.hi)),
+                ),
+                None => ("-".into(), "-".into()),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {a} | {b} | {ratio} | {interval} | {} | {} |",
+                r.bits,
+                c.kind.op_name(),
+                c.cpu_verdict(),
+                standing(c.cpu_family)
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// Each paired cell's order effect (docs/lab.md, "The order within a
+/// pair").
+fn md_order(md: &mut String, rows: &[Row]) {
+    let _ = writeln!(
+        md,
+        "## The order within a pair
+"
+    );
+    let _ = writeln!(
+        md,
+        "A runs first in odd-numbered rounds and B in even ones. Per paired cell: B/A from the rounds where B ran first \
+         over B/A from those where A ran first (Hodges–Lehmann, Mann–Whitney 95 % interval). About one cell in twenty \
+         excludes 1× by chance.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| RSA bits | column | B first / A first | 95 % interval |"
+    );
+    let _ = writeln!(md, "|---:|---|---:|---|");
+    for r in rows.iter().filter(|r| r.valid()) {
+        for c in &r.columns {
+            if let Some(k) = order::of_column(c) {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {}× | {}–{} |",
+                    r.bits,
+                    c.kind.op_name(),
+                    num(k.ratio),
+                    num(k.lo),
+                    num(k.hi)
+                );
+            }
+        }
+    }
+    if let Some(line) = order_line(rows) {
+        let _ = writeln!(md, "\n{line}.");
     }
     md.push('\n');
 }

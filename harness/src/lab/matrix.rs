@@ -4,7 +4,7 @@
 
 use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
 use super::counters::compare;
-use super::openssl::{run_timed, Finished, RunError, Scratch, Side, SideEnv};
+use super::openssl::{run_timed, run_timed_marked, Finished, RunError, Scratch, Side, SideEnv};
 use super::options::Options;
 use super::progress::Progress;
 use super::results::{Check, Column, Row, Sample, Status};
@@ -124,6 +124,9 @@ pub struct Ctx<'a> {
     pub stats_path: PathBuf,
     pub opts: Options,
     pub progress: &'a mut Progress,
+    /// Whether `openssl speed` rates are per wall second: wherever a side
+    /// may offload (`setup::wall_rates`).
+    pub wall_rates: bool,
 }
 
 impl Ctx<'_> {
@@ -136,12 +139,16 @@ impl Ctx<'_> {
         }
     }
 
-    /// The sides that take turns, in order.
-    pub(super) fn sides(&self) -> &'static [Side] {
-        if self.c.is_some() {
-            &[Side::A, Side::B, Side::C]
-        } else {
-            &[Side::A, Side::B]
+    /// The sides that take turns in `round`, in order: A first in even
+    /// rounds, last in odd ones, so that an order effect (a warm cache, a
+    /// neighbour's burst that starts mid-pair) falls on both sides alike
+    /// and can be measured (`order`).
+    pub(super) fn sides(&self, round: usize) -> &'static [Side] {
+        match (self.c.is_some(), round % 2 == 1) {
+            (false, false) => &[Side::A, Side::B],
+            (false, true) => &[Side::B, Side::A],
+            (true, false) => &[Side::A, Side::B, Side::C],
+            (true, true) => &[Side::C, Side::B, Side::A],
         }
     }
 
@@ -193,6 +200,23 @@ impl Ctx<'_> {
         let what = env.describe(sub, args);
         let cmd = env.command(sub, args);
         let r = run_timed(&self.scratch, cmd, &what);
+        self.progress.tick(est, label);
+        r
+    }
+
+    /// [`Ctx::op`], with the CPU marks of `run_timed_marked`.
+    pub(super) fn op_marked(
+        &mut self,
+        side: Side,
+        sub: &str,
+        args: &[String],
+        est: f64,
+        label: &str,
+    ) -> Result<Finished, RunError> {
+        let env = self.side(side);
+        let what = env.describe(sub, args);
+        let cmd = env.command(sub, args);
+        let r = run_timed_marked(&self.scratch, cmd, &what);
         self.progress.tick(est, label);
         r
     }
@@ -336,7 +360,8 @@ impl Ctx<'_> {
     }
 
     /// `runs` rounds; in each, every turn (a column, or the columns one run
-    /// fills) runs on A then on B. A failed turn is not run again.
+    /// fills) runs on A then on B, or on B then on A in odd rounds. A
+    /// failed turn is not run again.
     fn take_turns(
         &mut self,
         row: &mut Row,
@@ -381,7 +406,7 @@ impl Ctx<'_> {
                 if cols[first].failed() {
                     continue;
                 }
-                for &side in self.sides() {
+                for &side in self.sides(round) {
                     if side == Side::C && cols[first].c_failed.is_some() {
                         continue;
                     }

@@ -45,6 +45,7 @@ mod method;
 mod notes;
 mod openssl;
 mod options;
+mod order;
 mod pdns;
 mod progress;
 mod ranks;
@@ -137,7 +138,19 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let mut prog = progress::Progress::new(total);
     let scratch = Scratch::new(out.join("logs").join("last"))
         .map_err(|e| format!("cannot create scratch directory: {e}"))?;
+    let wall_rates = setup::wall_rates(
+        args.backend.as_deref(),
+        card_use::socket(&b.env).is_some(),
+        environment["a_rsa_path"].as_str().unwrap_or(""),
+    );
+    let mut environment = environment;
+    environment["speed_rates"] = json!(if wall_rates {
+        "per wall second (-elapsed): a side may offload"
+    } else {
+        "per CPU second (user time): both sides compute in software"
+    });
     let mut ctx = matrix::Ctx {
+        wall_rates,
         a,
         b,
         c: c.map(|(env, _)| env),

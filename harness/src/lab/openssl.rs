@@ -272,6 +272,12 @@ pub struct Finished {
     pub cpu: f64,
     pub stdout: String,
     pub stderr: String,
+    /// With [`run_timed_marked`]: (n, CPU seconds of the process when its
+    /// standard error was first seen holding n lines that start with `+`),
+    /// in order. `openssl speed -mr` writes a `+DTP` line as each timed
+    /// phase starts and a `+R` line as it ends, so the CPU of a phase is
+    /// the difference of two marks (a few ticks' resolution).
+    pub marks: Vec<(usize, f64)>,
 }
 
 /// Why a process did not finish successfully.
@@ -368,7 +374,61 @@ fn tail(text: &str, lines: usize) -> String {
 
 /// Runs `cmd` to completion and times it. `what` is the command line shown
 /// when it fails.
-pub fn run_timed(scratch: &Scratch, mut cmd: Command, what: &str) -> Result<Finished, RunError> {
+pub fn run_timed(scratch: &Scratch, cmd: Command, what: &str) -> Result<Finished, RunError> {
+    run(scratch, cmd, what, false)
+}
+
+/// [`run_timed`], watching the process's standard error and CPU time while
+/// it runs, for [`Finished::marks`]: CPU per timed phase of `openssl
+/// speed`, which divides only by wall or by user time, never both.
+pub fn run_timed_marked(scratch: &Scratch, cmd: Command, what: &str) -> Result<Finished, RunError> {
+    run(scratch, cmd, what, true)
+}
+
+/// User + system CPU seconds of a running process, from /proc.
+fn proc_cpu(pid: u32) -> Option<f64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces): state is
+    // field 3, utime 14, stime 15.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| ticks / hz as f64)
+}
+
+/// Polls `pid`'s error output and CPU every few milliseconds until `done`.
+fn watch_marks(
+    pid: u32,
+    err_path: PathBuf,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(usize, f64)>> {
+    std::thread::spawn(move || {
+        let mut marks: Vec<(usize, f64)> = Vec::new();
+        let mut seen = 0;
+        while !done.load(Ordering::Relaxed) {
+            // CPU first: a mark must not include time after the line.
+            let cpu = proc_cpu(pid);
+            let n = fs::read_to_string(&err_path)
+                .map(|t| t.lines().filter(|l| l.starts_with('+')).count())
+                .unwrap_or(0);
+            if let (Some(cpu), true) = (cpu, n > seen) {
+                marks.push((n, cpu));
+                seen = n;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        marks
+    })
+}
+
+fn run(
+    scratch: &Scratch,
+    mut cmd: Command,
+    what: &str,
+    marked: bool,
+) -> Result<Finished, RunError> {
     if interrupted() {
         return Err(RunError::Interrupted);
     }
@@ -380,8 +440,12 @@ pub fn run_timed(scratch: &Scratch, mut cmd: Command, what: &str) -> Result<Fini
     let child = cmd
         .spawn()
         .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = marked.then(|| watch_marks(child.id(), err_path.clone(), done.clone()));
     let reaped = reap(child.id());
     let wall = start.elapsed().as_secs_f64();
+    done.store(true, Ordering::Relaxed);
+    let marks = watcher.and_then(|w| w.join().ok()).unwrap_or_default();
     // The child is reaped (or lost); `Child` needs no further waiting.
     drop(child);
     let (reaped, killed) =
@@ -404,6 +468,7 @@ pub fn run_timed(scratch: &Scratch, mut cmd: Command, what: &str) -> Result<Fini
         cpu: reaped.cpu,
         stdout,
         stderr,
+        marks,
     })
 }
 

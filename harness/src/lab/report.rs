@@ -142,6 +142,21 @@ fn column_json(bits: u32, c: &Column, cx: Context) -> Value {
         v["comparison_C_over_A"] = comparison_json(c, Pair::COverA);
         v["comparison_B_over_C"] = comparison_json(c, Pair::BOverC);
     }
+    if c.has_cpu() {
+        let k = c.cpu_comparison();
+        let d = c.cpu_family;
+        v["comparison_host_cpu"] = json!({
+            "what": "host CPU (user + system) per operation of the process under test, B over A",
+            "ratio": k.map(|k| k.ratio),
+            "ci95": k.map(|k| vec![k.lo, k.hi]),
+            "n": k.map(|k| k.n),
+            "p_value": k.map(|k| k.p),
+            "p_holm": d.map(|d| d.p_holm),
+            "family_size": d.map(|d| d.family_size),
+            "differs": d.map(|d| d.survives),
+            "verdict": c.cpu_verdict(),
+        });
+    }
     if let Some(why) = &c.c_failed {
         v["C_failed"] = json!(why);
     }
@@ -201,6 +216,12 @@ fn row_json(r: &Row, cx: Context) -> Value {
                 let samples = c["B"]["samples"].take();
                 c["B"] = json!({"invalid": true, "unvalidated_samples": samples});
                 c["ratio_B_over_A"] = Value::Null;
+                // Every figure made from B's samples goes with them.
+                for key in ["comparison", "comparison_B_over_C", "comparison_host_cpu"] {
+                    if c.get(key).is_some() {
+                        c[key] = json!({"invalid": true});
+                    }
+                }
             }
         }
     }
@@ -235,6 +256,7 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
             "family_wise_alpha": super::effect::FAMILY_ALPHA,
         },
         "rows": rows.iter().map(|r| row_json(r, info.explain_context())).collect::<Vec<_>>(),
+        "order_effect": order_json(rows),
         "b_counters": counters,
         "notes": info.notes,
     });
@@ -242,6 +264,19 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         v["side_C"] = json!(c);
     }
     v
+}
+
+/// The run's order effect (docs/lab.md, "The order within a pair").
+fn order_json(rows: &[Row]) -> Value {
+    let o = super::order::of_run(rows);
+    json!({
+        "what": "B/A with B first over B/A with A first, each paired cell centred on its median, pooled",
+        "ratio": o.effect.map(|k| k.ratio),
+        "ci95": o.effect.map(|k| vec![k.lo, k.hi]),
+        "cells": o.cells,
+        "a_first_pairs": o.a_first,
+        "b_first_pairs": o.b_first,
+    })
 }
 
 pub fn csv(rows: &[Row], cx: Context) -> String {
@@ -481,6 +516,13 @@ pub mod tests {
         assert_eq!(j["rows"][1]["status"], "INVALID");
         assert_eq!(j["rows"][1]["columns"][0]["B"]["invalid"], true);
         assert!(j["rows"][1]["columns"][0]["ratio_B_over_A"].is_null());
+        // No figure made from B's samples either: not the interval, not
+        // the verdict, not the explanation.
+        let invalid = &j["rows"][1]["columns"][0];
+        assert_eq!(invalid["comparison"], json!({"invalid": true}), "{invalid}");
+        for key in ["ratio", "ci95", "verdict", "explanation"] {
+            assert!(invalid["comparison"].get(key).is_none(), "{key}");
+        }
         assert!(j["rows"][0]["columns"][0]["ratio_B_over_A"]["median"].is_number());
         let c = csv(&rows, sample_info().explain_context());
         assert!(c

@@ -142,6 +142,9 @@ pub struct Column {
     /// Where this cell stands in its run's families (B/A, and with a side
     /// C also C/A and B/C), once `family::decide` has seen every row.
     pub family: [Option<Decision>; 3],
+    /// Where the cell's host CPU per operation (B/A) stands in the run's
+    /// family of CPU cells, a family of its own.
+    pub cpu_family: Option<Decision>,
 }
 
 /// The comparisons a run makes: each is a family of its own.
@@ -232,6 +235,7 @@ impl Column {
             libica_calls: Counted::new(),
             sampling: "planned runs".into(),
             family: [None; 3],
+            cpu_family: None,
         }
     }
 
@@ -333,6 +337,58 @@ impl Column {
             Comparison::unpaired(&base, &side)
         } else {
             Comparison::paired(&base, &side)
+        }
+    }
+
+    /// Whether the cell has a host CPU per operation to compare: every
+    /// sample of both sides measured one (speed -multi's CPU column is
+    /// left out: its figure is that CPU, compared as its value already).
+    pub fn has_cpu(&self) -> bool {
+        self.kind != Kind::SpeedCpuPerSign
+            && self.kind.unit() != Unit::Ratio
+            && !self.a.is_empty()
+            && !self.b.is_empty()
+            && self.a.iter().chain(&self.b).all(|s| s.cpu > 0.0)
+    }
+
+    /// B/A of the host CPU per operation (user + system of the process
+    /// under test; for TLS the server's), with its 95 % interval: what
+    /// offload frees. None where CPU was not measured on every sample.
+    pub fn cpu_comparison(&self) -> Option<Comparison> {
+        if !self.has_cpu() {
+            return None;
+        }
+        let a: Vec<f64> = self.a.iter().map(|s| s.cpu).collect();
+        let b: Vec<f64> = self.b.iter().map(|s| s.cpu).collect();
+        if self.unpaired() {
+            Comparison::unpaired(&a, &b)
+        } else {
+            Comparison::paired(&a, &b)
+        }
+    }
+
+    /// The CPU comparison's verdict in words: "B uses less host CPU:
+    /// 0.42× A's [0.40–0.44×]".
+    pub fn cpu_verdict(&self) -> String {
+        if !self.has_cpu() {
+            return "CPU not measured on every sample".into();
+        }
+        let Some(k) = self.cpu_comparison() else {
+            let what = if self.unpaired() { "keys" } else { "samples" };
+            return format!("not enough {what} to tell");
+        };
+        let x = |v: f64| crate::lab::effect::times(v);
+        if !k.differs() {
+            let within = ((1.0 - k.lo).max(k.hi - 1.0) * 100.0).max(0.0);
+            format!("no difference detected (±{within:.1} %)")
+        } else {
+            let more = if k.hi < 1.0 { "less" } else { "more" };
+            format!(
+                "B uses {more} host CPU: {}× A's [{}–{}×]",
+                x(k.ratio),
+                x(k.lo),
+                x(k.hi)
+            )
         }
     }
 

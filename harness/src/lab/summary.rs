@@ -40,3 +40,20 @@ pub fn side_c_differences(rows: &[Row], pair: Pair) -> Vec<String> {
         })
         .collect()
 }
+
+/// The host CPU per operation cells that survive their own family's
+/// control: where offload freed the host's CPU, or where B spends more.
+pub fn cpu_differences(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.valid())
+        .flat_map(|r| r.columns.iter().map(move |c| (r.bits, c)))
+        .filter(|(_, c)| c.cpu_family.is_some_and(|d| d.survives))
+        .map(|(bits, c)| {
+            format!(
+                "{bits} bits, {}: host CPU per operation: {}",
+                c.kind.op_name(),
+                c.cpu_verdict()
+            )
+        })
+        .collect()
+}
