@@ -33,6 +33,7 @@ PROVIDER = {
 }
 
 LAB = {
+    "zcrypt": -1,
     "openssl": 0, "progress": 0, "ranks": 0, "axfr": 0,
     "options": 1, "effect": 1,
     "commands": 2, "sampling": 2, "skips": 2, "dns_tools": 2,

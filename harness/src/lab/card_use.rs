@@ -161,6 +161,93 @@ pub fn summary(log: &str) -> Option<(bool, String)> {
     Some((ok, detail))
 }
 
+/// `--card`: B on the emulated libica with `--backend libica`, unless the
+/// user chose otherwise. The emulated libica is the one built beside this
+/// program.
+pub fn with_card(mut args: super::options::LabArgs) -> Result<super::options::LabArgs, String> {
+    let Some(card) = args.card.clone() else {
+        return Ok(args);
+    };
+    if card != "start" && !Path::new(&card).exists() {
+        return Err(format!(
+            "--card {card}: no such socket (start one with `rustica-card --socket {card} --sysfs DIR`, or use --card start)"
+        ));
+    }
+    if args.backend.is_none() {
+        args.backend = Some("libica".into());
+    }
+    if args.libica.is_none() {
+        let emu = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(|d| d.join("libica_emu.so")))
+            .filter(|p| p.is_file())
+            .ok_or("--card needs the emulated libica: libica_emu.so beside this program (cargo build --release builds both), or --libica PATH")?;
+        args.libica = Some(emu.to_string_lossy().into_owned());
+    }
+    Ok(args)
+}
+
+/// A card the lab started (`--card start`): stopped and reaped when
+/// dropped, so none outlives the lab.
+pub struct Started {
+    child: std::process::Child,
+    pub socket: PathBuf,
+    /// The directory playing /sys where the card keeps zcrypt's counters.
+    pub sysfs: PathBuf,
+}
+
+impl Started {
+    pub fn start(dir: &Path, unit_us: Option<u32>) -> Result<Started, String> {
+        // The card refuses a directory others can write: make it ours.
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let socket = dir.join("card.sock");
+        let sysfs = dir.join("sys");
+        let _ = std::fs::remove_file(&socket);
+        let mut cmd = Command::new(card_program());
+        cmd.arg("--socket").arg(&socket).arg("--sysfs").arg(&sysfs);
+        if let Some(u) = unit_us {
+            cmd.args(["--unit-us", &u.to_string()]);
+        }
+        let log = std::fs::File::create(dir.join("card.log")).map_err(|e| e.to_string())?;
+        cmd.stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .stdin(std::process::Stdio::null());
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start rustica-card: {e}"))?;
+        let mut started = Started {
+            child,
+            socket,
+            sysfs,
+        };
+        for _ in 0..200 {
+            if read(&started.socket).is_ok() {
+                return Ok(started);
+            }
+            if let Ok(Some(status)) = started.child.try_wait() {
+                return Err(format!(
+                    "rustica-card ended at start ({status}); see {}",
+                    dir.join("card.log").display()
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        Err("rustica-card did not answer within 5 s".into())
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

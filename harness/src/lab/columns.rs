@@ -181,6 +181,11 @@ impl StepSpec {
     }
 }
 
+/// The `--skip` value as typed (clap's name: `load-cost`).
 pub fn skip_name(w: SkipWhat) -> String {
-    format!("{w:?}").to_lowercase()
+    use clap::ValueEnum;
+    w.to_possible_value().map_or_else(
+        || format!("{w:?}").to_lowercase(),
+        |v| v.get_name().to_string(),
+    )
 }

@@ -7,7 +7,7 @@
 //! say software (docs/lab.md, "Why B differs").
 
 use super::method;
-use super::results::{Column, Kind, Status};
+use super::results::{Column, Kind, Row, Side, Status};
 use std::collections::BTreeMap;
 
 /// One cell's explanation: the figures and the sentence made from them.
@@ -43,8 +43,62 @@ fn operation(kind: Kind) -> &'static str {
     }
 }
 
-pub fn explain(bits: u32, c: &Column, cx: Context) -> Explanation {
+/// The load cost a row measured: B's extra seconds per process over A's
+/// in its `openssl rand` cell (`steps::LOAD_COST`), estimate and interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadCost {
+    pub extra: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// B's extra seconds per process over A's in a per-process cell: A's
+/// median times B/A less one, at the estimate and at both ends.
+fn extra_per_process(c: &Column) -> Option<LoadCost> {
+    let k = c.comparison()?;
+    let a = c.per_op(Side::A)?.median;
+    Some(LoadCost {
+        extra: a * (k.ratio - 1.0),
+        lo: a * (k.lo - 1.0),
+        hi: a * (k.hi - 1.0),
+    })
+}
+
+/// The row's measured load cost, if its `process without RSA` cell has an
+/// interval.
+pub fn load_cost(row: &Row) -> Option<LoadCost> {
+    row.column(Kind::LoadCost)
+        .filter(|c| matches!(c.status, Status::Measured))
+        .and_then(extra_per_process)
+}
+
+fn ms(v: f64) -> String {
+    format!("{:+.2} ms", v * 1e3)
+}
+
+/// [`explain`] with the row's own measured load cost.
+pub fn explain_in(row: &Row, c: &Column, cx: Context) -> Explanation {
+    explain(row.bits, c, cx, load_cost(row))
+}
+
+pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Explanation {
     let operation = operation(c.kind);
+    if c.kind == Kind::LoadCost {
+        let text = if cx.aa {
+            "A/A: B is stock OpenSSL as A is, so any difference is chance".to_string()
+        } else {
+            "the load cost itself: `openssl rand` under each side's configuration, no RSA; \
+             rustica counted no operation"
+                .to_string()
+        };
+        return Explanation {
+            operation: "none",
+            b_ran_on: BTreeMap::new(),
+            place: "none".into(),
+            per_process: true,
+            text,
+        };
+    }
     // Every sample of these columns is one whole `openssl` process (key
     // generation: one `genpkey`, 10-200 ms at 1024 and 2048 bits, where the
     // load cost is a visible share).
@@ -106,21 +160,43 @@ pub fn explain(bits: u32, c: &Column, cx: Context) -> Explanation {
         };
         parts.push(format!("{sentence} (counters: {})", by.join(", ")));
     }
+    let differs = c.comparison().is_some_and(|k| k.differs());
     if per_process && !cx.aa {
-        // Loading rustica can only make B slower: where B is faster (its
-        // own key generation), the column is still per-process, but the
-        // load cost is not the explanation.
-        let faster = c
-            .comparison()
-            .is_some_and(|k| k.verdict(c.better()).key() == "B faster");
-        let what = if faster {
-            "per-process column"
-        } else {
-            "per-process load cost"
+        // A per-process difference is the load cost only where it matches
+        // the load cost this run measured: B's extra time per process
+        // within the interval of B's extra time without RSA.
+        let this = extra_per_process(c);
+        let text = match (this, load) {
+            (Some(e), Some(l)) if e.lo <= l.hi && l.lo <= e.hi => format!(
+                "per-process load cost: B's {} per process [{} to {}] matches the load cost this run \
+                 measured without RSA, {} [{} to {}]",
+                ms(e.extra),
+                ms(e.lo),
+                ms(e.hi),
+                ms(l.extra),
+                ms(l.lo),
+                ms(l.hi)
+            ),
+            (Some(e), Some(l)) => format!(
+                "per-process column, not explained by the load cost: B's {} per process [{} to {}] \
+                 against {} [{} to {}] measured without RSA",
+                ms(e.extra),
+                ms(e.lo),
+                ms(e.hi),
+                ms(l.extra),
+                ms(l.lo),
+                ms(l.hi)
+            ),
+            _ => "per-process column: each sample is a whole `openssl` process, loading rustica \
+                  included; the load cost was not measured in this run"
+                .to_string(),
         };
-        parts.insert(
-            0,
-            format!("{what}: each sample is a whole `openssl` process, loading rustica included"),
+        parts.insert(0, text);
+    } else if differs && !cx.aa && place == "software" && cx.a_in_software {
+        parts.push(
+            "both sides computed in software, so where the work ran does not explain the difference: \
+             not explained by this run's measurements"
+                .into(),
         );
     }
     Explanation {
@@ -134,8 +210,8 @@ pub fn explain(bits: u32, c: &Column, cx: Context) -> Explanation {
 
 /// Explanations only for measured cells: a skipped or failed one has
 /// nothing to explain.
-pub fn of_measured(bits: u32, c: &Column, cx: Context) -> Option<Explanation> {
-    matches!(c.status, Status::Measured).then(|| explain(bits, c, cx))
+pub fn of_measured(row: &Row, c: &Column, cx: Context) -> Option<Explanation> {
+    matches!(c.status, Status::Measured).then(|| explain_in(row, c, cx))
 }
 
 #[cfg(test)]
@@ -165,17 +241,83 @@ mod tests {
         a_in_software: true,
     };
 
+    /// A cell whose B is `extra` seconds slower per process than A's
+    /// 10 ms, with a little spread.
+    fn slower_by(kind: Kind, extra: f64) -> Column {
+        let mut c = column(kind, &[("sign", "software", 100)]);
+        c.a = (0..12)
+            .map(|i| Sample {
+                value: 0.010 + 0.0001 * (i % 3) as f64,
+                cpu: 0.0,
+            })
+            .collect();
+        c.b =
+            c.a.iter()
+                .enumerate()
+                .map(|(i, s)| Sample {
+                    value: s.value + extra + 0.00002 * (i % 4) as f64,
+                    cpu: 0.0,
+                })
+                .collect();
+        c
+    }
+
     #[test]
-    fn a_per_process_column_in_software_reads_as_load_cost() {
-        let c = column(Kind::Signatures, &[("sign", "software", 100)]);
-        let e = explain(2048, &c, SOFTWARE_HOST);
-        assert_eq!(
-            e.text,
-            "per-process load cost: each sample is a whole `openssl` process, loading rustica \
-             included; B's signatures ran in software, as A's did (counters: software 100)"
+    fn a_per_process_difference_is_a_load_cost_only_where_it_matches_the_measured_one() {
+        let mut row = Row::new(2048);
+        row.columns.push(slower_by(Kind::LoadCost, 0.0003));
+        let load = load_cost(&row).unwrap();
+        assert!((load.extra - 0.0003).abs() < 0.0001, "{load:?}");
+        // B 0.3 ms slower per signing process: the load cost.
+        let c = slower_by(Kind::Signatures, 0.0003);
+        let e = explain(2048, &c, SOFTWARE_HOST, Some(load));
+        assert!(
+            e.text.starts_with("per-process load cost: B's +0.3"),
+            "{}",
+            e.text
+        );
+        assert!(
+            e.text.contains("as A's did (counters: software 100)"),
+            "{}",
+            e.text
         );
         assert!(e.per_process);
         assert_eq!((e.operation, e.place.as_str()), ("sign", "software"));
+        // 3 ms slower: more than loading explains.
+        let c = slower_by(Kind::Signatures, 0.003);
+        let e = explain(2048, &c, SOFTWARE_HOST, Some(load));
+        assert!(
+            e.text
+                .starts_with("per-process column, not explained by the load cost"),
+            "{}",
+            e.text
+        );
+        // No load cost measured (skipped): the lab says so.
+        let e = explain(2048, &c, SOFTWARE_HOST, None);
+        assert!(
+            e.text.contains("the load cost was not measured"),
+            "{}",
+            e.text
+        );
+        // The load cost cell explains itself.
+        let e = explain(2048, &row.columns[0], SOFTWARE_HOST, Some(load));
+        assert!(e.text.starts_with("the load cost itself"), "{}", e.text);
+    }
+
+    #[test]
+    fn an_in_process_difference_between_two_software_sides_is_not_explained() {
+        let mut c = slower_by(Kind::SpeedVerify, 0.001);
+        c.b_counted.clear();
+        c.b_counted
+            .entry("verify".into())
+            .or_default()
+            .insert("software".into(), 5000);
+        let e = explain(1024, &c, SOFTWARE_HOST, None);
+        assert!(
+            e.text.ends_with("not explained by this run's measurements"),
+            "{}",
+            e.text
+        );
     }
 
     #[test]
@@ -188,29 +330,31 @@ mod tests {
                     ..*s
                 })
                 .collect();
-        let e = explain(2048, &c, SOFTWARE_HOST);
+        let e = explain(2048, &c, SOFTWARE_HOST, None);
         assert_eq!(
             e.text,
             "per-process column: each sample is a whole `openssl` process, loading rustica \
-             included; rustica's software, same method (counters: software 10)"
+             included; the load cost was not measured in this run; rustica's software, same \
+             method (counters: software 10)"
         );
     }
 
     #[test]
     fn key_generation_in_software_says_same_method() {
         let c = column(Kind::Keygen, &[("keygen", "software", 15)]);
-        let e = explain(2048, &c, SOFTWARE_HOST);
+        let e = explain(2048, &c, SOFTWARE_HOST, None);
         assert_eq!(
             e.text,
-            "per-process load cost: each sample is a whole `openssl` process, loading rustica \
-             included; rustica's software, same method (counters: software 15)"
+            "per-process column: each sample is a whole `openssl` process, loading rustica \
+             included; the load cost was not measured in this run; rustica's software, same \
+             method (counters: software 15)"
         );
         assert!(e.per_process);
         let c = column(
             Kind::Keygen,
             &[("keygen", "libica", 15), ("keygen_modexp", "libica", 300)],
         );
-        let e = explain(2048, &c, SOFTWARE_HOST);
+        let e = explain(2048, &c, SOFTWARE_HOST, None);
         assert!(
             e.text.contains("; offloaded: the Miller-Rabin"),
             "{}",
@@ -222,7 +366,7 @@ mod tests {
     #[test]
     fn offload_fallback_and_a_a_are_told_apart() {
         let c = column(Kind::SpeedSign, &[("sign", "libica", 5000)]);
-        let e = explain(1024, &c, SOFTWARE_HOST);
+        let e = explain(1024, &c, SOFTWARE_HOST, None);
         assert_eq!(
             e.text,
             "B's signatures were offloaded to libica (counters: libica 5000)"
@@ -231,7 +375,7 @@ mod tests {
             Kind::Tls13,
             &[("sign", "libica", 90), ("sign", "fallback", 10)],
         );
-        let e = explain(1024, &c, SOFTWARE_HOST);
+        let e = explain(1024, &c, SOFTWARE_HOST, None);
         assert!(e.text.contains("10 fell back to software"), "{}", e.text);
         assert_eq!(e.place, "fallback+libica");
         let c = column(Kind::Verifications, &[]);
@@ -239,7 +383,7 @@ mod tests {
             aa: true,
             a_in_software: true,
         };
-        let e = explain(1024, &c, aa);
+        let e = explain(1024, &c, aa, None);
         assert!(e.text.starts_with("A/A: B is stock OpenSSL"), "{}", e.text);
         assert!(!e.text.contains("load cost"), "{}", e.text);
     }

@@ -8,7 +8,7 @@
 use super::columns::{strings, ColumnSpec, Paths};
 use super::counters::{parse_s_time, parse_speed, parse_speed_multi};
 use super::matrix::{Ctx, Outcome, RunFail, Stop};
-use super::openssl::{free_port, RunError, Server, Side};
+use super::openssl::{free_port, Mark, RunError, Server, Side};
 use super::options::SECLEVEL1_BELOW;
 use super::results::Sample;
 use super::steps;
@@ -73,6 +73,8 @@ impl Ctx<'_> {
                 cpu: server_cpu / conns as f64,
             }],
             reported: vec![conns],
+            ops: vec![conns],
+            requests: None,
         })
     }
 
@@ -105,7 +107,13 @@ impl Ctx<'_> {
             value: count as f64 / secs,
             cpu: phase_cpu(&f.stderr, &f.marks, tag, f.cpu).unwrap_or(0.0) / count.max(1) as f64,
         };
+        let requests = ["+R1:", "+R2:"].map(|tag| phase_requests(&f.stderr, &f.marks, tag));
         Ok(Outcome {
+            ops: vec![p.sign_count, p.verify_count],
+            requests: requests
+                .iter()
+                .all(Option::is_some)
+                .then(|| requests.iter().flatten().copied().collect()),
             samples: vec![
                 rate(p.sign_count, p.sign_secs, "+R1:"),
                 rate(p.verify_count, p.verify_secs, "+R2:"),
@@ -178,6 +186,14 @@ impl Ctx<'_> {
                 one.all_signs + many.all_signs,
                 one.all_verifies + many.all_verifies,
             ],
+            // Requests per signature of both runs (verifications among
+            // them): the step's three columns share one count.
+            ops: vec![
+                one.all_signs + many.all_signs,
+                0,
+                one.all_signs + many.all_signs,
+            ],
+            requests: None,
         })
     }
 
@@ -259,22 +275,35 @@ fn in_process_speed_args(wall_rates: bool, seconds: u32, bits: u32) -> Vec<Strin
 /// it (the phase's `+DTP`) did, from the marks of `run_timed_marked`. A
 /// line the watcher never saw (the process ended within a poll) takes the
 /// process's final CPU, `total`.
-fn phase_cpu(stderr: &str, marks: &[(usize, f64)], tag: &str, total: f64) -> Option<f64> {
+fn phase_cpu(stderr: &str, marks: &[Mark], tag: &str, total: f64) -> Option<f64> {
+    let (start, end) = phase_marks(stderr, marks, tag)?;
+    let cpu = |m: Option<&Mark>| m.map_or(total, |m| m.cpu);
+    let start = if start == 0 {
+        0.0
+    } else {
+        cpu(marks.iter().find(|m| m.lines >= start))
+    };
+    Some((cpu(marks.iter().find(|m| m.lines >= end)) - start).max(0.0))
+}
+
+/// The card requests the kernel counted during the phase that ends with
+/// `tag`'s line (as [`phase_cpu`]); None where a mark lacks a count.
+fn phase_requests(stderr: &str, marks: &[Mark], tag: &str) -> Option<u64> {
+    let (start, end) = phase_marks(stderr, marks, tag)?;
+    let at = |n: usize| marks.iter().find(|m| m.lines >= n)?.requests;
+    Some(at(end)?.saturating_sub(at(start.max(1))?))
+}
+
+/// The `+` line counts that open and close the phase ending with `tag`.
+fn phase_marks(stderr: &str, _marks: &[Mark], tag: &str) -> Option<(usize, usize)> {
     let plus: Vec<&str> = stderr.lines().filter(|l| l.starts_with('+')).collect();
     let end = plus.iter().position(|l| l.starts_with(tag))? + 1;
-    let at = |n: usize| {
-        marks
-            .iter()
-            .find(|(seen, _)| *seen >= n)
-            .map_or(total, |(_, cpu)| *cpu)
-    };
-    let start = if end >= 2 { at(end - 1) } else { 0.0 };
-    Some((at(end) - start).max(0.0))
+    Some((end - 1, end))
 }
 
 #[cfg(test)]
 mod speed_args_tests {
-    use super::{in_process_speed_args, phase_cpu};
+    use super::{in_process_speed_args, phase_cpu, phase_requests, Mark};
 
     #[test]
     fn where_a_side_may_offload_speed_rates_are_per_wall_second() {
@@ -294,15 +323,24 @@ mod speed_args_tests {
                    +DTP:1024:public:rsa:1\n+R2:187783:1024:1.00\n+F2:1:1024:1:1\n";
         // The watcher saw 1 line at 0.01 s of CPU, 2 at 0.41, 3 at 0.42; the
         // last lines came as the process ended, at 0.83.
-        let marks = [(1, 0.01), (2, 0.41), (3, 0.42)];
+        let mark = |lines, cpu, requests| Mark {
+            lines,
+            cpu,
+            requests: Some(requests),
+        };
+        let marks = [mark(1, 0.01, 5), mark(2, 0.41, 105), mark(3, 0.42, 105)];
         let sign = phase_cpu(err, &marks, "+R1:", 0.83).unwrap();
         let verify = phase_cpu(err, &marks, "+R2:", 0.83).unwrap();
         assert!((sign - 0.40).abs() < 1e-9, "{sign}");
         assert!((verify - 0.41).abs() < 1e-9, "{verify}");
         // A jump over a line (seen 1, then 3) gives the phase the CPU up
         // to the later mark: never negative, never lost.
-        let sign = phase_cpu(err, &[(1, 0.01), (3, 0.42)], "+R1:", 0.83).unwrap();
+        let sign = phase_cpu(err, &[mark(1, 0.01, 5), mark(3, 0.42, 105)], "+R1:", 0.83).unwrap();
         assert!((sign - 0.41).abs() < 1e-9, "{sign}");
         assert_eq!(phase_cpu(err, &marks, "+R9:", 0.83), None);
+        // The kernel's requests in the signing phase: 100; in the
+        // verifying phase none was seen (no mark at its end).
+        assert_eq!(phase_requests(err, &marks, "+R1:"), Some(100));
+        assert_eq!(phase_requests(err, &marks, "+R2:"), None);
     }
 }

@@ -74,6 +74,7 @@ pub fn markdown(info: &RunInfo, rows: &[Row]) -> String {
     md_results(&mut md, rows);
     md_verdicts(&mut md, rows, info);
     md_cpu(&mut md, rows);
+    md_card_requests(&mut md, info, rows);
     md_order(&mut md, rows);
     md_side_c(&mut md, info, rows);
     md_keygen_methods(&mut md, rows);
@@ -177,6 +178,7 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
         }
         md.push('\n');
     }
+    let _ = writeln!(md, "- {}\n", card_line(info, rows));
     let cpu = cpu_differences(rows);
     let cpu_family = rows
         .iter()
@@ -348,6 +350,106 @@ fn md_verdicts(md: &mut String, rows: &[Row], info: &RunInfo) {
                 standing(c.decision(Pair::BOverA)),
                 c.a.len().min(c.b.len()),
                 c.sampling
+            );
+        }
+    }
+    md.push('\n');
+}
+
+/// The sides that ran, in report order.
+fn sides_of(info: &RunInfo) -> &'static [Side] {
+    if info.c_name.is_some() {
+        &[Side::A, Side::B, Side::C]
+    } else {
+        &[Side::A, Side::B]
+    }
+}
+
+/// Where each side's RSA ran by the kernel's count: card requests per
+/// signature and per verification (the per-process columns) of every
+/// valid row, or "no card".
+fn card_line(info: &RunInfo, rows: &[Row]) -> String {
+    let counters = &info.environment["zcrypt_counters"];
+    let Some(dir) = counters["dir"].as_str() else {
+        return "Card requests: no card (no zcrypt request counters on this host), so no side's RSA \
+                reached a crypto card"
+            .into();
+    };
+    let mut per_side = Vec::new();
+    for &side in sides_of(info) {
+        let mut cells = Vec::new();
+        for r in rows.iter().filter(|r| r.valid()) {
+            for kind in [Kind::Signatures, Kind::Verifications] {
+                if let Some(x) = r.column(kind).and_then(|c| c.requests_per_op(side)) {
+                    let what = if kind == Kind::Signatures {
+                        "signature"
+                    } else {
+                        "verification"
+                    };
+                    cells.push(format!("{} per {what} at {} bits", num2(x), r.bits));
+                }
+            }
+        }
+        if !cells.is_empty() {
+            per_side.push(format!("{}: {}", side.name(), cells.join(", ")));
+        }
+    }
+    format!(
+        "Card requests per operation, by the kernel's counters ({dir}/devices/ap; a side at 0 ran on the host): {}",
+        if per_side.is_empty() { "none measured".to_string() } else { per_side.join("; ") }
+    )
+}
+
+/// Requests per operation: two decimals, as a count reads.
+fn num2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// Every cell's card requests per operation, per side.
+fn md_card_requests(md: &mut String, info: &RunInfo, rows: &[Row]) {
+    if info.environment["zcrypt_counters"]["dir"]
+        .as_str()
+        .is_none()
+    {
+        return;
+    }
+    let sides = sides_of(info);
+    let _ = writeln!(
+        md,
+        "## Card requests per operation (the kernel's counters)\n"
+    );
+    let _ = writeln!(
+        md,
+        "zcrypt's `request_count` of every card, read before and after each side's run of each cell, over the \
+         run's operations (per process: its one operation; TLS: per handshake, the server's signature and the \
+         client's (A's) verification; `openssl speed`: per operation of the phase; DNS signers and speed -multi: \
+         per signature). 0: the side's RSA ran on the host.\n"
+    );
+    let head: Vec<&str> = sides.iter().map(|s| s.name()).collect();
+    let _ = writeln!(md, "| RSA bits | column | {} |", head.join(" | "));
+    let _ = writeln!(md, "|---:|---|{}", "---:|".repeat(sides.len()));
+    for r in rows {
+        for c in r
+            .columns
+            .iter()
+            .filter(|c| matches!(c.status, Status::Measured))
+        {
+            let cells: Vec<String> = sides
+                .iter()
+                .map(|&s| {
+                    if s == Side::B && !r.valid() {
+                        "INVALID".into()
+                    } else {
+                        c.requests_per_op(s).map_or("-".into(), num2)
+                    }
+                })
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                r.bits,
+                c.kind.op_name(),
+                cells.join(" | ")
             );
         }
     }

@@ -11,6 +11,7 @@ use super::results::{Check, Column, Row, Sample, Status};
 use super::sampling::SamplingRule;
 use super::setup;
 use super::steps;
+use super::zcrypt;
 use columns::Expect;
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::PathBuf;
@@ -73,6 +74,13 @@ pub(super) struct Outcome {
     /// The program's own operation counts, one per counted operation of
     /// the step (none for one-shot processes).
     pub reported: Vec<u64>,
+    /// The RSA operations each filled column's sample stands for (0: none
+    /// to divide card requests by), for requests per operation.
+    pub ops: Vec<u64>,
+    /// Card requests per filled column where the run split them itself
+    /// (`openssl speed`'s phases); otherwise the run's whole count goes to
+    /// each column.
+    pub requests: Option<Vec<u64>>,
 }
 
 impl Outcome {
@@ -101,6 +109,8 @@ impl Outcome {
                 },
             ],
             reported: vec![s1 + sn],
+            ops: vec![s1 + sn, s1 + sn, 0],
+            requests: None,
         }
     }
 }
@@ -127,6 +137,9 @@ pub struct Ctx<'a> {
     /// Whether `openssl speed` rates are per wall second: wherever a side
     /// may offload (`setup::wall_rates`).
     pub wall_rates: bool,
+    /// The directory playing /sys whose zcrypt request counters the lab
+    /// reads around every run (`zcrypt`); None where there is no card.
+    pub zcrypt: Option<PathBuf>,
 }
 
 impl Ctx<'_> {
@@ -216,7 +229,7 @@ impl Ctx<'_> {
         let env = self.side(side);
         let what = env.describe(sub, args);
         let cmd = env.command(sub, args);
-        let r = run_timed_marked(&self.scratch, cmd, &what);
+        let r = run_timed_marked(&self.scratch, cmd, &what, self.zcrypt.as_deref());
         self.progress.tick(est, label);
         r
     }
@@ -298,7 +311,10 @@ impl Ctx<'_> {
             return Ok(());
         }
         self.public_key(row, bits)?;
-        for step in steps::MEASURED.iter().chain(steps::DNS) {
+        for step in std::iter::once(&steps::LOAD_COST)
+            .chain(steps::MEASURED.iter())
+            .chain(steps::DNS)
+        {
             self.run_step(row, bits, step)?;
         }
         Ok(())
@@ -340,8 +356,17 @@ impl Ctx<'_> {
         let r = self.take_turns(row, step, &paths, runs, &mut cols, &mut tally);
         let b_runs = cols[0].b.len() as u64;
         if r.is_ok() && step.counted.per == Per::Process && !self.opts.aa {
-            let expected: Vec<(Op, u64)> =
-                step.counted.ops.iter().map(|&op| (op, b_runs)).collect();
+            // A step that counts no operation (the load cost) expects none
+            // of any kind.
+            let expected: Vec<(Op, u64)> = if step.counted.ops.is_empty() {
+                Op::ALL
+                    .iter()
+                    .filter(|&&op| op != Op::KeygenModexp)
+                    .map(|&op| (op, 0))
+                    .collect()
+            } else {
+                step.counted.ops.iter().map(|&op| (op, b_runs)).collect()
+            };
             let (ok, detail) =
                 self.count(row, &mut cols, &before, bits, &expected, Expect::Exactly);
             row.checks.push(Check::new(step.counted.check, ok, detail));
@@ -416,6 +441,7 @@ impl Ctx<'_> {
                     let commands = (round == 0).then_some(&mut cols[first].commands);
                     let spec = &step.columns[first];
                     self.clear_libica_log(side);
+                    let requests_before = self.zcrypt.as_deref().and_then(zcrypt::total);
                     let outcome =
                         match self.run_once(step, spec, paths, side, (round, planned), commands) {
                             Ok(o) => o,
@@ -434,6 +460,21 @@ impl Ctx<'_> {
                                 break;
                             }
                         };
+                    let requests_after = self.zcrypt.as_deref().and_then(zcrypt::total);
+                    if let (Some(before), Some(after)) = (requests_before, requests_after) {
+                        let whole = after.saturating_sub(before);
+                        for (i, c) in cols[filled.clone()].iter_mut().enumerate() {
+                            let ops = outcome.ops.get(i).copied().unwrap_or(0);
+                            let requests = outcome
+                                .requests
+                                .as_ref()
+                                .and_then(|r| r.get(i).copied())
+                                .unwrap_or(whole);
+                            if ops > 0 {
+                                c.add_card_requests(side, requests, ops);
+                            }
+                        }
+                    }
                     for (c, s) in cols[filled.clone()].iter_mut().zip(outcome.samples) {
                         c.side_mut(side).push(s);
                     }
@@ -519,6 +560,10 @@ impl Ctx<'_> {
                         cpu: f.cpu,
                     }],
                     reported: Vec::new(),
+                    // One operation per process (none for the load cost:
+                    // its requests are counted per process all the same).
+                    ops: vec![1],
+                    requests: None,
                 })
             }
             Run::Handshakes => self.handshakes(spec, paths, side, est, &label, commands),

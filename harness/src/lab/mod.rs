@@ -57,6 +57,7 @@ mod skips;
 mod steps;
 mod summary;
 mod svg;
+mod zcrypt;
 
 use openssl::{Scratch, SideEnv};
 pub use options::LabArgs;
@@ -80,6 +81,10 @@ fn fail(msg: impl std::fmt::Display) -> u8 {
 
 pub fn run(args: LabArgs) -> u8 {
     openssl::install_signal_handlers();
+    let args = match card_use::with_card(args) {
+        Ok(a) => a,
+        Err(m) => return fail(m),
+    };
     if let Some(m) = args
         .async_jobs
         .and_then(|n| async_jobs::refuse(args.backend.as_deref(), n))
@@ -100,6 +105,28 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let t0 = Instant::now();
     let (stamp, started) = setup::local_time();
     let out = setup::output_dir(args, &stamp)?;
+    // `--card start`: the card every B process of the run shares, stopped
+    // when the lab ends, whichever way.
+    let card = match args.card.as_deref() {
+        Some("start") => Some(card_use::Started::start(
+            &out.join("card"),
+            args.card_unit_us,
+        )?),
+        _ => None,
+    };
+    if let Some(c) = &card {
+        // B's emulated libica finds the card through the environment its
+        // processes inherit; A's and C's programs never read it.
+        std::env::set_var("LIBICA_EMU_CARD", &c.socket);
+    } else if let Some(socket) = &args.card {
+        std::env::set_var("LIBICA_EMU_CARD", socket);
+    }
+    let zcrypt_dir = args
+        .sysfs
+        .clone()
+        .or_else(|| card.as_ref().map(|c| c.sysfs.clone()))
+        .unwrap_or_else(|| std::path::PathBuf::from("/sys"));
+    let zcrypt_dir = zcrypt::total(&zcrypt_dir).map(|_| zcrypt_dir);
     let a = setup::side_a(&setup, &out)?;
     // Side B, with its private counters file.
     let stats_path = out.join("B").join("rustica-stats");
@@ -149,8 +176,16 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     } else {
         "per CPU second (user time): both sides compute in software"
     });
+    environment["zcrypt_counters"] = match &zcrypt_dir {
+        Some(d) => json!({
+            "dir": d.to_string_lossy(),
+            "cards": zcrypt::cards(d).iter().map(|c| json!({"card": c.name, "request_count": c.requests, "queues": c.queues})).collect::<Vec<_>>(),
+        }),
+        None => json!("no card: no zcrypt request counters under the sysfs directory"),
+    };
     let mut ctx = matrix::Ctx {
         wall_rates,
+        zcrypt: zcrypt_dir,
         a,
         b,
         c: c.map(|(env, _)| env),
@@ -315,7 +350,7 @@ fn options_json(args: &LabArgs, setup: &Setup, opts: &Options, out: &Path) -> Va
         "tls_seconds": opts.tls_seconds,
         "speed_seconds": opts.speed_seconds,
         "keys": args.keys.as_ref().map(|k| k.to_string_lossy().to_string()),
-        "skip": args.skip.iter().map(|s| format!("{s:?}").to_lowercase()).collect::<Vec<_>>(),
+        "skip": args.skip.iter().map(|&s| columns::skip_name(s)).collect::<Vec<_>>(),
         "out": out.to_string_lossy(),
     })
 }
@@ -330,6 +365,16 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
     } else {
         let _ = writeln!(so, "  differences that count (Holm, 5 % family-wise):");
         for d in &differences {
+            let _ = writeln!(so, "    {d}");
+        }
+    }
+    let cpu = summary::cpu_differences(rows);
+    if !cpu.is_empty() {
+        let _ = writeln!(
+            so,
+            "  host CPU per operation that counts (Holm, 5 % family-wise):"
+        );
+        for d in &cpu {
             let _ = writeln!(so, "    {d}");
         }
     }

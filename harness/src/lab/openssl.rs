@@ -276,8 +276,18 @@ pub struct Finished {
     /// standard error was first seen holding n lines that start with `+`),
     /// in order. `openssl speed -mr` writes a `+DTP` line as each timed
     /// phase starts and a `+R` line as it ends, so the CPU of a phase is
-    /// the difference of two marks (a few ticks' resolution).
-    pub marks: Vec<(usize, f64)>,
+    /// the difference of two marks (a few ticks' resolution). The third
+    /// figure is the card requests the kernel had counted by then, where
+    /// the run was given zcrypt's counters to read.
+    pub marks: Vec<Mark>,
+}
+
+/// See [`Finished::marks`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mark {
+    pub lines: usize,
+    pub cpu: f64,
+    pub requests: Option<u64>,
 }
 
 /// Why a process did not finish successfully.
@@ -375,14 +385,19 @@ fn tail(text: &str, lines: usize) -> String {
 /// Runs `cmd` to completion and times it. `what` is the command line shown
 /// when it fails.
 pub fn run_timed(scratch: &Scratch, cmd: Command, what: &str) -> Result<Finished, RunError> {
-    run(scratch, cmd, what, false)
+    run(scratch, cmd, what, None)
 }
 
 /// [`run_timed`], watching the process's standard error and CPU time while
 /// it runs, for [`Finished::marks`]: CPU per timed phase of `openssl
 /// speed`, which divides only by wall or by user time, never both.
-pub fn run_timed_marked(scratch: &Scratch, cmd: Command, what: &str) -> Result<Finished, RunError> {
-    run(scratch, cmd, what, true)
+pub fn run_timed_marked(
+    scratch: &Scratch,
+    cmd: Command,
+    what: &str,
+    zcrypt: Option<&Path>,
+) -> Result<Finished, RunError> {
+    run(scratch, cmd, what, Some(zcrypt.map(Path::to_path_buf)))
 }
 
 /// User + system CPU seconds of a running process, from /proc.
@@ -402,19 +417,26 @@ fn proc_cpu(pid: u32) -> Option<f64> {
 fn watch_marks(
     pid: u32,
     err_path: PathBuf,
+    zcrypt: Option<PathBuf>,
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<Vec<(usize, f64)>> {
+) -> std::thread::JoinHandle<Vec<Mark>> {
     std::thread::spawn(move || {
-        let mut marks: Vec<(usize, f64)> = Vec::new();
+        let mut marks: Vec<Mark> = Vec::new();
         let mut seen = 0;
         while !done.load(Ordering::Relaxed) {
-            // CPU first: a mark must not include time after the line.
+            // CPU and requests first: a mark must not include what came
+            // after the line.
             let cpu = proc_cpu(pid);
+            let requests = zcrypt.as_deref().and_then(super::zcrypt::total);
             let n = fs::read_to_string(&err_path)
                 .map(|t| t.lines().filter(|l| l.starts_with('+')).count())
                 .unwrap_or(0);
             if let (Some(cpu), true) = (cpu, n > seen) {
-                marks.push((n, cpu));
+                marks.push(Mark {
+                    lines: n,
+                    cpu,
+                    requests,
+                });
                 seen = n;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -423,11 +445,13 @@ fn watch_marks(
     })
 }
 
+/// `marked`: watch the process for [`Finished::marks`], reading zcrypt's
+/// counters under the given directory too.
 fn run(
     scratch: &Scratch,
     mut cmd: Command,
     what: &str,
-    marked: bool,
+    marked: Option<Option<PathBuf>>,
 ) -> Result<Finished, RunError> {
     if interrupted() {
         return Err(RunError::Interrupted);
@@ -441,7 +465,7 @@ fn run(
         .spawn()
         .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = marked.then(|| watch_marks(child.id(), err_path.clone(), done.clone()));
+    let watcher = marked.map(|z| watch_marks(child.id(), err_path.clone(), z, done.clone()));
     let reaped = reap(child.id());
     let wall = start.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);

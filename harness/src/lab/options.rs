@@ -39,6 +39,9 @@ pub enum Kind {
     PdnsPerCoreN,
     /// The per-core rate at N over the rate at 1.
     PdnsLinearity,
+    /// `openssl rand` per process: the same configuration as every other
+    /// column, no RSA: what loading rustica costs a process (`explain`).
+    LoadCost,
 }
 
 /// The certificate subject of the lab.
@@ -155,6 +158,8 @@ pub enum SkipWhat {
     Multi,
     /// The DNSSEC zone-signing step (BIND's dnssec-signzone, PowerDNS).
     Dnssec,
+    /// The processes without RSA that measure the load cost.
+    LoadCost,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -257,6 +262,23 @@ pub struct LabArgs {
     /// must list nothing: the lab's test of its own false calls.
     #[arg(long, conflicts_with_all = ["c_config", "c_engine", "async_jobs", "backend", "libica"])]
     pub(super) aa: bool,
+    /// Side B on a shared crypto card: SOCKET of a running `rustica-card`,
+    /// or `start` for one the lab starts in its output directory and stops
+    /// at the end (with its kernel-style counters under card/sys, read as
+    /// --sysfs). B then runs on the emulated libica (libica_emu.so beside
+    /// this program, unless --libica) with --backend libica (unless
+    /// given): the offload A/B of an IBM Z host, on any machine.
+    #[arg(long, value_name = "SOCKET|start", conflicts_with = "aa")]
+    pub(super) card: Option<String>,
+    /// With `--card start`: the card's time unit in microseconds (one
+    /// weight point; a 2048-bit CRT is 54 units) [default: the card's].
+    #[arg(long, value_name = "US", requires = "card", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub(super) card_unit_us: Option<u32>,
+    /// The directory playing /sys whose zcrypt request counters
+    /// (devices/ap/cardNN/request_count) prove each side's offload
+    /// [default: /sys; with `--card start`, the card's own].
+    #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
+    pub(super) sysfs: Option<PathBuf>,
     /// The openssl program [default: `openssl` on PATH].
     #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
     pub(super) openssl: PathBuf,

@@ -84,7 +84,7 @@ pub fn dur(secs: f64) -> String {
 
 /// One column's JSON: every sample, each side's figures, and each
 /// comparison with its family's decision and, for B/A, the explanation.
-fn column_json(bits: u32, c: &Column, cx: Context) -> Value {
+fn column_json(row: &Row, c: &Column, cx: Context) -> Value {
     let side = |side: Side| {
         let s = c.side(side);
         json!({
@@ -109,7 +109,7 @@ fn column_json(bits: u32, c: &Column, cx: Context) -> Value {
     comparison["precision_target_pct"] = json!(PRECISION_TARGET_PCT);
     comparison["target_met"] = json!(c.precise());
     comparison["sampling"] = json!(c.sampling);
-    comparison["explanation"] = match explain::of_measured(bits, c, cx) {
+    comparison["explanation"] = match explain::of_measured(row, c, cx) {
         Some(e) => json!({
             "operation": e.operation,
             "b_ran_on": e.b_ran_on,
@@ -141,6 +141,19 @@ fn column_json(bits: u32, c: &Column, cx: Context) -> Value {
         v["C"] = side(Side::C);
         v["comparison_C_over_A"] = comparison_json(c, Pair::COverA);
         v["comparison_B_over_C"] = comparison_json(c, Pair::BOverC);
+    }
+    if c.card_requests.iter().any(Option::is_some) {
+        let per = |s: Side| {
+            let i = match s {
+                Side::A => 0,
+                Side::B => 1,
+                Side::C => 2,
+            };
+            c.card_requests[i].map(|(requests, ops)| {
+                json!({"requests": requests, "operations": ops, "per_operation": c.requests_per_op(s)})
+            })
+        };
+        v["card_requests"] = json!({"A": per(Side::A), "B": per(Side::B), "C": per(Side::C)});
     }
     if c.has_cpu() {
         let k = c.cpu_comparison();
@@ -197,7 +210,7 @@ fn row_json(r: &Row, cx: Context) -> Value {
         "key_source": r.key_source,
         "b_operations_by_backend": r.backends,
         "checks": r.checks.iter().map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail})).collect::<Vec<_>>(),
-        "columns": r.columns.iter().map(|c| column_json(r.bits, c, cx)).collect::<Vec<_>>(),
+        "columns": r.columns.iter().map(|c| column_json(r, c, cx)).collect::<Vec<_>>(),
     });
     v["keygen_methods"] = method::of_row(r)
         .into_iter()
@@ -217,6 +230,9 @@ fn row_json(r: &Row, cx: Context) -> Value {
                 c["B"] = json!({"invalid": true, "unvalidated_samples": samples});
                 c["ratio_B_over_A"] = Value::Null;
                 // Every figure made from B's samples goes with them.
+                if c.get("card_requests").is_some() {
+                    c["card_requests"]["B"] = json!({"invalid": true});
+                }
                 for key in ["comparison", "comparison_B_over_C", "comparison_host_cpu"] {
                     if c.get(key).is_some() {
                         c[key] = json!({"invalid": true});
@@ -360,7 +376,7 @@ pub fn csv(rows: &[Row], cx: Context) -> String {
                     f(k.map(|k| k.p)),
                     f(d.map(|d| d.p_holm)),
                     d.map(|d| d.survives.to_string()).unwrap_or_default(),
-                    explain::of_measured(r.bits, c, cx)
+                    explain::of_measured(r, c, cx)
                         .map(|e| e.text.replace('"', "'"))
                         .unwrap_or_default(),
                 );

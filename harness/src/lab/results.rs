@@ -27,8 +27,9 @@ pub enum Unit {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 18] = [
+    pub const ALL: [Kind; 19] = [
         Kind::Keygen,
+        Kind::LoadCost,
         Kind::Signatures,
         Kind::Verifications,
         Kind::Certificates,
@@ -145,6 +146,10 @@ pub struct Column {
     /// Where the cell's host CPU per operation (B/A) stands in the run's
     /// family of CPU cells, a family of its own.
     pub cpu_family: Option<Decision>,
+    /// Per side (A, B, C): card requests the kernel counted during the
+    /// side's runs of this cell, and the operations of those runs; None
+    /// where zcrypt's counters were not read (no card).
+    pub card_requests: [Option<(u64, u64)>; 3],
 }
 
 /// The comparisons a run makes: each is a family of its own.
@@ -236,6 +241,7 @@ impl Column {
             sampling: "planned runs".into(),
             family: [None; 3],
             cpu_family: None,
+            card_requests: [None; 3],
         }
     }
 
@@ -338,6 +344,28 @@ impl Column {
         } else {
             Comparison::paired(&base, &side)
         }
+    }
+
+    fn side_index(side: Side) -> usize {
+        match side {
+            Side::A => 0,
+            Side::B => 1,
+            Side::C => 2,
+        }
+    }
+
+    /// Adds one run's card requests and operations to `side`'s tally.
+    pub fn add_card_requests(&mut self, side: Side, requests: u64, ops: u64) {
+        let t = self.card_requests[Self::side_index(side)].get_or_insert((0, 0));
+        t.0 += requests;
+        t.1 += ops;
+    }
+
+    /// Card requests per operation of `side`'s runs (the kernel's count),
+    /// None where not counted.
+    pub fn requests_per_op(&self, side: Side) -> Option<f64> {
+        let (requests, ops) = self.card_requests[Self::side_index(side)]?;
+        (ops > 0).then(|| requests as f64 / ops as f64)
     }
 
     /// Whether the cell has a host CPU per operation to compare: every

@@ -437,6 +437,19 @@ pub fn rustica_loads(
     }
 }
 
+/// Whether `openssl speed` must give rates per wall second rather than per
+/// CPU second: wherever a side may offload, since a process that waits for
+/// a card spends little CPU. B may offload with `--backend libica`, on a
+/// shared card, and on any s390x (backend auto may resolve to libica);
+/// A when its own OpenSSL offloads (`a_rsa_path` from the report's
+/// environment says "possibly hardware").
+pub fn wall_rates(backend: Option<&str>, card: bool, a_rsa_path: &str) -> bool {
+    backend == Some("libica")
+        || card
+        || std::env::consts::ARCH == "s390x"
+        || !a_rsa_path.starts_with("software")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,17 +474,4 @@ mod tests {
         assert_eq!(a, fs::read(&p).unwrap());
         assert_eq!(a.len(), 3 << 20);
     }
-}
-
-/// Whether `openssl speed` must give rates per wall second rather than per
-/// CPU second: wherever a side may offload, since a process that waits for
-/// a card spends little CPU. B may offload with `--backend libica`, on a
-/// shared card, and on any s390x (backend auto may resolve to libica);
-/// A when its own OpenSSL offloads (`a_rsa_path` from the report's
-/// environment says "possibly hardware").
-pub fn wall_rates(backend: Option<&str>, card: bool, a_rsa_path: &str) -> bool {
-    backend == Some("libica")
-        || card
-        || std::env::consts::ARCH == "s390x"
-        || !a_rsa_path.starts_with("software")
 }

@@ -85,6 +85,47 @@ pub const KEY_GENERATION: StepSpec = StepSpec {
     cross_check: CrossCheck::ChooseKeyPair,
 };
 
+/// `openssl rand -hex 16` once per process, on every side: the sides'
+/// configurations, no RSA. Its B/A is what loading rustica costs a
+/// process, measured in the same rounds as the columns it explains
+/// (`explain`); rustica must count nothing for it.
+pub const LOAD_COST: StepSpec = StepSpec {
+    columns: &[ColumnSpec {
+        kind: Kind::LoadCost,
+        key: "process_without_rsa",
+        op_name: "process without RSA (load cost)",
+        heading: "{n} processes without RSA (s)",
+        reduce: Reduce::WallSum,
+        progress: "processes without RSA",
+        client: None,
+        note: load_cost_note,
+    }],
+    run: Run::Process {
+        program: "rand",
+        args: |_, _, _| super::commands::strings(&["-hex", "16"]),
+        accept: exit_status_is_enough,
+    },
+    skip: Some(SkipWhat::LoadCost),
+    applies: always,
+    needs: nothing_needed,
+    runs: |o, _| o.signatures,
+    estimate: |_, _| 0.004,
+    counted: Counted {
+        ops: &[],
+        per: Per::Process,
+        check: "B's processes without RSA: rustica counted no operation",
+    },
+    cross_check: CrossCheck::None,
+};
+
+fn load_cost_note(_bits: u32) -> Option<String> {
+    Some(
+        "`openssl rand -hex 16` per process under each side's configuration: no RSA, so B/A is the cost of \
+         loading rustica; a per-process difference is called a load cost only where it matches this cell"
+            .into(),
+    )
+}
+
 /// The steps that use the row's key pair, in the order they run.
 pub const MEASURED: [StepSpec; 7] = [
     StepSpec {
@@ -348,6 +389,7 @@ pub const DNS: [&StepSpec; 2] = [&dns_steps::DNSSEC, &dns_steps::POWERDNS];
 /// Every step, in row order.
 pub fn steps() -> impl Iterator<Item = &'static StepSpec> {
     std::iter::once(&KEY_GENERATION)
+        .chain(std::iter::once(&LOAD_COST))
         .chain(MEASURED.iter())
         .chain(DNS)
 }
@@ -407,9 +449,17 @@ mod tests {
     #[test]
     fn every_step_checks_named_counters_on_b() {
         for s in steps() {
-            assert!(!s.counted.ops.is_empty(), "{}", s.columns[0].key);
+            // The load cost's processes do no RSA: rustica must count none
+            // (an empty list: no operation of any kind).
+            let none = s.counted.ops.is_empty();
+            assert_eq!(none, s.columns[0].kind == Kind::LoadCost);
             assert!(
-                s.counted.check.starts_with("B") && s.counted.check.contains("counted by rustica"),
+                s.counted.check.starts_with("B")
+                    && s.counted.check.contains(if none {
+                        "rustica counted no operation"
+                    } else {
+                        "counted by rustica"
+                    }),
                 "{}",
                 s.counted.check
             );

@@ -11,7 +11,7 @@ pub fn differences(rows: &[Row], cx: Context) -> Vec<String> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.valid()) {
         for c in r.columns.iter().filter(|c| c.counts_as_difference()) {
-            let why = explain::explain(r.bits, c, cx);
+            let why = explain::explain_in(r, c, cx);
             out.push(format!(
                 "{} bits, {}: {}: {}",
                 r.bits,
