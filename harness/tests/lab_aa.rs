@@ -61,10 +61,10 @@ fn aa_lab_lists_no_difference() {
         .iter()
         .filter(|c| c["comparison"]["p_value"].is_number())
         .collect();
-    assert_eq!(tested.len(), 7, "{row}");
+    assert_eq!(tested.len(), 8, "{row}");
     for c in &tested {
         let cmp = &c["comparison"];
-        assert_eq!(cmp["family_size"], 7, "{}: {cmp}", c["column"]);
+        assert_eq!(cmp["family_size"], 8, "{}: {cmp}", c["column"]);
         assert_eq!(
             cmp["survives_family_control"], false,
             "{}: {cmp}",
@@ -102,7 +102,7 @@ fn aa_lab_lists_no_difference() {
         "{md}"
     );
     let forest = fs::read_to_string(out.join("forest.svg")).unwrap();
-    assert_eq!(forest.matches("<g class=\"cell\"").count(), 7, "{forest}");
+    assert_eq!(forest.matches("<g class=\"cell\"").count(), 8, "{forest}");
     assert!(!forest.contains("data-counts=\"yes\""), "{forest}");
     let _ = fs::remove_dir_all(&dir);
 }

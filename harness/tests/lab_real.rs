@@ -75,6 +75,7 @@ fn real_quick_lab_is_valid_and_reported() {
         columns,
         [
             "keygen",
+            "process_without_rsa",
             "signatures",
             "verifications",
             "certificates",
@@ -111,6 +112,38 @@ fn real_quick_lab_is_valid_and_reported() {
         .filter(|c| c["check"].as_str().unwrap().contains("counted by rustica"))
         .count();
     assert_eq!(counted, 8, "{}", row["checks"]);
+    // The load cost's processes do no RSA, and rustica counted none.
+    let load = row["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "B's processes without RSA: rustica counted no operation")
+        .unwrap_or_else(|| panic!("no load-cost check: {}", row["checks"]));
+    assert_eq!(load["ok"], true, "{load}");
+    // Host CPU per operation on every side, in-process phases included.
+    for kind in ["signatures", "speed_sign", "speed_verify"] {
+        let c = column(row, kind);
+        for side in ["A", "B"] {
+            let cpu = c[side]["cpu_seconds"].as_array().unwrap();
+            assert!(
+                !cpu.is_empty() && cpu.iter().all(|v| v.as_f64().unwrap() > 0.0),
+                "{kind} {side}: {cpu:?}"
+            );
+        }
+        assert!(c["comparison_host_cpu"]["verdict"].is_string(), "{kind}");
+    }
+    // No card on this host: the kernel's counters say so.
+    assert!(
+        j["environment"]["zcrypt_counters"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("no card")),
+        "{}",
+        j["environment"]["zcrypt_counters"]
+    );
+    assert!(md.contains("Card requests: no card"), "{md}");
+    // Alternation: the run's order effect is reported.
+    assert!(j["order_effect"]["a_first_pairs"].as_u64().unwrap() > 0);
+    assert!(j["order_effect"]["b_first_pairs"].as_u64().unwrap() > 0);
     let sig = column(row, "signatures");
     assert_eq!(sig["A"]["samples"].as_array().unwrap().len(), 3);
     assert_eq!(sig["B"]["samples"].as_array().unwrap().len(), 3);
@@ -141,14 +174,16 @@ fn real_quick_lab_is_valid_and_reported() {
             .and_then(|m| m.modified())
             .unwrap()
     };
+    // A first in odd-numbered rounds, B first in even ones: A B B A A B...
     let mut order = Vec::new();
     for i in 1..=40 {
-        order.push(written("A", i));
-        order.push(written("B", i));
+        let (first, second) = if i % 2 == 1 { ("A", "B") } else { ("B", "A") };
+        order.push(written(first, i));
+        order.push(written(second, i));
     }
     assert!(
         order.windows(2).all(|w| w[0] <= w[1]),
-        "key files not written A B A B: {order:?}"
+        "key files not written A B, then B A, round by round: {order:?}"
     );
     assert!(
         column(row, "tls13_handshakes")["A"]["samples"]

@@ -90,6 +90,10 @@ fn md_summary(md: &mut String, info: &RunInfo, rows: &[Row]) {
     let valid = all_valid(rows);
     let verdict = if info.interrupted {
         "**INCOMPLETE**: interrupted; the rows below are what was measured.".to_string()
+    } else if valid && info.aa {
+        "**VALID**: every row passed validation (A/A: B is stock OpenSSL, so rustica counted nothing and its \
+         counters were not read)."
+            .to_string()
     } else if valid {
         "**VALID**: every row passed validation; every B operation was counted by rustica."
             .to_string()

@@ -159,12 +159,6 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let opts = matrix_options(args, &setup.sizes);
     let environment = environment(args, &setup, &a, &provider_name, &listing, &mut notes);
     let options = options_json(args, &setup, &opts, &out);
-    notes.extend(notes::standard(&opts, &setup.sizes));
-
-    let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
-    let mut prog = progress::Progress::new(total);
-    let scratch = Scratch::new(out.join("logs").join("last"))
-        .map_err(|e| format!("cannot create scratch directory: {e}"))?;
     let wall_rates = setup::wall_rates(
         args.backend.as_deref(),
         card_use::socket(&b.env).is_some(),
@@ -176,6 +170,12 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     } else {
         "per CPU second (user time): both sides compute in software"
     });
+    notes.extend(notes::standard(&opts, &setup.sizes, wall_rates));
+
+    let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
+    let mut prog = progress::Progress::new(total);
+    let scratch = Scratch::new(out.join("logs").join("last"))
+        .map_err(|e| format!("cannot create scratch directory: {e}"))?;
     environment["zcrypt_counters"] = match &zcrypt_dir {
         Some(d) => json!({
             "dir": d.to_string_lossy(),

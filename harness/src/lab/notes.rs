@@ -5,7 +5,8 @@ use super::dns_steps;
 use super::options::Options;
 
 /// The notes every report carries, for a run of `o` over `sizes`.
-pub fn standard(o: &Options, sizes: &[u32]) -> Vec<String> {
+/// `wall_rates`: whether `openssl speed` ran with `-elapsed`.
+pub fn standard(o: &Options, sizes: &[u32], wall_rates: bool) -> Vec<String> {
     let keygens: Vec<String> = sizes
         .iter()
         .map(|&b| format!("{} at {b} bits", o.keygen_count(b)))
@@ -46,18 +47,22 @@ pub fn standard(o: &Options, sizes: &[u32]) -> Vec<String> {
             o.tls_seconds
         ),
         format!(
-            "openssl speed: `openssl speed {}-seconds {} -mr rsaN`, in-process, openssl's own counts{}.",
-            if o.backend.as_deref() == Some("libica") { "-elapsed " } else { "" },
+            "openssl speed: `openssl speed {}-seconds {} -mr rsaN`, in-process, openssl's own counts{}; host CPU \
+             per operation from the process's CPU as each timed phase began and ended.",
+            if wall_rates { "-elapsed " } else { "" },
             o.speed_seconds,
-            if o.backend.as_deref() == Some("libica") {
-                ", per wall second (on libica the exponentiation's time is not the process's CPU)"
+            if wall_rates {
+                ", per wall second (a side may offload: a process that waits for a card spends little CPU)"
             } else {
-                ", per CPU second of the process"
+                ", per CPU second of the process (both sides compute in software)"
             }
         ),
         format!(
-            "A and B alternate operation by operation (loops, key generation) or run by run (TLS, speed: {} rounds); \
-             each B/A ratio is the median of the pairwise ratios.",
+            "A and B take turns operation by operation (loops, key generation) or run by run (TLS, speed: at \
+             least {} rounds), A first in odd-numbered rounds and B first in even ones; every cell samples until \
+             its interval is within ±5 % or its budget is spent (each cell's count is in the verdicts table). \
+             Each B/A is the Hodges–Lehmann estimate over the paired log ratios (key generation and new-key \
+             certificates: over every A-B pair, unpaired), with its 95 % interval.",
             o.reps
         ),
     ];
