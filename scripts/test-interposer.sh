@@ -36,7 +36,10 @@ fi
 work=$(mktemp -d /tmp/test-interposer.XXXXXX)
 card_pid=""
 cleanup() {
-  [ -n "$card_pid" ] && kill "$card_pid" 2>/dev/null && wait "$card_pid" 2>/dev/null
+  if [ -n "$card_pid" ]; then
+    kill "$card_pid" 2>/dev/null || true
+    wait "$card_pid" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -65,6 +68,6 @@ for _ in $(seq 100); do
 done
 grep -q "listening on" "$work/card.log" || die "rustica-card did not start: $(cat "$work/card.log")"
 
-REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
+TMPDIR=$work REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
   "$work/test-z90crypt-card" "$@" || die "interposer tests failed"
 say "passed"

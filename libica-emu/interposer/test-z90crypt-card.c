@@ -737,7 +737,11 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    snprintf(scratch_dir, sizeof(scratch_dir), "/tmp/z90crypt-test.XXXXXX");
+    {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(scratch_dir, sizeof(scratch_dir), "%s/z90crypt-test.XXXXXX",
+                 tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+    }
     if (mkdtemp(scratch_dir) == NULL) {
         perror("mkdtemp");
         return 2;
