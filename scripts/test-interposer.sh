@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# scripts/test-interposer.sh: the z90crypt-card interposer's tests, run
+# natively on the build host (docs/card-model.md, "The kernel interface").
+#
+# Builds libica-emu/interposer/z90crypt-card.c and its test program
+# (libica-emu/interposer/test-z90crypt-card.c) for the host with
+# -Wall -Wextra -Werror, against the s390x UAPI header asm/zcrypt.h from
+# the cross headers (linux-libc-dev-s390x-cross, which the s390x lane's
+# gcc-s390x-linux-gnu brings; the host's linux-libc-dev has no zcrypt.h).
+# Its structures are pointers and unsigned ints, so they have the same
+# layout on any 64-bit little-endian build, and the ioctl numbers come from
+# the same asm-generic encoding. Then it starts one rustica-card (cargo
+# build -p libica-emu --bin rustica-card) and runs the tests with the
+# interposer preloaded; the tests script their own cards for the faults.
+# When s390x-linux-gnu-gcc is installed the interposer is also
+# cross-compiled once, with the lane's flags.
+#
+# Usage: scripts/test-interposer.sh [TEST...]   (names: see the test program)
+# The peer-uid test needs root (it runs a card as uid 65534); as another
+# user it is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "test-interposer: $*"; }
+die() { echo "test-interposer: $*" >&2; exit 1; }
+
+header=/usr/s390x-linux-gnu/include/asm/zcrypt.h
+if [ ! -f "$header" ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  say "installing linux-libc-dev-s390x-cross (asm/zcrypt.h)"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq linux-libc-dev-s390x-cross >/dev/null \
+    || die "could not install linux-libc-dev-s390x-cross"
+fi
+
+work=$(mktemp -d /tmp/test-interposer.XXXXXX)
+card_pid=""
+cleanup() {
+  if [ -n "$card_pid" ]; then
+    kill "$card_pid" 2>/dev/null || true
+    wait "$card_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Only asm/zcrypt.h from the s390x headers; everything else is the host's.
+mkdir -p "$work/include/asm"
+ln -s "$header" "$work/include/asm/zcrypt.h"
+cflags=(-O2 -g -Wall -Wextra -Werror -I"$work/include")
+gcc "${cflags[@]}" -shared -fPIC -o "$work/libz90crypt-card.so" \
+  libica-emu/interposer/z90crypt-card.c -ldl || die "building the interposer failed"
+gcc "${cflags[@]}" -o "$work/test-z90crypt-card" \
+  libica-emu/interposer/test-z90crypt-card.c || die "building the test program failed"
+if command -v s390x-linux-gnu-gcc >/dev/null; then
+  s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$work/s390x.so" \
+    libica-emu/interposer/z90crypt-card.c -ldl || die "cross-compiling the interposer failed"
+  say "cross-compiled for s390x with the lane's flags"
+fi
+
+nice -n 5 cargo build -q -p libica-emu --bin rustica-card || die "building rustica-card failed"
+chmod 0700 "$work"
+target/debug/rustica-card --socket "$work/card.sock" --unit-us 1 >"$work/card.log" 2>&1 &
+card_pid=$!
+for _ in $(seq 100); do
+  grep -q "listening on" "$work/card.log" && break
+  sleep 0.1
+done
+grep -q "listening on" "$work/card.log" || die "rustica-card did not start: $(cat "$work/card.log")"
+
+TMPDIR=$work REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
+  "$work/test-z90crypt-card" "$@" || die "interposer tests failed"
+say "passed"
