@@ -105,7 +105,7 @@ def read_facts(path, width=7):
 
 
 def card_width(release):
-    return 8 if release.endswith("-card") else 7
+    return 8 if release.endswith("-card") or release.endswith("-card-lab") else 7
 
 
 def cell(text):

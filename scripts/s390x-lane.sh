@@ -557,6 +557,22 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   fi
   scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
     || die "the sides on one card no longer behave as docs/comparison.md says"
+  # The lab itself on that card, where its users run it (Debian 13: stock
+  # 3.5 offloads by itself): every side's card requests per operation
+  # from the kernel's counters in the root's /sys, wall and CPU per
+  # operation (scripts/s390x-card-lab.sh).
+  if [ "$RELEASE" = stable ]; then
+    step "rustica lab on the card: A stock 3.5's own offload, B rustica, C the engine (scripts/s390x-card-lab.sh)"
+    scripts/s390x-card-lab.sh --sysroot "$SYSROOT" --module "$LOADED_MODULE" --engine-deb "$ibmca_deb" \
+      --out "$PART/card-lab" --card "$REPO/target/debug/rustica-card" --interposer "$interposer" \
+      --rustica "$host_rustica" || die "the lab on the card failed (report: $PART/card-lab/lab/report.md)"
+    if [ -n "${S390X_LANE_RECORD:-}" ]; then
+      cp "$PART/card-lab/facts.tsv" "docs/comparison/$RELEASE-card-lab.tsv"
+      say "recorded docs/comparison/$RELEASE-card-lab.tsv"
+    fi
+    scripts/comparison.py --check-facts "$RELEASE-card-lab" "$PART/card-lab/facts.tsv" \
+      || die "the lab on the card no longer counts what docs/comparison/$RELEASE-card-lab.tsv says"
+  fi
 fi
 
 say "versions: $(s390x_openssl version); libica3 package $libica_pkg;" \

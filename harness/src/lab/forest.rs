@@ -56,6 +56,13 @@ fn entries(rows: &[Row]) -> Vec<Entry> {
 fn entry(bits: u32, c: &Column, pair: Pair) -> Option<Entry> {
     let (side, base) = pair.sides();
     let k = c.comparison_of(side, base)?;
+    // One direction for every cell: the side's cost relative to the
+    // base's, so that left of 1× is always better. A rate's cost is its
+    // inverse (time per operation); a linearity's shortfall likewise.
+    let (ratio, lo, hi) = match c.better() {
+        super::effect::Better::Lower => (k.ratio, k.lo, k.hi),
+        super::effect::Better::Higher => (1.0 / k.ratio, 1.0 / k.hi, 1.0 / k.lo),
+    };
     let label = match pair {
         Pair::BOverA => format!("{bits} bits, {}", c.kind.op_name()),
         _ => format!("{bits} bits, {} ({})", c.kind.op_name(), pair.name()),
@@ -64,9 +71,9 @@ fn entry(bits: u32, c: &Column, pair: Pair) -> Option<Entry> {
         label,
         kind: c.kind,
         pair,
-        ratio: k.ratio,
-        lo: k.lo,
-        hi: k.hi,
+        ratio,
+        lo,
+        hi,
         counts: c.decision(pair).is_some_and(|d| d.survives),
         faster: k.verdict(c.better()).key() == "B faster",
     })
@@ -96,14 +103,39 @@ impl Axis {
         PX0 + (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln()) * (PX1 - PX0)
     }
 
-    /// Readable ticks inside the axis.
+    /// Readable ticks inside the axis, 1× always among them, none closer
+    /// to its neighbour than a label's width.
     fn ticks(&self) -> Vec<f64> {
-        [
-            0.1, 0.2, 0.25, 0.5, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, 5.0, 10.0,
-        ]
-        .into_iter()
-        .filter(|t| *t >= self.lo && *t <= self.hi)
-        .collect()
+        const CANDIDATES: [f64; 17] = [
+            0.1, 0.2, 0.25, 0.5, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0,
+            10.0,
+        ];
+        const MIN_GAP: f64 = 44.0;
+        let inside: Vec<f64> = CANDIDATES
+            .into_iter()
+            .filter(|t| *t >= self.lo && *t <= self.hi)
+            .collect();
+        let mut kept = vec![1.0];
+        // Outward from 1×, keeping a tick only where it has room.
+        for t in inside.iter().copied().filter(|t| *t > 1.0) {
+            if self.x(t) - self.x(*kept.last().unwrap_or(&1.0)) >= MIN_GAP {
+                kept.push(t);
+            }
+        }
+        let mut last = 1.0;
+        for t in inside.iter().rev().copied().filter(|t| *t < 1.0) {
+            if self.x(last) - self.x(t) >= MIN_GAP {
+                kept.push(t);
+                last = t;
+            }
+        }
+        kept.sort_by(|a, b| a.total_cmp(b));
+        kept
+    }
+
+    /// Whether an interval reaches past the axis (drawn to its edge).
+    fn clips(&self, e: &Entry) -> bool {
+        e.lo < self.lo || e.hi > self.hi
     }
 }
 
@@ -115,7 +147,7 @@ fn esc(s: &str) -> String {
 
 pub fn chart(rows: &[Row], aa: bool) -> String {
     let entries = entries(rows);
-    let h = TOP + BOTTOM + LINE * entries.len().max(1) as f64;
+    let h = TOP + BOTTOM + 16.0 + LINE * entries.len().max(1) as f64;
     let axis = Axis::new(&entries);
     let mut svg = String::new();
     let _ = writeln!(
@@ -136,7 +168,7 @@ pub fn chart(rows: &[Row], aa: bool) -> String {
     );
     let _ = writeln!(
         svg,
-        "<text x=\"{}\" y=\"38\" text-anchor=\"middle\" fill=\"#555\">log scale; times: below 1× B is faster; rates (/s, linearity): above 1× B is faster</text>",
+        "<text x=\"{}\" y=\"38\" text-anchor=\"middle\" fill=\"#555\">log scale; every cell as B's cost relative to A's (rates inverted: time per operation): left of 1× B is better</text>",
         W / 2.0
     );
     let _ = writeln!(
@@ -163,10 +195,38 @@ pub fn chart(rows: &[Row], aa: bool) -> String {
     }
     let _ = writeln!(
         svg,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">B/A (C/A, B/C where a side C ran)</text>",
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">B's cost over A's (C/A, B/C where a side C ran)</text>",
         (PX0 + PX1) / 2.0,
         y1 + 36.0
     );
+    // What the picture leaves out or cuts short.
+    let invalid: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.valid())
+        .map(|r| r.bits.to_string())
+        .collect();
+    let clipped = entries.iter().filter(|e| axis.clips(e)).count();
+    let mut left_out = Vec::new();
+    if !invalid.is_empty() {
+        left_out.push(format!(
+            "rows left out as INVALID: {} bits",
+            invalid.join(", ")
+        ));
+    }
+    if clipped > 0 {
+        left_out.push(format!(
+            "{clipped} interval(s) reach past the axis and end at its edge (▸), their figures on the right"
+        ));
+    }
+    if !left_out.is_empty() {
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#a00\">{}</text>",
+            (PX0 + PX1) / 2.0,
+            y1 + 52.0,
+            esc(&left_out.join(" · "))
+        );
+    }
     if entries.is_empty() {
         let _ = writeln!(
             svg,
@@ -190,7 +250,7 @@ pub fn chart(rows: &[Row], aa: bool) -> String {
              <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
              <line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{color}\" stroke-width=\"{width}\"/>\
              <circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{fill}\" stroke=\"{color}\" stroke-width=\"1.5\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\">{}× [{}–{}]{}</text></g>",
+             <text x=\"{:.1}\" y=\"{:.1}\">{}{}× [{}–{}]{}</text></g>",
             e.kind.key(),
             e.pair.name(),
             if e.counts { "yes" } else { "no" },
@@ -202,6 +262,7 @@ pub fn chart(rows: &[Row], aa: bool) -> String {
             axis.x(e.ratio),
             PX1 + 8.0,
             y + 4.0,
+            if axis.clips(e) { "▸ " } else { "" },
             num(e.ratio),
             num(e.lo),
             num(e.hi),
@@ -258,6 +319,50 @@ mod tests {
         assert!(svg.contains("stroke=\"#333\"/><text"), "{svg}");
         assert!(svg.contains(">1.00×</text>"), "{svg}");
         assert_eq!(svg.matches("<g class=\"cell\"").count(), 2);
+    }
+
+    #[test]
+    fn every_cell_reads_in_one_direction_with_legible_ticks() {
+        let mut r = Row::new(2048);
+        r.checks.push(Check::new("counted", true, ""));
+        let a: Vec<f64> = (0..20).map(|i| 100.0 + 0.3 * (i % 7) as f64).collect();
+        // A rate where B is 25 % faster, and a time where B is 20 % faster:
+        // both must sit left of 1×.
+        let mut rate = Column::new(Kind::Tls13, 20);
+        rate.a = samples(&a);
+        rate.b = samples(&a.iter().map(|v| v * 1.25).collect::<Vec<_>>());
+        let mut time = Column::new(Kind::Signatures, 20);
+        time.a = samples(&a);
+        time.b = samples(&a.iter().map(|v| v * 0.8).collect::<Vec<_>>());
+        // One far outlier, clipped at the axis' edge.
+        let mut wild = Column::new(Kind::Verifications, 20);
+        wild.a = samples(&a);
+        wild.b = samples(&a.iter().map(|v| v * 40.0).collect::<Vec<_>>());
+        r.columns.extend([rate, time, wild]);
+        let mut invalid = Row::new(4096);
+        invalid.checks.push(Check::new("counted", false, ""));
+        let mut rows = vec![r, invalid];
+        decide(&mut rows);
+        let e = entries(&rows);
+        let of = |k: Kind| e.iter().find(|x| x.kind == k).unwrap();
+        let (rate, time) = (of(Kind::Tls13), of(Kind::Signatures));
+        assert!(
+            (rate.ratio - 0.8).abs() < 0.01,
+            "the rate, inverted: {}",
+            rate.ratio
+        );
+        assert!((time.ratio - 0.8).abs() < 0.01, "the time: {}", time.ratio);
+        assert!(rate.faster && time.faster);
+        let axis = Axis::new(&e);
+        let ticks = axis.ticks();
+        assert!(ticks.contains(&1.0), "{ticks:?}");
+        for w in ticks.windows(2) {
+            assert!(axis.x(w[1]) - axis.x(w[0]) >= 44.0, "{ticks:?}");
+        }
+        let svg = chart(&rows, false);
+        assert!(svg.contains("rows left out as INVALID: 4096 bits"), "{svg}");
+        assert!(svg.contains("1 interval(s) reach past the axis"), "{svg}");
+        assert!(svg.contains(">▸ "), "{svg}");
     }
 
     #[test]
