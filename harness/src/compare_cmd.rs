@@ -195,7 +195,7 @@ mod tests {
         let input = "1.0 1.2\n1.0 1.21\n1.01 1.2\n0.99 1.19\n1.0 1.2\n1.0 1.22\n";
         let s = parse(input.as_bytes(), false).unwrap();
         let (text, _) = line(&s, &args(false, true));
-        assert!(text.contains("B slower by"), "{text}");
+        assert!(text.contains("B slower: 1.20× A's time"), "{text}");
     }
 
     #[test]

@@ -156,6 +156,23 @@ impl Comparison {
             Better::Lower => self.hi < 1.0,
             Better::Higher => self.lo > 1.0,
         };
+        // Times read as factors: B taking 45 % of A's time is "2.2× as
+        // fast", which "faster by 55 %" hides.
+        if better == Better::Lower {
+            return if faster {
+                Verdict::AsFast {
+                    x: 1.0 / self.ratio,
+                    lo: 1.0 / self.hi,
+                    hi: 1.0 / self.lo,
+                }
+            } else {
+                Verdict::TimeSlower {
+                    x: self.ratio,
+                    lo: self.lo,
+                    hi: self.hi,
+                }
+            };
+        }
         if faster {
             Verdict::Faster {
                 from_pct: near,
@@ -207,6 +224,20 @@ pub enum Verdict {
         from_pct: f64,
         to_pct: f64,
     },
+    /// A time column where B is faster: A's time over B's, with its
+    /// interval ("B 2.2× as fast [1.6–2.9×]").
+    AsFast {
+        x: f64,
+        lo: f64,
+        hi: f64,
+    },
+    /// A time column where B is slower: B's time over A's ("B slower:
+    /// 1.05× A's time [1.04–1.06×]").
+    TimeSlower {
+        x: f64,
+        lo: f64,
+        hi: f64,
+    },
     /// The interval contains 1; it reaches this far from 1 (percent).
     NoDifference {
         within_pct: f64,
@@ -224,6 +255,17 @@ impl Verdict {
             Verdict::Slower { from_pct, to_pct } => {
                 format!("B slower by {}–{} %", pct(from_pct), pct(to_pct))
             }
+            Verdict::AsFast { x, lo, hi } => {
+                format!("B {}× as fast [{}–{}×]", times(x), times(lo), times(hi))
+            }
+            Verdict::TimeSlower { x, lo, hi } => {
+                format!(
+                    "B slower: {}× A's time [{}–{}×]",
+                    times(x),
+                    times(lo),
+                    times(hi)
+                )
+            }
             Verdict::NoDifference { within_pct } => {
                 format!("no difference detected (±{} %)", pct(within_pct))
             }
@@ -233,8 +275,8 @@ impl Verdict {
     /// A stable word for JSON and CSV.
     pub fn key(&self) -> &'static str {
         match self {
-            Verdict::Faster { .. } => "B faster",
-            Verdict::Slower { .. } => "B slower",
+            Verdict::Faster { .. } | Verdict::AsFast { .. } => "B faster",
+            Verdict::Slower { .. } | Verdict::TimeSlower { .. } => "B slower",
             Verdict::NoDifference { .. } => "no difference detected",
         }
     }
@@ -304,9 +346,22 @@ mod tests {
             c(0.98, 1.03).verdict(Better::Lower).key(),
             "no difference detected"
         );
+        // Times read as factors (A's time over B's), rates as percentages.
         assert_eq!(
             c(0.90, 0.95).verdict(Better::Lower).text(),
-            "B faster by 5.0–10 %"
+            "B 1.08× as fast [1.05–1.11×]"
+        );
+        assert_eq!(
+            c(0.40, 0.50).verdict(Better::Lower).text(),
+            "B 2.24× as fast [2.00–2.50×]"
+        );
+        assert_eq!(
+            c(1.04, 1.06).verdict(Better::Lower).text(),
+            "B slower: 1.05× A's time [1.04–1.06×]"
+        );
+        assert_eq!(
+            c(1.02, 1.04).verdict(Better::Higher).text(),
+            "B faster by 2.0–4.0 %"
         );
         assert_eq!(
             c(0.98, 1.03).verdict(Better::Lower).text(),

@@ -582,7 +582,7 @@ mod tests {
             "{k:?}"
         );
         let v = c.verdict_text();
-        assert!(v.starts_with("B faster by "), "{v}");
+        assert!(v.starts_with("B 2.00× as fast [1.37–2.93×]"), "{v}");
         assert!(v.contains("keys per side for ±5 %"), "{v}");
         // Whether it counts is the family's word, not the column's.
         assert!(!c.counts_as_difference());
@@ -598,7 +598,10 @@ mod tests {
         p.a = samples(&spread);
         p.b = samples(&spread.iter().map(|v| v * 1.2).collect::<Vec<_>>());
         let v = p.verdict_text();
-        assert!(v.starts_with("B slower by") && !v.contains("keys"), "{v}");
+        assert!(
+            v.starts_with("B slower: 1.20× A's time") && !v.contains("keys"),
+            "{v}"
+        );
     }
 
     fn s(v: f64) -> Sample {
