@@ -225,6 +225,7 @@ fn report_loads(merged: &str, included: &[safe_fs::Loaded], module: &Path) {
         let what = match l.key.as_str() {
             "module" => "provider module",
             "dynamic_path" => "engine library",
+            "libica" => "libica",
             _ => "engine (by id, from OpenSSL's engines directory)",
         };
         eprintln!("  {what} {} ({})", l.path, l.from.display());

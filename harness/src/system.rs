@@ -6,12 +6,15 @@ use std::process::{Command, Output};
 
 /// A value from `openssl version -d` (OPENSSLDIR) or `-m` (MODULESDIR).
 pub fn openssl_dir(flag: &str) -> Result<PathBuf, String> {
-    // Without the caller's OPENSSL_CONF: the openssl command loads its
-    // configuration (and the modules it names) even for `version`, and
-    // nothing here needs one.
+    // With an empty configuration: the openssl command loads its
+    // configuration (and the modules and includes it names) even for
+    // `version`, and nothing here needs one. Neither the caller's
+    // OPENSSL_CONF nor the system's file, whose relative includes the
+    // caller's OPENSSL_CONF_INCLUDE would redirect, is read before
+    // `rustica config` has judged what it was given.
     let out = Command::new("openssl")
         .args(["version", flag])
-        .env_remove("OPENSSL_CONF")
+        .env("OPENSSL_CONF", "/dev/null")
         .output()
         .map_err(|e| format!("cannot run openssl: {e} (is it installed and on PATH?)"))?;
     let text = String::from_utf8_lossy(&out.stdout);

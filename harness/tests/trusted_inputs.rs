@@ -202,3 +202,207 @@ fn config_writes_nothing_in_which_rustica_refuses_to_load() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Round 5's setup: a private directory (0755) holding a sticky shared
+/// one (1777, as /tmp), and in the shared one nobody's marker library.
+/// Returns (dir, shared, marker, library).
+fn shared_marker(name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let dir = temp_dir(name);
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = dir.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let marker = dir.join("loaded-as-root");
+    let lib = marker_library(&shared, &marker);
+    give_to_nobody(&lib);
+    (dir, shared, marker, lib)
+}
+
+/// `rustica config --input CONF` (env: extra variables) must refuse CONF
+/// before anything loads nobody's library, and write nothing.
+fn assert_refused(conf: &Path, env: &[(&str, &std::ffi::OsStr)], flag: &str, marker: &Path) {
+    let module = real_module();
+    let out = conf.with_file_name("out.cnf");
+    let mut c = rustica();
+    c.arg("config")
+        .arg(flag)
+        .arg(conf)
+        .arg("--module")
+        .arg(&module)
+        .arg("--out")
+        .arg(&out);
+    c.env_remove("OPENSSL_MODULES")
+        .env_remove("OPENSSL_CONF_INCLUDE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    let loaded = marker.exists();
+    assert!(
+        !loaded,
+        "nobody's library ran as root during rustica config: {}",
+        text(&o)
+    );
+    assert!(!o.status.success(), "accepted: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not used") && err.contains("uid 65534"),
+        "{err}"
+    );
+    assert!(!out.exists(), "the output was written");
+}
+
+/// Round 5, item 1: a relative `module =` is joined by OpenSSL to its
+/// modules directory ($OPENSSL_MODULES, else the compiled-in MODULESDIR),
+/// so enough `..` reaches any file; only absolute paths were judged, and
+/// root's openssl ran nobody's library during `rustica config`'s check.
+#[test]
+fn a_relative_module_path_is_judged_where_openssl_finds_it() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, _shared, marker, lib) = shared_marker("relative-module");
+    // From the compiled-in modules directory: up to / and down again.
+    let o = std::process::Command::new("openssl")
+        .args(["version", "-m"])
+        .env("OPENSSL_CONF", "/dev/null")
+        .output()
+        .unwrap();
+    let modulesdir = String::from_utf8_lossy(&o.stdout)
+        .split('"')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    let ups = "../".repeat(Path::new(&modulesdir).components().count() - 1);
+    let via_default = format!("{ups}{}", lib.strip_prefix("/").unwrap().display());
+    let conf = dir.join("root.cnf");
+    fs::write(&conf, config_loading(Path::new(&via_default))).unwrap();
+    assert_refused(&conf, &[], "--input", &marker);
+    // From $OPENSSL_MODULES, a directory of root's own.
+    let mods = dir.join("modules");
+    fs::create_dir(&mods).unwrap();
+    fs::write(&conf, config_loading(Path::new("../shared/marker.so"))).unwrap();
+    assert_refused(
+        &conf,
+        &[("OPENSSL_MODULES", mods.as_os_str())],
+        "--input",
+        &marker,
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 5, item 2: a library that is not there yet was judged by its
+/// directory with the rule for paths on the way, which accepts a sticky
+/// world-writable directory; nobody creates the file afterwards and root's
+/// OpenSSL loads it. A missing library now needs a directory only root and
+/// the caller may write to; one in root's own directory is still taken.
+#[test]
+fn a_library_missing_from_a_shared_directory_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, lib) = shared_marker("missing-library");
+    let later = shared.join("later.so");
+    let conf = dir.join("root.cnf");
+    fs::write(&conf, config_loading(&later)).unwrap();
+    let module = real_module();
+    let out = dir.join("out.cnf");
+    let o = config(
+        &["--input".as_ref(), conf.as_os_str(), "--no-check".as_ref()],
+        &module,
+        Some(&out),
+    );
+    if o.status.success() {
+        // What the old rule let happen: nobody puts the library there, and
+        // root's next OpenSSL on the written file runs it.
+        fs::copy(&lib, &later).unwrap();
+        give_to_nobody(&later);
+        let _ = std::process::Command::new("openssl")
+            .args(["list", "-providers"])
+            .env("OPENSSL_CONF", &out)
+            .output()
+            .unwrap();
+        panic!(
+            "accepted (nobody's library then ran as root: {}): {}",
+            marker.exists(),
+            text(&o)
+        );
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not used") && err.contains("later.so"),
+        "{err}"
+    );
+    assert!(!out.exists(), "the output was written");
+    // Missing from a directory of root's that nobody else may write to:
+    // root's choice, taken.
+    let own = dir.join("own-modules");
+    fs::create_dir(&own).unwrap();
+    fs::set_permissions(&own, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(&conf, config_loading(&own.join("later.so"))).unwrap();
+    let o = config(
+        &["--input".as_ref(), conf.as_os_str(), "--no-check".as_ref()],
+        &module,
+        Some(&out),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 5, item 3: OpenSSL takes a relative `.include` against
+/// $OPENSSL_CONF_INCLUDE first and `.pragma includedir` only without it;
+/// rustica judged the pragma's file (root's own) while OpenSSL read
+/// nobody's, and the marker ran as root during rustica config's check.
+#[test]
+fn the_include_judged_is_the_one_openssl_reads() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, lib) = shared_marker("include-order");
+    let own = dir.join("own");
+    fs::create_dir(&own).unwrap();
+    fs::write(own.join("inc.cnf"), "# root's own\n").unwrap();
+    let planted = shared.join("inc.cnf");
+    fs::write(&planted, config_loading(&lib)).unwrap();
+    give_to_nobody(&planted);
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        format!(".pragma includedir:{}\n.include inc.cnf\n", own.display()),
+    )
+    .unwrap();
+    assert_refused(
+        &conf,
+        &[("OPENSSL_CONF_INCLUDE", shared.as_os_str())],
+        "--input",
+        &marker,
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 5, item 4: the engine's `libica` path was carried into rustica's
+/// section unjudged, and `config --from-engine`'s own check then loaded it
+/// as root (rustica's libica backend opens it).
+#[test]
+fn the_engines_libica_is_judged_as_a_module_is() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, _shared, marker, lib) = shared_marker("engine-libica");
+    let conf = dir.join("engine.cnf");
+    fs::write(
+        &conf,
+        format!(
+            "openssl_conf = init\n[init]\nengines = eng\n[eng]\nibmca = ibmca_s\n\
+             [ibmca_s]\nengine_id = ibmca\nlibica = {}\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    assert_refused(&conf, &[], "--from-engine", &marker);
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -2,15 +2,30 @@
 //! running as the caller (root, often) reads it: the file, each file and
 //! directory its `.include` lines name (recursively), and each library it
 //! tells OpenSSL to load (`module` of a provider, `dynamic_path` of an
-//! engine). A file that another user can change names code that root would
-//! run; checking only the outer file lets that user's file in through an
-//! include.
+//! engine, `libica` of the ibmca engine or of rustica). A file that another
+//! user can change names code that root would run; checking only the outer
+//! file lets that user's file in through an include.
 //!
-//! OpenSSL's rules followed here: `.include [=] PATH` takes a file, or a
-//! directory whose `*.cnf` and `*.conf` files are read; a relative PATH is
-//! taken against `.pragma [=] includedir:DIR` when the file set one, else
-//! against `OPENSSL_CONF_INCLUDE`, else against the working directory.
+//! OpenSSL's rules followed here (measured with OpenSSL 3.0.19, as
+//! crypto/conf/conf_def.c and crypto/provider_core.c do it):
+//!
+//! - `.include [=] PATH` takes a file, or a directory whose `*.cnf` and
+//!   `*.conf` files are read. A relative PATH is taken against
+//!   `OPENSSL_CONF_INCLUDE` when that variable is set (set but empty: `/`),
+//!   else against the last `.pragma [=] includedir:DIR` read so far (in any
+//!   file: the pragma belongs to the whole configuration, not to the file
+//!   that says it), else against the working directory.
+//! - A relative `module` is joined to the modules directory:
+//!   `OPENSSL_MODULES` when set (set but empty: `/`), else the compiled-in
+//!   MODULESDIR (`openssl version -m`). `module = ../../tmp/x.so` is thus a
+//!   file anywhere, and is judged where it lands.
+//! - A `dynamic_path` or `libica` with a `/` in it is opened as it is
+//!   (relative to the working directory); a bare name is searched by the
+//!   dynamic loader in the system's library directories, which are
+//!   root's, and is listed, not judged.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{trusted_dir, trusted_file};
@@ -22,7 +37,8 @@ const MAX_DEPTH: usize = 16;
 /// A library the configuration makes OpenSSL load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loaded {
-    /// `module` (a provider), `dynamic_path` (an engine's library) or
+    /// `module` (a provider), `dynamic_path` (an engine's library),
+    /// `libica` (the library the ibmca engine or rustica opens) or
     /// `engine_id` (an engine OpenSSL finds by name in its engines
     /// directory).
     pub key: String,
@@ -32,7 +48,7 @@ pub struct Loaded {
 }
 
 /// The keys that make OpenSSL load a library.
-const LOADING_KEYS: [&str; 3] = ["module", "dynamic_path", "engine_id"];
+const LOADING_KEYS: [&str; 4] = ["module", "dynamic_path", "libica", "engine_id"];
 
 /// The libraries `text` itself names (its includes not followed).
 pub fn loads_of_text(text: &str, from: &Path) -> Vec<Loaded> {
@@ -61,27 +77,103 @@ pub struct ConfigTree {
 }
 
 /// Checks `path` and everything it includes with the trust rule of
-/// [`trusted_file`] (directories with [`trusted_dir`]), and each absolute
-/// library it loads with [`trusted_file`] too. A library named by a bare
-/// name is found by OpenSSL in its own modules or engines directory, which
-/// is root's; it is listed, not judged.
+/// [`trusted_file`] (directories with [`trusted_dir`]), and each library it
+/// loads, at the path OpenSSL will open (see the module's rules), with
+/// [`trusted_library`]. A library named by a bare name (an `engine_id`, a
+/// soname) is found by the dynamic loader or OpenSSL in root's own
+/// directories; it is listed, not judged.
 pub fn trusted_config(path: &Path) -> Result<ConfigTree, String> {
-    let mut tree = ConfigTree::default();
-    visit(path, 0, &mut tree)?;
-    for l in &tree.loads {
-        if l.key != "engine_id" && l.path.starts_with('/') {
-            trusted_library(Path::new(&l.path))
-                .map_err(|e| format!("the library it loads ({} = {}): {e}", l.key, l.path))?;
+    trusted_config_with(path, &Env::of_process())
+}
+
+/// What the judgement takes from the environment, as OpenSSL does.
+struct Env {
+    conf_include: Option<OsString>,
+    modules: Option<OsString>,
+}
+
+impl Env {
+    fn of_process() -> Env {
+        Env {
+            conf_include: std::env::var_os("OPENSSL_CONF_INCLUDE"),
+            modules: std::env::var_os("OPENSSL_MODULES"),
         }
+    }
+
+    /// Where OpenSSL looks for a relative `module`.
+    fn modules_dir(&self) -> Result<PathBuf, String> {
+        match &self.modules {
+            Some(d) => Ok(base_dir(d)),
+            None => crate::system::modules_dir(),
+        }
+    }
+}
+
+/// A directory named by a variable OpenSSL joins names to with a `/`:
+/// an empty one makes the name absolute.
+fn base_dir(v: &OsStr) -> PathBuf {
+    if v.is_empty() {
+        PathBuf::from("/")
+    } else {
+        PathBuf::from(v)
+    }
+}
+
+fn trusted_config_with(path: &Path, env: &Env) -> Result<ConfigTree, String> {
+    let mut tree = ConfigTree::default();
+    let mut walk = Walk {
+        env,
+        includedir: None,
+    };
+    visit(path, 0, &mut tree, &mut walk)?;
+    for l in &tree.loads {
+        let Some(file) = opened_path(l, env)? else {
+            continue;
+        };
+        let shown = if Path::new(&l.path) == file {
+            String::new()
+        } else {
+            format!(", opened as {}", file.display())
+        };
+        trusted_library(&file)
+            .map_err(|e| format!("the library it loads ({} = {}{shown}): {e}", l.key, l.path))?;
     }
     Ok(tree)
 }
 
+/// The file OpenSSL (or the library it loads) opens for `l`; `None` for a
+/// name the loader finds in its own directories.
+fn opened_path(l: &Loaded, env: &Env) -> Result<Option<PathBuf>, String> {
+    let p = Path::new(&l.path);
+    if p.is_absolute() {
+        return Ok(Some(p.to_path_buf()));
+    }
+    match l.key.as_str() {
+        "engine_id" => Ok(None),
+        "module" => {
+            let dir = env.modules_dir().map_err(|e| {
+                format!(
+                    "module = {}: a relative module is loaded from OpenSSL's modules \
+                     directory, which could not be found: {e}",
+                    l.path
+                )
+            })?;
+            Ok(Some(dir.join(p)))
+        }
+        _ if l.path.contains('/') => std::path::absolute(p)
+            .map(Some)
+            .map_err(|e| format!("{} = {}: {e}", l.key, l.path)),
+        _ => Ok(None),
+    }
+}
+
 /// A library that is there passes [`trusted_file`]. One that is not (the
 /// s390x engine's path in a configuration read on another host, say)
-/// loads nothing today; the directory it would appear in, or the nearest
-/// one that exists, passes [`trusted_dir`], so that nobody else can put it
-/// there later.
+/// loads nothing today, but whoever can create it later chooses what
+/// loads: the directory it would appear in, or the nearest one that
+/// exists, must pass [`trusted_dir`] and moreover be writable by its owner
+/// (root or the caller) alone. A sticky directory does not do: there
+/// anybody may create a new name.
 fn trusted_library(path: &Path) -> Result<(), String> {
     if std::fs::symlink_metadata(path).is_ok() {
         return trusted_file(path);
@@ -91,10 +183,30 @@ fn trusted_library(path: &Path) -> Result<(), String> {
         .skip(1)
         .find(|a| std::fs::symlink_metadata(a).is_ok())
         .unwrap_or(Path::new("/"));
-    trusted_dir(existing).map(drop)
+    let real = trusted_dir(existing)?;
+    let mode = std::fs::metadata(&real)
+        .map_err(|e| format!("cannot look at {}: {e}", real.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "it does not exist, and {} may be written by other users (mode {:o}, sticky \
+             or not): any of them could create it before OpenSSL loads it",
+            real.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
 }
 
-fn visit(path: &Path, depth: usize, tree: &mut ConfigTree) -> Result<(), String> {
+/// The state of one reading of a configuration that OpenSSL keeps across
+/// its files: the environment and the last `.pragma includedir`.
+struct Walk<'a> {
+    env: &'a Env,
+    includedir: Option<PathBuf>,
+}
+
+fn visit(path: &Path, depth: usize, tree: &mut ConfigTree, walk: &mut Walk) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{}: includes nested deeper than {MAX_DEPTH}",
@@ -105,14 +217,17 @@ fn visit(path: &Path, depth: usize, tree: &mut ConfigTree) -> Result<(), String>
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     tree.files.push(path.to_path_buf());
-    let mut includedir: Option<PathBuf> = None;
     for line in text.lines() {
         let line = line.trim();
         if let Some(dir) = directive(line, ".pragma").and_then(|v| v.strip_prefix("includedir:")) {
-            includedir = Some(PathBuf::from(dir.trim()));
+            walk.includedir = Some(PathBuf::from(dir.trim()));
         } else if let Some(target) = directive(line, ".include") {
-            let target = resolve_include(target, includedir.as_deref());
-            include(&target, depth, tree)
+            let target = resolve_include(
+                target,
+                walk.env.conf_include.as_deref(),
+                walk.includedir.as_deref(),
+            );
+            include(&target, depth, tree, walk)
                 .map_err(|e| format!("{} includes {}: {e}", path.display(), target.display()))?;
         } else if let Some(l) = loading_line(line, path) {
             tree.loads.push(l);
@@ -138,26 +253,37 @@ fn unquote(v: &str) -> &str {
         .unwrap_or(v)
 }
 
-fn resolve_include(target: &str, includedir: Option<&Path>) -> PathBuf {
+/// The file a relative `.include` names: `OPENSSL_CONF_INCLUDE` first,
+/// then the pragma, then the working directory (OpenSSL's order).
+fn resolve_include(
+    target: &str,
+    conf_include: Option<&OsStr>,
+    includedir: Option<&Path>,
+) -> PathBuf {
     let target = Path::new(target);
     if target.is_absolute() {
         return target.to_path_buf();
     }
-    let base = includedir
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("OPENSSL_CONF_INCLUDE").map(PathBuf::from))
+    let base = conf_include
+        .map(base_dir)
+        .or_else(|| includedir.map(Path::to_path_buf))
         .unwrap_or_default();
     std::path::absolute(base.join(target)).unwrap_or_else(|_| target.to_path_buf())
 }
 
-fn include(target: &Path, depth: usize, tree: &mut ConfigTree) -> Result<(), String> {
+fn include(
+    target: &Path,
+    depth: usize,
+    tree: &mut ConfigTree,
+    walk: &mut Walk,
+) -> Result<(), String> {
     // OpenSSL skips an include it cannot open (with an error on its queue);
     // nothing there to judge.
     let Ok(meta) = std::fs::metadata(target) else {
         return Ok(());
     };
     if !meta.is_dir() {
-        return visit(target, depth + 1, tree);
+        return visit(target, depth + 1, tree, walk);
     }
     let dir = trusted_dir(target)?;
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -171,7 +297,7 @@ fn include(target: &Path, depth: usize, tree: &mut ConfigTree) -> Result<(), Str
         .collect();
     names.sort();
     for name in names {
-        visit(&name, depth + 1, tree)?;
+        visit(&name, depth + 1, tree, walk)?;
     }
     Ok(())
 }
@@ -257,5 +383,90 @@ mod tests {
         );
         let err = trusted_config(&top).unwrap_err();
         assert!(err.contains("nested deeper"), "{err}");
+    }
+
+    fn env(conf_include: Option<&Path>, modules: Option<&Path>) -> Env {
+        Env {
+            conf_include: conf_include.map(|p| p.as_os_str().to_owned()),
+            modules: modules.map(|p| p.as_os_str().to_owned()),
+        }
+    }
+
+    #[test]
+    fn includes_resolve_in_openssls_order() {
+        let d = tempfile::tempdir().unwrap();
+        for sub in ["pragma", "env", "later"] {
+            std::fs::create_dir(d.path().join(sub)).unwrap();
+            write(&d.path().join(sub), "inc.cnf", &format!("# {sub}\n"));
+        }
+        // The pragma set in an included file holds for the includes after
+        // it, in the outer file too (OpenSSL keeps it per configuration).
+        write(
+            &d.path().join("pragma"),
+            "set.cnf",
+            &format!(".pragma includedir:{}/later\n", d.path().display()),
+        );
+        let top = write(
+            d.path(),
+            "top.cnf",
+            &format!(
+                ".pragma includedir:{0}/pragma\n.include inc.cnf\n.include set.cnf\n\
+                 .include inc.cnf\n",
+                d.path().display()
+            ),
+        );
+        let tree = trusted_config_with(&top, &env(None, None)).unwrap();
+        let read: Vec<_> = tree
+            .files
+            .iter()
+            .map(|f| f.strip_prefix(d.path()).unwrap())
+            .collect();
+        assert_eq!(
+            read,
+            [
+                Path::new("top.cnf"),
+                Path::new("pragma/inc.cnf"),
+                Path::new("pragma/set.cnf"),
+                Path::new("later/inc.cnf")
+            ]
+        );
+        // OPENSSL_CONF_INCLUDE before any pragma.
+        let e = d.path().join("env");
+        let tree = trusted_config_with(&top, &env(Some(&e), None)).unwrap();
+        // (set.cnf is looked for there too, and is not there.)
+        assert_eq!(tree.files[1..], [e.join("inc.cnf"), e.join("inc.cnf")]);
+        // Set but empty: relative to /.
+        assert_eq!(
+            resolve_include("x.cnf", Some(OsStr::new("")), Some(d.path())),
+            Path::new("/x.cnf")
+        );
+    }
+
+    #[test]
+    fn a_relative_module_is_judged_in_the_modules_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let mods = d.path().join("modules");
+        let open = d.path().join("open");
+        std::fs::create_dir(&mods).unwrap();
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let lib = write(&open, "x.so", "");
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let top = write(d.path(), "top.cnf", "module = ../open/x.so\n");
+        let err = trusted_config_with(&top, &env(None, Some(&mods))).unwrap_err();
+        assert!(
+            err.contains("opened as") && err.contains("other users"),
+            "{err}"
+        );
+        // Missing, in a sticky directory anybody may create it in.
+        write(d.path(), "top.cnf", "module = ../open/later.so\n");
+        let err = trusted_config_with(&top, &env(None, Some(&mods))).unwrap_err();
+        assert!(
+            err.contains("later.so") && err.contains("sticky or not"),
+            "{err}"
+        );
+        // Missing from a directory of the caller's alone: taken.
+        write(d.path(), "top.cnf", "module = later.so\n");
+        trusted_config_with(&top, &env(None, Some(&mods))).unwrap();
     }
 }

@@ -213,15 +213,21 @@ impl Notifier {
             // No lock of rustica's is held across the callback: it may take
             // a lock of the application's own, which the application may
             // hold while it frees the wait context (our cleanup), and a
-            // lock held here would deadlock the two (ABBA). A completion
-            // that found the wait context alive may therefore call back
-            // while the application frees it: that callback was already
-            // due, and the application's own lock orders the two; none
-            // starts once the cleanup has returned.
+            // lock held here would deadlock the two (ABBA). The exact
+            // guarantee (docs/security.md, "The application's ASYNC
+            // callback"): a completion that reads `alive` false after the
+            // cleanup stored it calls nothing; one that read it true just
+            // before may call back while, or after, ASYNC_WAIT_CTX_free
+            // returns (the read and the call are not atomic). Waiting for
+            // such a callback in the cleanup is round 4's deadlock again,
+            // so the application must keep the argument valid, or order
+            // the two with a lock of its own and a check not through it.
             if self.alive.load(Ordering::Acquire) {
                 // SAFETY: the application's callback with the argument it
                 // registered for exactly this call, its wait context alive
-                // when the completion was announced (above).
+                // when `alive` was read; that the argument outlives a
+                // concurrent free of the wait context is the application's
+                // part of the contract documented above.
                 unsafe { cb(arg as *mut c_void) };
             }
             return;
