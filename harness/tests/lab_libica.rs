@@ -146,3 +146,62 @@ fn real_lab_calls_a_known_slowdown_and_samples_until_clear() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// README's offload A/B without IBM Z: `--card start` runs B on the
+/// emulated libica through a rustica-card the lab starts and stops, and
+/// the card's kernel-style counters (request_count under the card's sysfs
+/// directory) prove each side's offload per operation: B's signatures one
+/// request each, its verifications none (rustica verifies in software),
+/// A none at all (stock OpenSSL on x86), and nothing for a process
+/// without RSA.
+#[test]
+fn card_lab_counts_each_sides_requests_per_operation() {
+    let dir = temp_dir("card-lab");
+    let out = dir.join("out");
+    let o = Lab::small()
+        .real_module()
+        .set("--count", "6")
+        .set("--reps", "6")
+        .set("--keygen-reps", "3")
+        .set("--card", "start")
+        .set("--card-unit-us", "5")
+        .skip("newkey,multi,tls,speed,dnssec")
+        .out(&out)
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    assert_eq!(j["valid"], true);
+    assert_eq!(j["backend_requested"], "libica");
+    let counters = &j["environment"]["zcrypt_counters"];
+    assert!(
+        counters["dir"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("card/sys")),
+        "{counters}"
+    );
+    let row = &j["rows"][0];
+    let per_op = |kind: &str, side: &str| {
+        column(row, kind)["card_requests"][side]["per_operation"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{kind} {side}: {}", column(row, kind)))
+    };
+    assert_eq!(per_op("signatures", "B"), 1.0);
+    assert_eq!(per_op("signatures", "A"), 0.0);
+    assert_eq!(per_op("verifications", "B"), 0.0);
+    assert_eq!(per_op("verifications", "A"), 0.0);
+    assert_eq!(per_op("process_without_rsa", "A"), 0.0);
+    assert_eq!(per_op("process_without_rsa", "B"), 0.0);
+    // Each certificate is one signature on the card.
+    assert_eq!(per_op("certificates", "B"), 1.0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("B: 1.00 per signature at 1024 bits, 0.00 per verification"),
+        "{md}"
+    );
+    assert!(md.contains("## Card requests per operation"), "{md}");
+    // The lab stopped its card: no process left on the socket.
+    assert!(
+        std::os::unix::net::UnixStream::connect(out.join("card/card.sock")).is_err(),
+        "the card outlived the lab"
+    );
+}
