@@ -249,13 +249,16 @@ impl Card {
         card
     }
 
-    /// Writes the sysfs tree's counters and `online` files from the
-    /// state (only the `online` files that changed).
+    /// Brings the sysfs tree's `online` files up to date (an offline
+    /// period may have ended by itself); the counters are written as they
+    /// change.
     pub fn refresh_sysfs(&self) {
         let mut st = self.lock();
-        self.write_sysfs(&mut st, true);
+        self.write_sysfs(&mut st, false);
     }
 
+    /// Writes the `online` files that changed and, with `counts`, every
+    /// request counter.
     fn write_sysfs(&self, st: &mut State, counts: bool) {
         let Some(sysfs) = &self.sysfs else { return };
         let online = st.online_now(Instant::now());
@@ -549,7 +552,9 @@ impl Card {
             }
             _ => return Err(format!("{line:?}: unknown command")),
         }
-        self.write_sysfs(&mut st, true);
+        // `online` may have changed; `reset` zeroed the counters.
+        let reset = words.first() == Some(&"reset");
+        self.write_sysfs(&mut st, reset);
         self.changed.notify_all();
         Ok("ok".into())
     }
