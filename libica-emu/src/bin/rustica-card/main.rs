@@ -260,38 +260,44 @@ fn main() {
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
-/// The open connections: each one's descriptor and since when it has
-/// waited for a request (None while it is serving one).
+/// The open connections, by id: each one's descriptor and since when it
+/// has waited for a request (None while it is serving one).
+#[derive(Default)]
+struct Open {
+    last_id: u64,
+    by_id: HashMap<u64, (RawFd, Option<Instant>)>,
+}
+
 #[derive(Default)]
 struct Connections {
-    open: Mutex<(u64, HashMap<u64, (RawFd, Option<Instant>)>)>,
+    open: Mutex<Open>,
 }
 
 impl Connections {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, HashMap<u64, (RawFd, Option<Instant>)>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn len(&self) -> usize {
-        self.lock().1.len()
+        self.lock().by_id.len()
     }
 
     fn add(&self, fd: RawFd) -> u64 {
         let mut open = self.lock();
-        open.0 += 1;
-        let id = open.0;
-        open.1.insert(id, (fd, Some(Instant::now())));
+        open.last_id += 1;
+        let id = open.last_id;
+        open.by_id.insert(id, (fd, Some(Instant::now())));
         id
     }
 
     fn remove(&self, id: u64) {
-        self.lock().1.remove(&id);
+        self.lock().by_id.remove(&id);
     }
 
     fn set_idle(&self, id: u64, idle: bool) {
-        if let Some(c) = self.lock().1.get_mut(&id) {
+        if let Some(c) = self.lock().by_id.get_mut(&id) {
             c.1 = idle.then(Instant::now);
         }
     }
@@ -301,14 +307,14 @@ impl Connections {
     fn close_idlest(&self) -> bool {
         let mut open = self.lock();
         let idlest = open
-            .1
+            .by_id
             .iter()
             .filter_map(|(&id, &(fd, since))| since.map(|s| (s, id, fd)))
             .min();
         let Some((_, id, fd)) = idlest else {
             return false;
         };
-        open.1.remove(&id);
+        open.by_id.remove(&id);
         // SAFETY: the descriptor is open: a connection's thread removes
         // its entry (under this lock) before it closes the descriptor.
         unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
