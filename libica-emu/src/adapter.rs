@@ -32,6 +32,8 @@ pub(crate) struct Settings {
     units: u64,
     /// Shared-card mode: the card process's socket.
     pub(crate) card: Option<std::path::PathBuf>,
+    /// Shared-card mode: how long a request waits for the card's answer.
+    pub(crate) card_timeout: std::time::Duration,
     pub(crate) fips: bool,
     pub(crate) hardware: bool,
     /// libica 4 without an adapter: no RSA at all.
@@ -71,6 +73,12 @@ pub(crate) fn settings() -> &'static Settings {
                 .unwrap_or(2000),
             units: num("LIBICA_EMU_UNITS"),
             card: var("LIBICA_EMU_CARD").map(Into::into),
+            card_timeout: var("LIBICA_EMU_CARD_TIMEOUT_MS")
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|&ms: &u64| ms > 0)
+                .map_or(crate::card_client::KERNEL_REQUEST_TIMEOUT, |ms| {
+                    std::time::Duration::from_millis(ms)
+                }),
             fips: var("LIBICA_FIPS_FLAG").as_deref().map(str::trim) == Some("1"),
             hardware: var("LIBICA_EMU_HW").as_deref() != Some("0"),
             no_adapter: var("LIBICA_EMU_ADAPTER").as_deref().map(str::trim) == Some("none"),

@@ -49,8 +49,14 @@
 //!   `ica_rsa_crt` send their operands to the card process listening on
 //!   that Unix socket (`rustica-card`, docs/card-model.md), which many
 //!   processes share, and return its answer; the card models queues,
-//!   service times and faults. An unreachable card answers ENODEV. Key
-//!   generation and every variable above still act in this process.
+//!   service times and faults. An unreachable card answers ENODEV, and so
+//!   does a listener whose uid (SO_PEERCRED) is neither this process's nor
+//!   root's: no key is sent to it. Key generation and every variable
+//!   above still act in this process.
+//! - `LIBICA_EMU_CARD_TIMEOUT_MS=N`: in shared-card mode, a request the
+//!   card has not answered after N ms fails with ETIME, as the kernel
+//!   answers a request that timed out (default: the kernel's request
+//!   timeout for CEX4 and later queues, 900 s).
 //! - `LIBICA_EMU_ADAPTER=none`: behave as libica 4 does on a host without a
 //!   crypto adapter. libica 4 has no software RSA, so the function list
 //!   reports RSA ME / CRT / key generation with no flags at all, the adapter
@@ -281,7 +287,13 @@ pub unsafe extern "C" fn ica_rsa_mod_expo(
             )
         };
         let rc = match &settings().card {
-            Some(socket) => card_client::request(socket, wire::KIND_MOD_EXPO, &[inp, n, e], out),
+            Some(socket) => card_client::request(
+                socket,
+                settings().card_timeout,
+                wire::KIND_MOD_EXPO,
+                &[inp, n, e],
+                out,
+            ),
             None => mod_expo(inp, n, e, out).unwrap_or(EIO),
         };
         if rc == 0 && plan == Plan::Corrupt {
@@ -377,7 +389,7 @@ fn crt_on_card(
     };
     let parts: [&[u8]; 6] = [input, k.p, k.q, k.dp, k.dq, k.qinv];
     (
-        card_client::request(socket, wire::KIND_CRT, &parts, out),
+        card_client::request(socket, settings().card_timeout, wire::KIND_CRT, &parts, out),
         swapped,
     )
 }

@@ -12,6 +12,9 @@
 //!
 //! Answer to an RSA request: errno (0 = success), then L bytes of result
 //! (zeros after an error). Answer to a control line: length, then text.
+//!
+//! The pid field is kept for compatibility and ignored: the card takes
+//! the client's pid and uid from the socket (SO_PEERCRED, `peer_cred`).
 
 use std::io::{self, Read, Write};
 
@@ -86,4 +89,42 @@ pub fn control(stream: &mut (impl Read + Write), line: &str) -> io::Result<Strin
     let mut text = vec![0u8; len];
     stream.read_exact(&mut text)?;
     Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// The peer of a connected Unix socket as the kernel recorded it
+/// (SO_PEERCRED): its pid and effective uid when it connected (or, for the
+/// connecting side, when the listener bound). Neither end trusts what the
+/// other writes about itself.
+pub fn peer_cred(stream: &impl std::os::unix::io::AsRawFd) -> io::Result<(u32, u32)> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a descriptor the caller owns; `cred` and `len` are valid for
+    // writing and `len` is the size of `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(io::ErrorKind::InvalidData.into());
+    }
+    Ok((cred.pid as u32, cred.uid))
+}
+
+/// Whether a peer with `uid` may be trusted by this process: its own
+/// effective uid, or root.
+pub fn trusted_uid(uid: u32) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    uid == 0 || uid == unsafe { libc::geteuid() }
 }

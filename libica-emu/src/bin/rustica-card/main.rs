@@ -2,34 +2,60 @@
 //! every process whose emulated libica has `LIBICA_EMU_CARD` set to its
 //! socket. A test tool, never packaged (docs/card-model.md).
 //!
-//! rustica-card --socket PATH [--cards N] [--domains N] [--unit-us U]
+//! rustica-card --socket PATH [--cards N] [--domains N] [--engines K]
+//!              [--unit-us U] [--overhead-us U] [--sysfs DIR]
+//!              [--max-connections N] [--idle-timeout-ms MS]
 //! rustica-card --socket PATH --ctl COMMAND...
 
 mod model;
+mod sysfs;
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ica_emu::{arith, wire};
 use model::{Card, Config, Kind, Verdict};
+use zeroize::Zeroizing;
 
 /// The default time unit: one weight point of the CEX8A table. Chosen so
 /// that on a small x86 host the card, not the CPU, limits throughput (a
 /// 2048-bit CRT takes 54 units = 5.4 ms per queue); not a real card's speed.
 const DEFAULT_UNIT_US: u64 = 100;
 
+/// Engines per card by default: one, the model every recorded figure was
+/// measured with (one request in service per card with one domain).
+/// IBM publishes no engine count for a CEX8A; docs/card-model.md says why
+/// one stays the default.
+const DEFAULT_ENGINES: usize = 1;
+
+/// Connections served at once by default. The clients open one per call,
+/// so this is the number of requests in flight; past it, the connection
+/// idle the longest is closed, or the new one if none is idle.
+const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// A connection that sends nothing for this long is closed.
+const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+
 struct Args {
     socket: PathBuf,
     config: Config,
+    sysfs: Option<PathBuf>,
+    max_connections: usize,
+    idle_timeout: Duration,
     ctl: Option<String>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: rustica-card --socket PATH [--cards N] [--domains N] [--unit-us U]\n       \
+        "usage: rustica-card --socket PATH [--cards N] [--domains N] [--engines K] \
+         [--unit-us U] [--overhead-us U] [--sysfs DIR] [--max-connections N] \
+         [--idle-timeout-ms MS]\n       \
          rustica-card --socket PATH --ctl COMMAND..."
     );
     std::process::exit(2)
@@ -42,7 +68,12 @@ fn parse_args() -> Args {
         cards: 2,
         domains: 1,
         unit: Duration::from_micros(DEFAULT_UNIT_US),
+        engines: DEFAULT_ENGINES,
+        overhead: Duration::ZERO,
     };
+    let mut sysfs = None;
+    let mut max_connections = DEFAULT_MAX_CONNECTIONS;
+    let mut idle_timeout = Duration::from_millis(DEFAULT_IDLE_TIMEOUT_MS);
     let mut ctl = None;
     let number = |v: Option<String>| -> u64 {
         v.and_then(|v| v.parse().ok())
@@ -54,7 +85,15 @@ fn parse_args() -> Args {
             "--socket" => socket = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
             "--cards" => config.cards = number(args.next()).min(64) as usize,
             "--domains" => config.domains = number(args.next()).min(85) as usize,
+            "--engines" => config.engines = number(args.next()).min(256) as usize,
             "--unit-us" => config.unit = Duration::from_micros(number(args.next())),
+            "--overhead-us" => {
+                let v = args.next().and_then(|v| v.parse().ok());
+                config.overhead = Duration::from_micros(v.unwrap_or_else(|| usage()));
+            }
+            "--sysfs" => sysfs = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
+            "--max-connections" => max_connections = number(args.next()) as usize,
+            "--idle-timeout-ms" => idle_timeout = Duration::from_millis(number(args.next())),
             "--ctl" => {
                 ctl = Some(args.by_ref().collect::<Vec<_>>().join(" "));
             }
@@ -64,8 +103,58 @@ fn parse_args() -> Args {
     Args {
         socket: socket.unwrap_or_else(|| usage()),
         config,
+        sysfs,
+        max_connections,
+        idle_timeout,
         ctl,
     }
+}
+
+fn die(message: String) -> ! {
+    eprintln!("rustica-card: {message}");
+    std::process::exit(1)
+}
+
+/// The socket's directory must be the card's own (or root's) and writable
+/// by no one else: otherwise another user could replace the socket, or
+/// the path, under the clients.
+fn check_directory(socket: &Path) -> Result<(), String> {
+    let dir = match socket.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!(
+            "{}: owned by uid {}, not by this card's uid {me} or root: refusing to serve from it",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{}: mode {:o} lets others write to it: refusing to serve from it",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Binds the socket with mode 0600 whatever the umask: only the card's
+/// uid (and root) may connect.
+fn bind(socket: &Path) -> std::io::Result<UnixListener> {
+    // SAFETY: umask has no preconditions; the process has one thread
+    // here, so no other file is created under the temporary mask.
+    let old = unsafe { libc::umask(0o177) };
+    let listener = UnixListener::bind(socket);
+    // SAFETY: as above; restores the caller's mask.
+    unsafe { libc::umask(old) };
+    let listener = listener?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
 }
 
 fn main() {
@@ -79,49 +168,183 @@ fn main() {
                 std::process::exit(1)
             }
             Ok(text) => println!("{text}"),
-            Err(e) => {
-                eprintln!("rustica-card: {}: {e}", args.socket.display());
-                std::process::exit(1)
-            }
+            Err(e) => die(format!("{}: {e}", args.socket.display())),
         }
         return;
     }
+    if let Err(e) = check_directory(&args.socket) {
+        die(e);
+    }
     // Never remove an existing file: the path is the caller's to choose.
-    let listener = match UnixListener::bind(&args.socket) {
+    let listener = match bind(&args.socket) {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("rustica-card: bind {}: {e}", args.socket.display());
-            std::process::exit(1)
-        }
+        Err(e) => die(format!("bind {}: {e}", args.socket.display())),
     };
+    let sysfs = args.sysfs.as_ref().map(|dir| {
+        sysfs::Sysfs::create(dir, args.config.cards, args.config.domains)
+            .unwrap_or_else(|e| die(format!("--sysfs {}: {e}", dir.display())))
+    });
     println!(
-        "rustica-card: listening on {} ({} cards x {} domains, queue depth {}, unit {} us)",
+        "rustica-card: listening on {} ({} cards x {} domains, {} engines per card, \
+         queue depth {}, unit {} us, overhead {} us)",
         args.socket.display(),
         args.config.cards,
         args.config.domains,
+        args.config.engines,
         model::QUEUE_DEPTH,
-        args.config.unit.as_micros()
+        args.config.unit.as_micros(),
+        args.config.overhead.as_micros()
     );
     let _ = std::io::stdout().flush();
-    let card = Arc::new(Card::new(args.config));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
+    let with_sysfs = sysfs.is_some();
+    let card = Arc::new(Card::with_sysfs(args.config, sysfs));
+    if with_sysfs {
+        // An offline period that ends by itself changes `online` too.
+        let card = Arc::clone(&card);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(50));
+            card.refresh_sysfs();
+        });
+    }
+    let conns = Arc::new(Connections::default());
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => {
+                backoff = BACKOFF_MIN;
+                stream
+            }
+            Err(e) => {
+                // Out of descriptors (or memory): free one if a connection
+                // is idle and wait before trying again, instead of
+                // spinning on an accept that fails at once.
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                ) {
+                    conns.close_idlest();
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                }
+                continue;
+            }
+        };
+        if conns.len() >= args.max_connections && !conns.close_idlest() {
+            // Every connection is busy with a request: refuse this one.
+            continue;
+        }
+        let _ = stream.set_read_timeout(Some(args.idle_timeout));
+        let _ = stream.set_write_timeout(Some(args.idle_timeout));
+        let id = conns.add(stream.as_raw_fd());
         let card = Arc::clone(&card);
         let socket = args.socket.clone();
-        std::thread::spawn(move || {
-            if let Err(Quit) = serve(&card, stream) {
+        let conns2 = Arc::clone(&conns);
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let guard = Registered(&conns2, id);
+            let result = serve(&card, &stream, &guard);
+            // Unregistered before the descriptor closes.
+            drop(guard);
+            drop(stream);
+            if let Err(Quit) = result {
                 let _ = std::fs::remove_file(&socket);
                 std::process::exit(0);
             }
         });
+        if spawned.is_err() {
+            // The closure (and the stream) is gone; forget its number.
+            conns.remove(id);
+        }
+    }
+}
+
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
+
+/// The open connections, by id: each one's descriptor and since when it
+/// has waited for a request (None while it is serving one).
+#[derive(Default)]
+struct Open {
+    last_id: u64,
+    by_id: HashMap<u64, (RawFd, Option<Instant>)>,
+}
+
+#[derive(Default)]
+struct Connections {
+    open: Mutex<Open>,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn len(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    fn add(&self, fd: RawFd) -> u64 {
+        let mut open = self.lock();
+        open.last_id += 1;
+        let id = open.last_id;
+        open.by_id.insert(id, (fd, Some(Instant::now())));
+        id
+    }
+
+    fn remove(&self, id: u64) {
+        self.lock().by_id.remove(&id);
+    }
+
+    fn set_idle(&self, id: u64, idle: bool) {
+        if let Some(c) = self.lock().by_id.get_mut(&id) {
+            c.1 = idle.then(Instant::now);
+        }
+    }
+
+    /// Shuts down the connection that has been idle longest (its thread
+    /// then sees the end of its stream and closes it); false if none is.
+    fn close_idlest(&self) -> bool {
+        let mut open = self.lock();
+        let idlest = open
+            .by_id
+            .iter()
+            .filter_map(|(&id, &(fd, since))| since.map(|s| (s, id, fd)))
+            .min();
+        let Some((_, id, fd)) = idlest else {
+            return false;
+        };
+        open.by_id.remove(&id);
+        // SAFETY: the descriptor is open: a connection's thread removes
+        // its entry (under this lock) before it closes the descriptor.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        true
+    }
+}
+
+/// A connection's entry in `Connections`, removed when dropped.
+struct Registered<'a>(&'a Connections, u64);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
     }
 }
 
 struct Quit;
 
-/// Answers the requests of one connection until it closes.
-fn serve(card: &Card, mut stream: UnixStream) -> Result<(), Quit> {
-    while let Ok(Some(header)) = wire::read_header(&mut stream) {
+/// Answers the requests of one connection until it closes. The client's
+/// pid and uid are the socket's (SO_PEERCRED), never the frame's.
+fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<(), Quit> {
+    let Ok((pid, uid)) = wire::peer_cred(stream) else {
+        return Ok(());
+    };
+    loop {
+        conn.0.set_idle(conn.1, true);
+        let Ok(Some(header)) = wire::read_header(&mut stream) else {
+            return Ok(());
+        };
+        conn.0.set_idle(conn.1, false);
         // Bounded frames: a stray writer cannot make the card allocate.
         let limit = if header.kind == wire::KIND_CONTROL {
             64 * 1024
@@ -131,14 +354,18 @@ fn serve(card: &Card, mut stream: UnixStream) -> Result<(), Quit> {
         if header.length > limit {
             return Ok(());
         }
-        let mut payload = vec![0u8; header.length];
         if header.kind == wire::KIND_CONTROL {
+            let mut payload = vec![0u8; header.length];
             if stream.read_exact(&mut payload).is_err() {
                 return Ok(());
             }
             let line = String::from_utf8_lossy(&payload);
             let quit = line.trim() == "quit";
-            let answer = if quit {
+            // Faults, reset, quit and the counts (other users' pids) are
+            // for the card's own uid and root only.
+            let answer = if !wire::trusted_uid(uid) {
+                format!("error: control commands are refused to uid {uid}")
+            } else if quit {
                 "ok".to_string()
             } else {
                 card.control(&line)
@@ -147,7 +374,7 @@ fn serve(card: &Card, mut stream: UnixStream) -> Result<(), Quit> {
             let mut reply = (answer.len() as u32).to_le_bytes().to_vec();
             reply.extend_from_slice(answer.as_bytes());
             let _ = stream.write_all(&reply);
-            if quit {
+            if quit && wire::trusted_uid(uid) {
                 return Err(Quit);
             }
             continue;
@@ -158,18 +385,19 @@ fn serve(card: &Card, mut stream: UnixStream) -> Result<(), Quit> {
         if header.length < 8 {
             return Ok(());
         }
-        payload.resize(len, 0);
+        // Key material: wiped when dropped, whatever the way out.
+        let mut payload = Zeroizing::new(vec![0u8; len]);
         if stream.read_exact(&mut payload).is_err() {
             return Ok(());
         }
-        let (rc, result) = answer(card, header.kind, header.pid, header.length, payload);
-        let mut reply = rc.to_le_bytes().to_vec();
+        let (rc, result) = answer(card, header.kind, pid, header.length, &mut payload);
+        let mut reply = Zeroizing::new(Vec::with_capacity(4 + result.len()));
+        reply.extend_from_slice(&rc.to_le_bytes());
         reply.extend_from_slice(&result);
         if stream.write_all(&reply).is_err() {
             return Ok(());
         }
     }
-    Ok(())
 }
 
 fn bit_length(bytes: &[u8]) -> u64 {
@@ -181,8 +409,14 @@ fn bit_length(bytes: &[u8]) -> u64 {
 
 /// Lets the model take the request through its queues; the result is
 /// computed while the request is in service.
-fn answer(card: &Card, kind: u8, pid: u32, key_length: usize, mut p: Vec<u8>) -> (u32, Vec<u8>) {
-    let mut out = vec![0u8; key_length];
+fn answer(
+    card: &Card,
+    kind: u8,
+    pid: u32,
+    key_length: usize,
+    p: &mut [u8],
+) -> (u32, Zeroizing<Vec<u8>>) {
+    let mut out = Zeroizing::new(vec![0u8; key_length]);
     // Counted by key length, as libica's callers size their keys; timed
     // by the operands' real lengths.
     let size = key_length as u64 * 8;
@@ -213,7 +447,7 @@ fn answer(card: &Card, kind: u8, pid: u32, key_length: usize, mut p: Vec<u8>) ->
             }
             (0, out)
         }
-        Verdict::Errno(e) => (e, vec![0; key_length]),
+        Verdict::Errno(e) => (e, Zeroizing::new(vec![0; key_length])),
     }
 }
 
