@@ -114,7 +114,13 @@ pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Ex
     } else {
         b_ran_on.keys().cloned().collect::<Vec<_>>().join("+")
     };
-    let as_a = if cx.a_in_software { ", as A's did" } else { "" };
+    // "As A's did" only where A was measured to compute on the host: the
+    // kernel counted no card request for A, or the host has no card.
+    let a_on_host = match c.requests_per_op(Side::A) {
+        Some(x) => x == 0.0,
+        None => cx.a_in_software,
+    };
+    let as_a = if a_on_host { ", as A's did" } else { "" };
     let what = match operation {
         "keygen" => "key generations",
         "verify" => "verifications",
@@ -160,6 +166,17 @@ pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Ex
         };
         parts.push(format!("{sentence} (counters: {})", by.join(", ")));
     }
+    // The kernel's word on where each side's work ran, where it counted.
+    let requests: Vec<String> = [Side::A, Side::B, Side::C]
+        .into_iter()
+        .filter_map(|s| c.requests_per_op(s).map(|x| format!("{} {x:.2}", s.name())))
+        .collect();
+    if !requests.is_empty() && !cx.aa {
+        parts.push(format!(
+            "card requests per operation by the kernel's counters: {}",
+            requests.join(", ")
+        ));
+    }
     let differs = c.comparison().is_some_and(|k| k.differs());
     if per_process && !cx.aa {
         // A per-process difference is the load cost only where it matches
@@ -199,7 +216,7 @@ pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Ex
                 .to_string(),
         };
         parts.insert(0, text);
-    } else if differs && !cx.aa && place == "software" && cx.a_in_software {
+    } else if differs && !cx.aa && place == "software" && a_on_host {
         parts.push(
             "both sides computed in software, so where the work ran does not explain the difference: \
              not explained by this run's measurements"
