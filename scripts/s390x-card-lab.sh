@@ -9,6 +9,8 @@
 #   B   rustica, backend auto, which resolves to Debian's libica3 on the
 #       card (libica's hardware path)
 #   C   Debian's ibmca ENGINE on the same libica
+#   A0  stock with its own offload off (OPENSSL_s390xcap=nocex), in a
+#       second lab against B on the same card and key pair
 #
 # The quick settings are sized for qemu: 2048 bits, per-process columns
 # and key generation (TLS is left out: C's servers negotiate AES-GCM,
@@ -41,6 +43,10 @@ done
 for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do
   [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
 done
+# Absolute paths: the wrapper and the lab's processes run elsewhere.
+for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do
+  printf -v "$v" '%s' "$(realpath -m "${!v}")"
+done
 START=$SECONDS
 say() { echo "card-lab: [$((SECONDS - START))s] $*" >&2; }
 die() { say "FAILED: $*"; exit 1; }
@@ -65,13 +71,18 @@ card_start "$CARD_BIN" "$SOCKET" "$OUT/card.log" --cards 2 --unit-us "${CARD_UNI
 
 # Every side's openssl: the s390x program under qemu, the interposer
 # preloaded into it (not into qemu), the card's socket in its environment.
-WRAPPER=$OUT/openssl-s390x
-cat >"$WRAPPER" <<WRAP
+write_wrapper() { # file [OPENSSL_s390xcap value]
+  local cap="-u OPENSSL_s390xcap"
+  [ -z "${2:-}" ] || cap="OPENSSL_s390xcap=$2"
+  cat >"$1" <<WRAP
 #!/bin/sh
-exec env -u OPENSSL_s390xcap -u RUSTICA_BACKEND -u RUSTICA_LIBICA QEMU_SET_ENV=LD_PRELOAD="$INTERPOSER" \\
+exec env -u RUSTICA_BACKEND -u RUSTICA_LIBICA $cap QEMU_SET_ENV=LD_PRELOAD="$INTERPOSER" \\
   Z90CRYPT_CARD_SOCKET="$SOCKET" qemu-s390x-static -L "$ROOT" "$ROOT/usr/bin/openssl" "\$@"
 WRAP
-chmod +x "$WRAPPER"
+  chmod +x "$1"
+}
+WRAPPER=$OUT/openssl-s390x
+write_wrapper "$WRAPPER"
 version_engine=$(dpkg-deb -f "$ENGINE_DEB" Version)
 
 LAB=$OUT/lab
@@ -82,12 +93,33 @@ env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER" --module "$MODULE" --s
   --skip newkey,multi,tls,speed,dnssec --out "$LAB" >"$OUT/lab.log" 2>&1 \
   || { tail -n 30 "$OUT/lab.log" >&2; die "rustica lab on the card failed"; }
 say "lab done: $LAB/report.md"
+# A0: the same lab with stock's own offload turned off (OPENSSL_s390xcap=nocex
+# for every side's openssl: only libcrypto reads it), the first run's key
+# pair reused and no side C: B against a software baseline on the same card.
+WRAPPER0=$OUT/openssl-s390x-nocex
+write_wrapper "$WRAPPER0" nocex
+LAB0=$OUT/lab-nocex
+env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER0" --module "$MODULE" --sysfs "$ROOT/sys" \
+  --keys "$LAB" --sizes 2048 --count "${CARD_LAB_COUNT:-8}" --cell-budget 0 \
+  --skip newkey,multi,tls,speed,dnssec --out "$LAB0" >"$OUT/lab-nocex.log" 2>&1 \
+  || { tail -n 30 "$OUT/lab-nocex.log" >&2; die "rustica lab against A0 (nocex) failed"; }
+say "lab against A0 done: $LAB0/report.md"
 
-python3 - "$LAB/report.json" "$OUT/facts.tsv" <<'PY' || die "the lab on the card is not what the sides' design says"
+python3 - "$LAB/report.json" "$OUT/facts.tsv" "$LAB0/report.json" <<'PY' || die "the lab on the card is not what the sides' design says"
 import json, sys
 report = json.load(open(sys.argv[1]))
 row = report["rows"][0]
+row0 = json.load(open(sys.argv[3]))["rows"][0]
 problems = []
+if row0["status"] != "valid":
+    problems.append(f"the nocex lab's row is {row0['status']}")
+cols0 = {c["column"]: c for c in row0["columns"]}
+def per_op0(kind):
+    r = (cols0[kind].get("card_requests") or {}).get("A") or {}
+    return r.get("per_operation")
+if any(per_op0(k) != 0.0 for k in ["signatures", "verifications", "process_without_rsa"]):
+    problems.append("A0 (nocex) reached the card: " +
+                    str({k: per_op0(k) for k in ["signatures", "verifications", "process_without_rsa"]}))
 if row["status"] != "valid":
     problems.append(f"row status {row['status']}: " +
                     "; ".join(f"{c['check']}: {c['detail']}" for c in row["checks"] if not c["ok"]))
@@ -125,17 +157,23 @@ def ratio(c, key):
     lo, hi = k["ci95"]
     return f"{k['ratio']:.3g}x [{lo:.3g}-{hi:.3g}]"
 with open(sys.argv[2], "w") as facts:
-    def fact(item, a, b, c, note=""):
-        facts.write(f"card-lab\t{item}\t{a}\t\t{b}\t{c}\t{note}\t\n")
+    def fact(item, a, a0, b, c, note=""):
+        facts.write(f"card-lab\t{item}\t{a}\t{a0}\t{b}\t{c}\t{note}\t\n")
     for kind, label in [("signatures", "card requests per signing process"),
                         ("verifications", "card requests per verifying process"),
                         ("process_without_rsa", "card requests per process without RSA")]:
-        fact(label, *(f"{per_op(kind, s):.2f}" for s in "ABC"), note="the kernel's counters (request_count)")
+        a, b, c = (f"{per_op(kind, s):.2f}" for s in "ABC")
+        fact(label, a, f"{per_op0(kind):.2f}", b, c, note="the kernel's counters (request_count), rustica lab --sysfs")
     for kind in ["keygen", "process_without_rsa", "signatures", "verifications", "certificates"]:
         c = cols[kind]
         cpu = lambda s: c[s]["cpu"]["median"] * 1e3 if c[s].get("cpu") else float("nan")
         print(f"card-lab: {kind}: wall B/A {ratio(c, 'comparison')}, B/C {ratio(c, 'comparison_B_over_C')}; "
               f"CPU/op A {cpu('A'):.1f} ms, B {cpu('B'):.1f} ms, C {cpu('C'):.1f} ms; "
               f"host CPU B/A {ratio(c, 'comparison_host_cpu')}", file=sys.stderr)
+    for kind in ["process_without_rsa", "signatures", "verifications", "certificates"]:
+        c = cols0[kind]
+        cpu = lambda s: c[s]["cpu"]["median"] * 1e3 if c[s].get("cpu") else float("nan")
+        print(f"card-lab: nocex: {kind}: wall B/A0 {ratio(c, 'comparison')}; CPU/op A0 {cpu('A'):.1f} ms, "
+              f"B {cpu('B'):.1f} ms; host CPU B/A0 {ratio(c, 'comparison_host_cpu')}", file=sys.stderr)
 PY
 say "valid: every side's requests as designed ($(cut -f2- "$OUT/facts.tsv" | tr '\t' ' ' | tr '\n' ';'))"

@@ -162,6 +162,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let wall_rates = setup::wall_rates(
         args.backend.as_deref(),
         card_use::socket(&b.env).is_some(),
+        environment["a_arch"] == "s390x",
         environment["a_rsa_path"].as_str().unwrap_or(""),
     );
     let mut environment = environment;
@@ -303,12 +304,25 @@ fn environment(
     listing: &str,
     notes: &mut Vec<String>,
 ) -> Value {
-    let s390x = std::env::consts::ARCH == "s390x";
     let s390xcap = std::env::var("OPENSSL_s390xcap").ok();
+    let version_a = setup::run_capture(a, "version", &["-a"]).1;
+    // A's openssl may be another architecture's than this program (the
+    // s390x lane's qemu wrapper): its own platform line says which.
+    let a_arch = version_a
+        .lines()
+        .find_map(|l| l.strip_prefix("platform:"))
+        .filter(|p| p.contains("s390x"))
+        .map_or(std::env::consts::ARCH, |_| "s390x");
+    let s390x = a_arch == "s390x";
+    // The device node, or (for a program under qemu, whose /dev/z90crypt
+    // the card model answers) cards in the zcrypt counters the run reads.
+    let z90crypt = Path::new("/dev/z90crypt").exists()
+        || (s390x && args.sysfs.as_deref().and_then(zcrypt::total).is_some());
     let mut environment = json!({
         "openssl": setup.openssl.to_string_lossy(),
         "openssl_version": setup.openssl_version,
-        "openssl_version_a": setup::run_capture(a, "version", &["-a"]).1.trim(),
+        "openssl_version_a": version_a.trim(),
+        "a_arch": a_arch,
         "cpu": setup::cpu_model(),
         "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "arch": std::env::consts::ARCH,
@@ -322,13 +336,13 @@ fn environment(
         "OPENSSL_s390xcap": s390xcap,
     });
     let a_path = stock_rsa_path(
-        std::env::consts::ARCH,
+        a_arch,
         &setup.openssl_version,
         s390xcap.as_deref(),
-        Path::new("/dev/z90crypt").exists(),
+        z90crypt,
     );
     environment["a_rsa_path"] = json!(a_path);
-    environment["z90crypt"] = json!(Path::new("/dev/z90crypt").exists());
+    environment["z90crypt"] = json!(z90crypt);
     notes.push(format!("A's RSA path: {a_path}"));
     if s390x {
         let nocex = s390xcap.as_deref().is_some_and(|v| v.contains("nocex"));

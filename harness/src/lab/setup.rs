@@ -443,11 +443,8 @@ pub fn rustica_loads(
 /// shared card, and on any s390x (backend auto may resolve to libica);
 /// A when its own OpenSSL offloads (`a_rsa_path` from the report's
 /// environment says "possibly hardware").
-pub fn wall_rates(backend: Option<&str>, card: bool, a_rsa_path: &str) -> bool {
-    backend == Some("libica")
-        || card
-        || std::env::consts::ARCH == "s390x"
-        || !a_rsa_path.starts_with("software")
+pub fn wall_rates(backend: Option<&str>, card: bool, s390x: bool, a_rsa_path: &str) -> bool {
+    backend == Some("libica") || card || s390x || !a_rsa_path.starts_with("software")
 }
 
 #[cfg(test)]
