@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Card maintenance under load (issue 50, part 1): what busy TLS servers see
+# while the shared card goes away and comes back. A measurement, not a
+# gate.
+#
+# One rustica-card (2 cards, unit 100 us, `--sysfs` request counters), in
+# a private (0700) scratch directory; against it, one after the other:
+#   haproxy  HAProxy, ssl-mode-async, nbthread 2 (rustica's async offload)
+#   nginx    nginx, 2 worker processes (synchronous: a worker waits for
+#            each of its RSA operations)
+# each loading rustica (`backend = libica`, `libica` = the emulated libica,
+# LIBICA_EMU_CARD = the card's socket) with an RSA-2048 server key signed
+# by a CA of the run. The load (scripts/lib/card_maintenance.py):
+# CONCURRENCY Python threads, each one new handshake after another (no
+# resumption, no tickets; half TLS 1.3, half TLS 1.2 ECDHE-RSA), each
+# verifying the server's certificate against the CA and its signature, so a
+# wrong signature fails the handshake (BAD_SIGNATURE, counted apart). About
+# 64 s per server, while on the card's control socket:
+#   1 of 2 cards offline 10 s, then back;  both offline 5 s, then back;
+#   queue 00.0000 stalled 10 s, then resumed;  service time x20 for 5 s;
+#   an EIO burst (100 requests);  a run of 100 corrupt answers.
+# Per phase (a handshake counts in the phase that holds the middle of its
+# time): handshakes done, failed and wrong, p50/p99/max latency, the
+# longest time without a completed handshake, rustica's signatures by
+# backend (its stats file sampled at the phase boundaries), the card's
+# requests per card (sysfs request_count) and answers by outcome, and the
+# time from "card back" until rustica's requests reach that card again
+# (sysfs polled every 50 ms: the resolution; for the EIO and corrupt runs
+# "back" is when the card had answered the whole run).
+#
+# Usage: scripts/card-maintenance.sh [--check] [--out DIR] [haproxy|nginx|both]
+#   --check   exit 1 when any handshake saw a wrong signature (failed
+#             handshakes and latency never fail it)
+#   --out     where the TSV files go (default target/card-maintenance)
+# MAINT_CONCURRENCY (default 8) client threads; MAINT_SCALE multiplies the
+# phase lengths (a quick try of the script). Needs the release build
+# (scripts/build.sh); installs haproxy when missing. Nothing it starts
+# outlives it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0 out=$PWD/target/card-maintenance which=both
+while [ $# -gt 0 ]; do
+  case $1 in
+    --check) check=1 ;;
+    --out) out=$2; shift ;;
+    haproxy | nginx | both) which=$1 ;;
+    *) echo "usage: $0 [--check] [--out DIR] [haproxy|nginx|both]" >&2; exit 2 ;;
+  esac
+  shift
+done
+concurrency=${MAINT_CONCURRENCY:-8}
+scale=${MAINT_SCALE:-1}
+
+for bin in target/release/rustica.so target/release/libica_emu.so target/release/rustica-card target/release/rustica; do
+  [ -e "$bin" ] || { echo "card-maintenance: $bin missing: run scripts/build.sh" >&2; exit 1; }
+done
+module=$PWD/target/release/rustica.so
+emu=$PWD/target/release/libica_emu.so
+rustica=$PWD/target/release/rustica
+command -v nginx >/dev/null || { echo "card-maintenance: nginx missing: scripts/setup.sh installs it" >&2; exit 1; }
+if ! command -v haproxy >/dev/null; then
+  for _ in 1 2 3 4 5; do
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null && break
+    sleep 5 # dpkg may be locked
+  done
+fi
+
+. scripts/lib/card.sh
+. scripts/lib/openssl-cnf.sh
+work=$(mktemp -d) # 0700: the card refuses a directory others may write
+server_pid="" server_name="" driver_pid=""
+
+# Stops the server under test: HAProxy, or nginx's master and, should any
+# outlive it, the workers it had.
+stop_server() {
+  [ -n "$server_pid" ] || return 0
+  local children
+  children=$(ps -o pid= --ppid "$server_pid" 2>/dev/null || true)
+  kill "$server_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  for pid in $children; do kill -9 "$pid" 2>/dev/null || true; done
+  server_pid=""
+}
+cleanup() {
+  [ -z "$driver_pid" ] || kill "$driver_pid" 2>/dev/null || true
+  [ -z "$driver_pid" ] || wait "$driver_pid" 2>/dev/null || true
+  stop_server
+  card_stop 2>/dev/null || true
+  [ -z "${CARD_PID:-}" ] || kill -9 "$CARD_PID" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# PKI: a CA and an RSA-2048 server key and certificate for localhost.
+stock_conf "$work/default.cnf"
+rustica_conf "$work/rustica.cnf" "$module" "backend = libica" "libica = $emu"
+export OPENSSL_CONF=$work/default.cnf # the client and the tools: stock OpenSSL
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=maintenance-ca -days 2 \
+  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$work/key.pem" \
+  -out "$work/server.csr" 2>/dev/null
+printf 'subjectAltName = DNS:localhost\n' >"$work/san.ext"
+openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
+  -CAcreateserial -days 2 -extfile "$work/san.ext" -out "$work/cert.pem" 2>/dev/null
+cat "$work/cert.pem" "$work/key.pem" >"$work/server.pem"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+mkdir -m 0700 "$work/sys"
+card_start target/release/rustica-card "$work/card.sock" "$work/card.log" \
+  --cards 2 --unit-us 100 --sysfs "$work/sys"
+server_env=(LIBICA_EMU_CARD="$work/card.sock" OPENSSL_CONF="$work/rustica.cnf")
+
+haproxy_start() {
+  cat >"$work/haproxy.cfg" <<CFG
+global
+  nbthread 2
+  maxconn 4096
+  maxpipes 2048
+  tune.ssl.cachesize 0
+  ssl-mode-async
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend tls
+  bind 127.0.0.1:$port ssl crt $work/server.pem no-tls-tickets
+  http-request return status 200 content-type text/plain string ok
+CFG
+  env "${server_env[@]}" RUSTICA_STATS_PATH="$work/stats-haproxy" \
+    haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+  server_pid=$!
+}
+
+nginx_start() {
+  mkdir -p "$work/nginx/tmp"
+  cat >"$work/nginx.conf" <<CONF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx.log warn;
+env OPENSSL_CONF;
+env RUSTICA_STATS_PATH;
+env LIBICA_EMU_CARD;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/tmp/body;
+  proxy_temp_path $work/nginx/tmp/proxy;
+  fastcgi_temp_path $work/nginx/tmp/fcgi;
+  uwsgi_temp_path $work/nginx/tmp/uwsgi;
+  scgi_temp_path $work/nginx/tmp/scgi;
+  server {
+    listen 127.0.0.1:$port ssl;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache off;
+    ssl_session_tickets off;
+    location / { return 200 "ok\n"; }
+  }
+}
+CONF
+  env "${server_env[@]}" RUSTICA_STATS_PATH="$work/stats-nginx" \
+    nginx -c "$work/nginx.conf" -p "$work/nginx" -e "$work/nginx.log" >"$work/nginx.out" 2>&1 &
+  server_pid=$!
+}
+
+mkdir -p "$out"
+run_server() {
+  server_name=$1
+  "${1}_start"
+  local up=0
+  for _ in $(seq 100); do
+    if python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then
+      up=1
+      break
+    fi
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ "$up" != 1 ]; then
+    echo "card-maintenance: $1 did not start:" >&2
+    cat "$work/$1".* >&2 || true
+    exit 1
+  fi
+  echo
+  echo "== $1 ($(date -u +%FT%TZ); $concurrency client threads; card: 2 cards x 1 queue, unit 100 us) =="
+  # In the background and waited for, so that a signal runs the trap now.
+  python3 scripts/lib/card_maintenance.py --server "$1" --port "$port" --ca "$work/ca.pem" \
+    --card-socket "$work/card.sock" --sysfs "$work/sys" --cards 2 --rustica "$rustica" \
+    --stats "$work/stats-$1" --out "$out" --concurrency "$concurrency" --scale "$scale" &
+  driver_pid=$!
+  wait "$driver_pid"
+  driver_pid=""
+  local alive=yes
+  kill -0 "$server_pid" 2>/dev/null || alive=no
+  echo "$1 alive at the end: $alive"
+  stop_server
+  cp "$work/$1.log" "$out/$1-server.log" 2>/dev/null || true
+}
+
+echo "card-maintenance: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(openssl version)"
+servers=(haproxy nginx)
+[ "$which" = both ] || servers=("$which")
+for s in "${servers[@]}"; do run_server "$s"; done
+
+# One TSV of every server's phases.
+first=1
+for s in "${servers[@]}"; do
+  if [ "$first" = 1 ]; then cat "$out/phases-$s.tsv"; first=0; else tail -n +2 "$out/phases-$s.tsv"; fi
+done >"$out/card-maintenance.tsv"
+echo
+echo "figures: $out/card-maintenance.tsv (per handshake: $out/handshakes-*.tsv)"
+
+wrong=$(awk -F '\t' 'NR > 1 { n += $6 } END { print n + 0 }' "$out/card-maintenance.tsv")
+if [ "$check" = 1 ] && [ "$wrong" -gt 0 ]; then
+  echo "card-maintenance: $wrong handshake(s) with a wrong signature" >&2
+  exit 1
+fi
+exit 0
