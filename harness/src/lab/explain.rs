@@ -76,6 +76,13 @@ fn ms(v: f64) -> String {
     format!("{:+.2} ms", v * 1e3)
 }
 
+impl LoadCost {
+    /// "+0.18 ms [+0.15 ms to +0.20 ms]"
+    fn text(&self) -> String {
+        format!("{} [{} to {}]", ms(self.extra), ms(self.lo), ms(self.hi))
+    }
+}
+
 /// [`explain`] with the row's own measured load cost.
 pub fn explain_in(row: &Row, c: &Column, cx: Context) -> Explanation {
     explain(row.bits, c, cx, load_cost(row))
@@ -192,24 +199,16 @@ pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Ex
                     .to_string()
             }
             (Some(e), Some(l)) if e.lo <= l.hi && l.lo <= e.hi => format!(
-                "per-process load cost: B's {} per process [{} to {}] matches the load cost this run \
-                 measured without RSA, {} [{} to {}]",
-                ms(e.extra),
-                ms(e.lo),
-                ms(e.hi),
-                ms(l.extra),
-                ms(l.lo),
-                ms(l.hi)
+                "per-process load cost: B's {} per process matches the load cost this run \
+                 measured without RSA, {}",
+                e.text(),
+                l.text()
             ),
             (Some(e), Some(l)) => format!(
-                "per-process column, not explained by the load cost: B's {} per process [{} to {}] \
-                 against {} [{} to {}] measured without RSA",
-                ms(e.extra),
-                ms(e.lo),
-                ms(e.hi),
-                ms(l.extra),
-                ms(l.lo),
-                ms(l.hi)
+                "per-process column, not explained by the load cost: B's {} per process against \
+                 {} measured without RSA",
+                e.text(),
+                l.text()
             ),
             _ => "per-process column: each sample is a whole `openssl` process, loading rustica \
                   included; the load cost was not measured in this run"

@@ -11,6 +11,17 @@ use super::sampling::PRECISION_TARGET_PCT;
 use super::summary::{cpu_differences, differences, side_c_differences};
 use std::fmt::Write as _;
 
+/// A ratio's two table cells, "1.05×" and "1.02–1.08", or dashes.
+fn ratio_and_interval(k: Option<super::effect::Comparison>) -> (String, String) {
+    match k {
+        Some(k) => (
+            format!("{}×", num(k.ratio)),
+            format!("{}–{}", num(k.lo), num(k.hi)),
+        ),
+        None => ("-".into(), "-".into()),
+    }
+}
+
 /// B/A with its 95 % interval, or why there is none.
 fn ratio_cell(c: &Column) -> String {
     match c.comparison() {
@@ -338,13 +349,7 @@ fn md_verdicts(md: &mut String, rows: &[Row], info: &RunInfo) {
                 );
                 continue;
             }
-            let (ratio, interval) = match c.comparison() {
-                Some(k) => (
-                    format!("{}×", num(k.ratio)),
-                    format!("{}–{}", num(k.lo), num(k.hi)),
-                ),
-                None => ("-".into(), "-".into()),
-            };
+            let (ratio, interval) = ratio_and_interval(c.comparison());
             let _ = writeln!(
                 md,
                 "| {} | {} | {ratio} | {interval} | {} | {} | {} | {} |",
@@ -517,13 +522,7 @@ fn md_cpu(md: &mut String, rows: &[Row]) {
                 continue;
             }
             let b = c.cpu(Side::B).map_or("-".into(), |s| dur(s.median));
-            let (ratio, interval) = match c.cpu_comparison() {
-                Some(k) => (
-                    format!("{}×", num(k.ratio)),
-                    format!("{}–{}", num(k.lo), num(k.hi)),
-                ),
-                None => ("-".into(), "-".into()),
-            };
+            let (ratio, interval) = ratio_and_interval(c.cpu_comparison());
             let _ = writeln!(
                 md,
                 "| {} | {} | {a} | {b} | {ratio} | {interval} | {} | {} |",

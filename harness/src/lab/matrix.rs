@@ -209,15 +209,11 @@ impl Ctx<'_> {
         est: f64,
         label: &str,
     ) -> Result<Finished, RunError> {
-        let env = self.side(side);
-        let what = env.describe(sub, args);
-        let cmd = env.command(sub, args);
-        let r = run_timed(&self.scratch, cmd, &what);
-        self.progress.tick(est, label);
-        r
+        self.op_watched(side, sub, args, (est, label), false)
     }
 
-    /// [`Ctx::op`], with the CPU marks of `run_timed_marked`.
+    /// [`Ctx::op`], with the CPU (and card request) marks of
+    /// `run_timed_marked`.
     pub(super) fn op_marked(
         &mut self,
         side: Side,
@@ -226,10 +222,25 @@ impl Ctx<'_> {
         est: f64,
         label: &str,
     ) -> Result<Finished, RunError> {
+        self.op_watched(side, sub, args, (est, label), true)
+    }
+
+    fn op_watched(
+        &mut self,
+        side: Side,
+        sub: &str,
+        args: &[String],
+        (est, label): (f64, &str),
+        marked: bool,
+    ) -> Result<Finished, RunError> {
         let env = self.side(side);
         let what = env.describe(sub, args);
         let cmd = env.command(sub, args);
-        let r = run_timed_marked(&self.scratch, cmd, &what, self.zcrypt.as_deref());
+        let r = if marked {
+            run_timed_marked(&self.scratch, cmd, &what, self.zcrypt.as_deref())
+        } else {
+            run_timed(&self.scratch, cmd, &what)
+        };
         self.progress.tick(est, label);
         r
     }

@@ -7,7 +7,7 @@
 //! (docs/lab.md, "The order within a pair").
 
 use super::effect::Comparison;
-use super::results::{Column, Row, Status};
+use super::results::{summarize, Column, Row, Status};
 
 /// The paired log ratios ln(b_i / a_i) of a cell, each with whether its
 /// round ran B first (odd rounds).
@@ -59,13 +59,9 @@ pub fn of_run(rows: &[Row]) -> RunOrder {
         if logs.len() < 2 {
             continue;
         }
-        let mut sorted: Vec<f64> = logs.iter().map(|(l, _)| *l).collect();
-        sorted.sort_by(|x, y| x.total_cmp(y));
-        let n = sorted.len();
-        let centre = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        let all: Vec<f64> = logs.iter().map(|(l, _)| *l).collect();
+        let Some(centre) = summarize(&all).map(|s| s.median) else {
+            continue;
         };
         cells += 1;
         for (l, b) in logs {
