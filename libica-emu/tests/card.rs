@@ -357,12 +357,25 @@ fn past_the_connection_cap_the_idlest_connection_makes_room() {
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     me_request(&card.socket);
-    // The oldest idle one was closed for it.
-    idle[0]
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    // One idle connection, the one idle longest, was closed to make room
+    // for it. Which of the four that is depends on the order the card's
+    // threads first saw them (a loaded machine reorders them), so any one
+    // closed within 20 s passes; none closed fails.
     let mut b = [0u8; 1];
-    assert_eq!(idle[0].read(&mut b).unwrap(), 0);
+    let started = Instant::now();
+    let closed = loop {
+        let closed = idle.iter_mut().position(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            matches!(s.read(&mut b), Ok(0))
+        });
+        if closed.is_some() || started.elapsed() > Duration::from_secs(20) {
+            break closed;
+        }
+    };
+    assert!(
+        closed.is_some(),
+        "no idle connection was closed for the new one"
+    );
 }
 
 // ---------------------------------------------------------------------
