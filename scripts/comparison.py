@@ -223,7 +223,7 @@ CARD_INTRO = {
     ),
     "card-lab": (
         "`rustica lab` itself on the card, as on an IBM Z host (`scripts/s390x-card-lab.sh`: "
-        "2048 bits, per-process columns, 8 processes a cell; A, B and C in one lab, A0 in a "
+        "2048 bits, per-process columns, 6 processes a cell; A, B and C in one lab, A0 in a "
         "second lab against B with the same key pair). The card keeps the kernel's "
         "`request_count` files in the root's /sys, and the lab reads them around every side's "
         "run (`--sysfs`): card requests per operation by the kernel's count, the way a user "

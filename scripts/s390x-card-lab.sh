@@ -89,7 +89,7 @@ LAB=$OUT/lab
 say "rustica lab on the card: A stock 3.5's own offload, B rustica (backend auto), C the engine"
 env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER" --module "$MODULE" --sysfs "$ROOT/sys" \
   --c-config "$OUT/c.cnf" --c-name "Debian's ibmca engine ($version_engine, openssl.cnf.sample)" \
-  --sizes 2048 --count "${CARD_LAB_COUNT:-8}" --keygen-reps 3 --cell-budget 0 \
+  --sizes 2048 --count "${CARD_LAB_COUNT:-6}" --keygen-reps 3 --cell-budget 0 \
   --skip newkey,multi,tls,speed,dnssec --out "$LAB" >"$OUT/lab.log" 2>&1 \
   || { tail -n 30 "$OUT/lab.log" >&2; die "rustica lab on the card failed"; }
 say "lab done: $LAB/report.md"
@@ -100,7 +100,7 @@ WRAPPER0=$OUT/openssl-s390x-nocex
 write_wrapper "$WRAPPER0" nocex
 LAB0=$OUT/lab-nocex
 env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER0" --module "$MODULE" --sysfs "$ROOT/sys" \
-  --keys "$LAB" --sizes 2048 --count "${CARD_LAB_COUNT:-8}" --cell-budget 0 \
+  --keys "$LAB" --sizes 2048 --count "${CARD_LAB_COUNT:-6}" --cell-budget 0 \
   --skip newkey,multi,tls,speed,dnssec --out "$LAB0" >"$OUT/lab-nocex.log" 2>&1 \
   || { tail -n 30 "$OUT/lab-nocex.log" >&2; die "rustica lab against A0 (nocex) failed"; }
 say "lab against A0 done: $LAB0/report.md"
