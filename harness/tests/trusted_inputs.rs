@@ -205,11 +205,12 @@ fn config_writes_nothing_in_which_rustica_refuses_to_load() {
 
 /// Round 5's setup: a private directory (0755) holding a sticky shared
 /// one (1777, as /tmp), and in the shared one nobody's marker library.
-/// Returns (dir, shared, marker, library).
+/// Returns (dir, shared, marker, library); the shared directory is
+/// `DIR/sticky`.
 fn shared_marker(name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     let dir = temp_dir(name);
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    let shared = dir.join("shared");
+    let shared = dir.join("sticky");
     fs::create_dir(&shared).unwrap();
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
     let marker = dir.join("loaded-as-root");
@@ -282,7 +283,7 @@ fn a_relative_module_path_is_judged_where_openssl_finds_it() {
     // From $OPENSSL_MODULES, a directory of root's own.
     let mods = dir.join("modules");
     fs::create_dir(&mods).unwrap();
-    fs::write(&conf, config_loading(Path::new("../shared/marker.so"))).unwrap();
+    fs::write(&conf, config_loading(Path::new("../sticky/marker.so"))).unwrap();
     assert_refused(
         &conf,
         &[("OPENSSL_MODULES", mods.as_os_str())],

@@ -276,7 +276,7 @@ fn in_process_speed_args(wall_rates: bool, seconds: u32, bits: u32) -> Vec<Strin
 /// line the watcher never saw (the process ended within a poll) takes the
 /// process's final CPU, `total`.
 fn phase_cpu(stderr: &str, marks: &[Mark], tag: &str, total: f64) -> Option<f64> {
-    let (start, end) = phase_marks(stderr, marks, tag)?;
+    let (start, end) = phase_marks(stderr, tag)?;
     let cpu = |m: Option<&Mark>| m.map_or(total, |m| m.cpu);
     let start = if start == 0 {
         0.0
@@ -289,13 +289,13 @@ fn phase_cpu(stderr: &str, marks: &[Mark], tag: &str, total: f64) -> Option<f64>
 /// The card requests the kernel counted during the phase that ends with
 /// `tag`'s line (as [`phase_cpu`]); None where a mark lacks a count.
 fn phase_requests(stderr: &str, marks: &[Mark], tag: &str) -> Option<u64> {
-    let (start, end) = phase_marks(stderr, marks, tag)?;
+    let (start, end) = phase_marks(stderr, tag)?;
     let at = |n: usize| marks.iter().find(|m| m.lines >= n)?.requests;
     Some(at(end)?.saturating_sub(at(start.max(1))?))
 }
 
 /// The `+` line counts that open and close the phase ending with `tag`.
-fn phase_marks(stderr: &str, _marks: &[Mark], tag: &str) -> Option<(usize, usize)> {
+fn phase_marks(stderr: &str, tag: &str) -> Option<(usize, usize)> {
     let plus: Vec<&str> = stderr.lines().filter(|l| l.starts_with('+')).collect();
     let end = plus.iter().position(|l| l.starts_with(tag))? + 1;
     Some((end - 1, end))

@@ -144,12 +144,7 @@ fn column_json(row: &Row, c: &Column, cx: Context) -> Value {
     }
     if c.card_requests.iter().any(Option::is_some) {
         let per = |s: Side| {
-            let i = match s {
-                Side::A => 0,
-                Side::B => 1,
-                Side::C => 2,
-            };
-            c.card_requests[i].map(|(requests, ops)| {
+            c.card_requests[Column::side_index(s)].map(|(requests, ops)| {
                 json!({"requests": requests, "operations": ops, "per_operation": c.requests_per_op(s)})
             })
         };

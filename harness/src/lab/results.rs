@@ -346,7 +346,8 @@ impl Column {
         }
     }
 
-    fn side_index(side: Side) -> usize {
+    /// A side's place in the per-side arrays (`card_requests`).
+    pub fn side_index(side: Side) -> usize {
         match side {
             Side::A => 0,
             Side::B => 1,
