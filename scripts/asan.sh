@@ -14,8 +14,8 @@
 #   test binaries must not get a second runtime).
 # Builds go to target/asan (override with ASAN_TARGET_DIR). Exits non-zero
 # on any test failure or ASan report.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 root=$PWD
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

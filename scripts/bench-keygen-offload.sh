@@ -19,8 +19,8 @@
 #   defaults: 10 "2048 3072 4096" "100 1000"
 #
 # A benchmark, not a test: it asserts nothing about time.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 n=${1:-10}
 sizes=${2:-2048 3072 4096}
 latencies=${3:-100 1000}

@@ -10,8 +10,8 @@
 #   scripts/bench-keygen.sh [N] [SIZES]     # defaults: 30 "2048 3072"
 #
 # A benchmark, not a test: it asserts nothing about time.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 n=${1:-30}
 sizes=${2:-2048 3072}
 scripts/build.sh >/dev/null

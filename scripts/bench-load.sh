@@ -17,8 +17,8 @@
 # NAME -provider default`, rustica's with `-propquery ?provider=rustica`).
 #
 # usage: scripts/bench-load.sh [-f] [-c MODULE] [ROUNDS]      (default 60)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 before=
 by_flags=0
 if [ "${1:-}" = -f ]; then by_flags=1; shift; fi

@@ -14,8 +14,8 @@
 #
 # usage: scripts/bench-threads.sh [-s SECONDS] [-r ROUNDS] [-t "1 2 4"] [-c MODULE] [-M] [SIZES...]
 #   defaults: -s 2 -r 6 -t "1 2 4", sizes 2048 4096; -M skips speed -multi
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 seconds=2 rounds=6 threads="1 2 4" multi=1 other=
 while getopts "s:r:t:c:M" opt; do
   case $opt in

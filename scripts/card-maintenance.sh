@@ -36,8 +36,8 @@
 # phase lengths (a quick try of the script). Needs the release build
 # (scripts/build.sh); installs haproxy when missing. Nothing it starts
 # outlives it.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 check=0 out=$PWD/target/card-maintenance which=both
 while [ $# -gt 0 ]; do
   case $1 in

@@ -10,8 +10,8 @@
 # (it takes the whole duration); figures in docs/performance.md.
 #
 # Usage: scripts/soak-haproxy.sh [SECONDS]   (release build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 duration=${1:-600}
 . scripts/lib/haproxy-common.sh
 haproxy_tools

@@ -24,8 +24,8 @@
 #                       with FDLIMIT_PIPES=0, HAProxy 2.6 then crashes:
 #                       an eventfd numbered past its table)
 #   FDLIMIT_SIDE=default  the same run on stock OpenSSL (the reference)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 maxconn=${1:-200}
 side=${FDLIMIT_SIDE:-rustica}
 pipes=${FDLIMIT_PIPES:-$((maxconn / 2))}

@@ -13,8 +13,8 @@
 #     alert rules of docs/monitoring.md and the textfile first): a rate
 #     query sees signatures made between scrapes.
 # Usage: scripts/test-metrics.sh [--debug]   (default: the release build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 source scripts/lib/openssl-cnf.sh
 source scripts/lib/module.sh
 source scripts/lib/counted.sh

@@ -14,8 +14,8 @@
 # As root (CI) the package block installs the Debian package and writes
 # /etc/ssl/openssl-rustica.cnf; this script removes both again afterwards
 # if they were not there before.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 list=0
 [ "${1:-}" = "--list" ] && list=1
 

@@ -76,7 +76,7 @@ for ((round = 1; round <= SPEED_ROUNDS; round++)); do
       # shellcheck disable=SC2086
       read -r rate busy < <(card_window "$side" $args) || true
     fi
-    [ -n "${rate:-}" ] && [ "$rate" != 0.00 ] || die "no signatures measured ($name)"
+    [ -n "${rate:-}" ] && [ "$rate" != 0.00 ] || fail "no signatures measured ($name)"
     echo "$rate" >>"$OUT/speed-$name.txt"
     echo "$busy" >>"$OUT/busy-$name.txt"
   done
