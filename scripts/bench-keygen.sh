@@ -34,7 +34,7 @@ gen() { # side bits out
       -propquery '?provider=rustica' -algorithm RSA -pkeyopt "rsa_keygen_bits:$bits" \
       -out "$out" 2>/dev/null
   fi
-  openssl pkey -in "$out" -check -noout >/dev/null 2>&1 || { echo "bench-keygen: $side $bits-bit key fails pkey -check" >&2; exit 1; }
+  openssl pkey -in "$out" -check -noout >/dev/null 2>&1 || fail "$side $bits-bit key fails pkey -check"
 }
 stats() { sort -g | awk -v n="$1" '{ s += $1; v[NR] = $1 } END {
   m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2

@@ -16,7 +16,7 @@ seconds=3 rounds=6 multi=1
 while getopts "s:r:m:" opt; do
   case $opt in
     s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; m) multi=$OPTARG ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) usage >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

@@ -69,7 +69,7 @@ marvin() {
   build_module
   local emu=${RUSTICA_LIBICA_EMU:-$(dirname "$RUSTICA_MODULE")/libica_emu.so}
   if [[ " ${cfgs[*]} " == *" libica "* ]]; then
-    [ -f "$emu" ] || { echo "no emulated libica at $emu (set RUSTICA_LIBICA_EMU)" >&2; exit 1; }
+    [ -f "$emu" ] || die "no emulated libica at $emu (set RUSTICA_LIBICA_EMU)"
     emu=$(realpath "$emu")
   fi
   if [ -z "$out" ]; then

@@ -18,7 +18,7 @@ if [ ! -f "$DIR/.complete" ]; then
   rm -rf "$DIR" "$DIR.tmp"
   mkdir -p "$(dirname "$DIR")"
   cargo vendor --locked --versioned-dirs -q "$DIR.tmp" >/dev/null \
-    || { say "FAILED: cargo vendor (crates.io unreachable and crates not in cargo's cache?)"; exit 1; }
+    || die "cargo vendor failed (crates.io unreachable and crates not in cargo's cache?)"
   mv "$DIR.tmp" "$DIR"
   touch "$DIR/.complete"
 fi

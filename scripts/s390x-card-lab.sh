@@ -37,11 +37,11 @@ while [ $# -gt 0 ]; do
     --card) CARD_BIN=$2; shift 2 ;;
     --interposer) INTERPOSER=$2; shift 2 ;;
     --rustica) RUSTICA=$2; shift 2 ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do
-  [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
+  [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
 # Absolute paths: the wrapper and the lab's processes run elsewhere.
 for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do

@@ -78,12 +78,12 @@ case "$RELEASE" in
     PKGS=(libc6 libgcc-s1 libssl3t64 libssl-dev openssl libica3 libica-dev libc6-dev
           linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1) ;;
   openssl-4.0)
-    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb serve Debian's own OpenSSL" >&2; exit 2; }
+    [ "$MODE" = build ] || die "--sysroot-only and --from-deb serve Debian's own OpenSSL"
     PART=$LANE/openssl-4.0
     # Debian 13's sysroot, made (or reused) by the stable part's steps 1-2.
     STABLE_SYSROOT=$("$0" --release stable --sysroot-only) || exit ;;
   all)
-    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb take one release" >&2; exit 2; }
+    [ "$MODE" = build ] || die "--sysroot-only and --from-deb take one release"
     times=""
     for part in bookworm stable openssl-4.0; do
       part_start=$SECONDS

@@ -51,11 +51,11 @@ while [ $# -gt 0 ]; do
     --keys) KEYS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --libica-version) LIBICA_VERSION=$2; shift 2 ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 for v in RELEASE SYSROOT MODULE ENGINE_DEB EMULATOR KEYS OUT; do
-  [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
+  [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
 ROUNDS=${THREE_SIDES_ROUNDS:-6}
 say_as="three-sides[$RELEASE]" say_clock=1

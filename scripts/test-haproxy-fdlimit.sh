@@ -180,6 +180,6 @@ if grep -Ei 'accept|too many open files|EMFILE' "$work/haproxy.log" >&2; then
   echo "test-haproxy-fdlimit: HAProxy ran out of descriptors" >&2
   exit 1
 fi
-[ "$failed" = 0 ] || { tail -n 5 "$work/haproxy.log" "$work/backend.log" >&2; echo "test-haproxy-fdlimit: connections failed" >&2; exit 1; }
-[ "$side" = default ] || [ "${signed#* }" -gt 0 ] || { echo "test-haproxy-fdlimit: no signature ran through a paused job" >&2; exit 1; }
+[ "$failed" = 0 ] || { tail -n 5 "$work/haproxy.log" "$work/backend.log" >&2; fail "connections failed"; }
+[ "$side" = default ] || [ "${signed#* }" -gt 0 ] || fail "no signature ran through a paused job"
 echo "test-haproxy-fdlimit: ok"
