@@ -20,6 +20,7 @@
 # sets it (e.g. say_as="card[$RELEASE]"). With say_clock=1 every line also
 # carries the seconds since the script started: "NAME: [12s] MSG".
 set -euo pipefail
+unset CDPATH
 script_path=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
