@@ -14,14 +14,14 @@
 #   test binaries must not get a second runtime).
 # Builds go to target/asan (override with ASAN_TARGET_DIR). Exits non-zero
 # on any test failure or ASan report.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 root=$PWD
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
 libasan=$(gcc -print-file-name=libasan.so)
-[ -e "$libasan" ] || { echo "asan.sh: gcc's libasan not found (apt-get install libasan8)" >&2; exit 2; }
+[ -e "$libasan" ] || die "gcc's libasan not found (apt-get install libasan8)"
 libasan=$(readlink -f "$libasan")
 
 export CARGO_TARGET_DIR=${ASAN_TARGET_DIR:-$root/target/asan}

@@ -27,8 +27,8 @@
 # and against the default provider, each B/A with its 95 % interval and
 # verdict (B is rustica with async), and each side's counters check.
 # Reports figures only; nothing here is a pass/fail target.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 seconds=${1:-3}
 rounds=${2:-6}
 bits_list=${3:-1024 2048}

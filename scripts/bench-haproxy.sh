@@ -28,8 +28,8 @@
 #   provider, each with its 95 % interval and verdict, and rustica's
 #   counters (signatures on libica and how many of them through a paused
 #   ASYNC job). Figures only: nothing here is a pass/fail target.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 requests=${1:-2000}
 rounds=${2:-6}
 concurrency=${3:-32}

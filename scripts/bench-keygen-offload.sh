@@ -19,8 +19,8 @@
 #   defaults: 10 "2048 3072 4096" "100 1000"
 #
 # A benchmark, not a test: it asserts nothing about time.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 n=${1:-10}
 sizes=${2:-2048 3072 4096}
 latencies=${3:-100 1000}
@@ -30,7 +30,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 module_dir=$PWD/target/release
 emu=$module_dir/libica_emu.so
-[ -f "$emu" ] || { echo "bench-keygen-offload: $emu missing" >&2; exit 1; }
+[ -f "$emu" ] || die "$emu missing"
 export OPENSSL_CONF=/dev/null
 rustica=$module_dir/rustica
 bench_rustica=$rustica
@@ -52,9 +52,9 @@ gen() { # side bits -> prints "wall cpu adapter_cpu" (seconds)
   esac
   rm -f "$dir/cpu"
   "${env_[@]}" /usr/bin/time -f "%e %U %S" -o "$dir/time" "${cmd[@]}" 2>/dev/null \
-    || { echo "bench-keygen-offload: $side $bits genpkey failed" >&2; exit 1; }
+    || fail "$side $bits genpkey failed"
   openssl pkey -in "$dir/key.pem" -check -noout >/dev/null 2>&1 \
-    || { echo "bench-keygen-offload: $side $bits-bit key fails pkey -check" >&2; exit 1; }
+    || fail "$side $bits-bit key fails pkey -check"
   [ -s "$dir/cpu" ] && adapter=$(awk '{ s += $2 } END { printf "%.6f", s / 1e9 }' "$dir/cpu")
   awk -v a="$adapter" '{ printf "%s %.6f %s\n", $1, $2 + $3 - a, a }' "$dir/time"
 }
@@ -87,7 +87,7 @@ for bits in $sizes; do
       if [[ $s == E* ]]; then
         keys=$(RUSTICA_STATS_PATH="$dir/stats-$s" "$rustica" stats --json \
           | python3 -c 'import json,sys; print(json.load(sys.stdin)["ops"]["keygen"]["libica"])')
-        [ "$keys" = "$n" ] || { echo "bench-keygen-offload: $s counted $keys keys on libica, expected $n" >&2; exit 1; }
+        [ "$keys" = "$n" ] || fail "$s counted $keys keys on libica, expected $n"
       fi
     fi
     printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$bits" "$s" "$n" \

@@ -10,8 +10,8 @@
 #   scripts/bench-keygen.sh [N] [SIZES]     # defaults: 30 "2048 3072"
 #
 # A benchmark, not a test: it asserts nothing about time.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 n=${1:-30}
 sizes=${2:-2048 3072}
 scripts/build.sh >/dev/null
@@ -34,7 +34,7 @@ gen() { # side bits out
       -propquery '?provider=rustica' -algorithm RSA -pkeyopt "rsa_keygen_bits:$bits" \
       -out "$out" 2>/dev/null
   fi
-  openssl pkey -in "$out" -check -noout >/dev/null 2>&1 || { echo "bench-keygen: $side $bits-bit key fails pkey -check" >&2; exit 1; }
+  openssl pkey -in "$out" -check -noout >/dev/null 2>&1 || fail "$side $bits-bit key fails pkey -check"
 }
 stats() { sort -g | awk -v n="$1" '{ s += $1; v[NR] = $1 } END {
   m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2

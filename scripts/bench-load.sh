@@ -17,8 +17,8 @@
 # NAME -provider default`, rustica's with `-propquery ?provider=rustica`).
 #
 # usage: scripts/bench-load.sh [-f] [-c MODULE] [ROUNDS]      (default 60)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 before=
 by_flags=0
 if [ "${1:-}" = -f ]; then by_flags=1; shift; fi
@@ -84,7 +84,7 @@ want=$((rounds + 1))
 [ -n "$before" ] && want=$((2 * want))
 stats=$("$rustica" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null || true)
 sign=$(rustica_counted sign <<<"$stats") && verify=$(rustica_counted verify <<<"$stats") \
-  || { echo "bench-load: no rustica counters: rustica did not run" >&2; exit 1; }
+  || fail "no rustica counters: rustica did not run"
 # dgst -sign and req -x509 sign once each; dgst -verify verifies once.
 if [ "$sign" -ne $((2 * want)) ] || [ "$verify" -ne "$want" ]; then
   echo "bench-load: rustica counted $sign signatures and $verify verifications, expected $((2 * want)) and $want" >&2
@@ -108,7 +108,7 @@ for what in idle 1000; do
     med() { cut -d' ' -f"$1" "$work/rss.txt" | sort -n | sed -n 3p; }
     by=$(cut -d' ' -f4 "$work/rss.txt" | sort -u | paste -sd' ')
     want=default; case $side in rustica | before) want=rustica ;; esac; [ "$what" = idle ] && want=-
-    [ "$by" = "$want" ] || { echo "bench-load: $side signed with $by, not $want" >&2; exit 1; }
+    [ "$by" = "$want" ] || fail "$side signed with $by, not $want"
     label="idle (no RSA)"; [ "$what" = 1000 ] && label="after 1,000 signatures"
     echo "| $label | $side | $(med 1) | $(med 2) | $(med 3) | $by |"
   done

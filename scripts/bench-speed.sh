@@ -10,13 +10,13 @@
 # usage: scripts/bench-speed.sh [-s SECONDS] [-r ROUNDS] [-m MULTI] [SIZES...]
 #   defaults: -s 3 -r 6 (the least that allows an interval), sizes 1024
 #   2048 3072 4096 7680 15360
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 seconds=3 rounds=6 multi=1
 while getopts "s:r:m:" opt; do
   case $opt in
     s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; m) multi=$OPTARG ;;
-    *) sed -n '2,13p' "$0"; exit 2 ;;
+    *) usage >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

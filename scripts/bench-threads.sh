@@ -14,14 +14,14 @@
 #
 # usage: scripts/bench-threads.sh [-s SECONDS] [-r ROUNDS] [-t "1 2 4"] [-c MODULE] [-M] [SIZES...]
 #   defaults: -s 2 -r 6 -t "1 2 4", sizes 2048 4096; -M skips speed -multi
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 seconds=2 rounds=6 threads="1 2 4" multi=1 other=
 while getopts "s:r:t:c:M" opt; do
   case $opt in
     s) seconds=$OPTARG ;; r) rounds=$OPTARG ;; t) threads=$OPTARG ;; M) multi=0 ;;
     c) other=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    *) usage >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -69,7 +69,7 @@ run() {
   local out
   out=$(OPENSSL_CONF=$work/$1.cnf "$work/threads" "$seconds" "$3" "$4" "${keys[@]}")
   read -r rate prov <<<"$out"
-  [ "$prov" = "$want" ] || { echo "bench-threads: side $1 signed with $prov, not $want" >&2; exit 1; }
+  [ "$prov" = "$want" ] || fail "side $1 signed with $prov, not $want"
   echo "$rate"
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.4f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }

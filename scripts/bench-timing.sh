@@ -34,8 +34,8 @@
 #   locate a difference). Default: pkcs1 pkcs1-ir oaep.
 #   RUSTICA_MODULE as above; RUSTICA_LIBICA_EMU=/abs/libica_emu.so (default:
 #   libica_emu.so beside the module).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 
 build_module() {
   if [ -z "${RUSTICA_MODULE:-}" ]; then
@@ -69,7 +69,7 @@ marvin() {
   build_module
   local emu=${RUSTICA_LIBICA_EMU:-$(dirname "$RUSTICA_MODULE")/libica_emu.so}
   if [[ " ${cfgs[*]} " == *" libica "* ]]; then
-    [ -f "$emu" ] || { echo "no emulated libica at $emu (set RUSTICA_LIBICA_EMU)" >&2; exit 1; }
+    [ -f "$emu" ] || die "no emulated libica at $emu (set RUSTICA_LIBICA_EMU)"
     emu=$(realpath "$emu")
   fi
   if [ -z "$out" ]; then

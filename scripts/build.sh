@@ -2,8 +2,8 @@
 # Builds the workspace and places the provider module where OpenSSL and the
 # `rustica` command look for it: target/<profile>/rustica.so, beside the
 # `rustica` binary. Usage: scripts/build.sh [--debug]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 profile=release
 args=(--release)
 if [ "${1:-}" = "--debug" ]; then profile=debug; args=(); fi

@@ -36,15 +36,15 @@
 # phase lengths (a quick try of the script). Needs the release build
 # (scripts/build.sh); installs haproxy when missing. Nothing it starts
 # outlives it.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 check=0 out=$PWD/target/card-maintenance which=both
 while [ $# -gt 0 ]; do
   case $1 in
     --check) check=1 ;;
     --out) out=$2; shift ;;
     haproxy | nginx | both) which=$1 ;;
-    *) echo "usage: $0 [--check] [--out DIR] [haproxy|nginx|both]" >&2; exit 2 ;;
+    *) die "usage: $0 [--check] [--out DIR] [haproxy|nginx|both]" ;;
   esac
   shift
 done
@@ -52,12 +52,12 @@ concurrency=${MAINT_CONCURRENCY:-8}
 scale=${MAINT_SCALE:-1}
 
 for bin in target/release/rustica.so target/release/libica_emu.so target/release/rustica-card target/release/rustica; do
-  [ -e "$bin" ] || { echo "card-maintenance: $bin missing: run scripts/build.sh" >&2; exit 1; }
+  [ -e "$bin" ] || die "$bin missing: run scripts/build.sh"
 done
 module=$PWD/target/release/rustica.so
 emu=$PWD/target/release/libica_emu.so
 rustica=$PWD/target/release/rustica
-command -v nginx >/dev/null || { echo "card-maintenance: nginx missing: scripts/setup.sh installs it" >&2; exit 1; }
+command -v nginx >/dev/null || die "nginx missing: scripts/setup.sh installs it"
 if ! command -v haproxy >/dev/null; then
   for _ in 1 2 3 4 5; do
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null && break

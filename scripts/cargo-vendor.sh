@@ -8,18 +8,17 @@
 #
 #   scripts/cargo-vendor.sh              # prints the vendor directory
 #   scripts/cargo-vendor.sh --tarball    # prints a .tar.gz holding vendor/ (the RPM's Source1)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}/cargo-vendor
 LOCK_HASH=$(sha256sum Cargo.lock | cut -c1-16)
 DIR=$CACHE/$LOCK_HASH/vendor
-say() { echo "cargo-vendor: $*" >&2; }
 if [ ! -f "$DIR/.complete" ]; then
   say "vendoring Cargo.lock's crates into $DIR"
   rm -rf "$DIR" "$DIR.tmp"
   mkdir -p "$(dirname "$DIR")"
   cargo vendor --locked --versioned-dirs -q "$DIR.tmp" >/dev/null \
-    || { say "FAILED: cargo vendor (crates.io unreachable and crates not in cargo's cache?)"; exit 1; }
+    || die "cargo vendor failed (crates.io unreachable and crates not in cargo's cache?)"
   mv "$DIR.tmp" "$DIR"
   touch "$DIR/.complete"
 fi

@@ -27,13 +27,9 @@
 # Exit status: coverage.sh's (0 every row measured, 1 a row was not,
 # 2 nothing was), and 1 with --check when a row changed; 2 as well when the chroot or the package cannot be
 # made; 0 with SKIPPED when debootstrap cannot reach the archive.
-set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
-START=$SECONDS
-say() { echo "coverage-trixie: [$((SECONDS - START))s] $*" >&2; }
-die() { echo "coverage-trixie: $*" >&2; exit 2; }
-usage() { sed -n '/^# Usage/,/^#   --keep/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
+say_clock=1
 
 deb=""
 out=""
@@ -78,6 +74,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 cp scripts/coverage.sh "$R/scripts/"
 cp scripts/lib/coverage/*.sh "$R/scripts/lib/coverage/"
+cp scripts/lib/common.sh scripts/lib/sshd-config.sh "$R/scripts/lib/"
 cp "$deb" "$R/rustica.deb"
 in_cov_chroot 'dpkg -P rustica >/dev/null 2>&1 || true; dpkg -i /root/rustica-coverage/rustica.deb' \
   >"$CACHE/trixie-coverage-install.log" 2>&1 ||

@@ -68,9 +68,9 @@
 # Python: Debian's /usr/bin/python3 is used on purpose; a python3 earlier in
 # PATH (pyenv, a venv) may carry a pip wheel of cryptography that bundles
 # its own libcrypto instead of the system's libssl3.
-set -euo pipefail
-
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
+caller=$OLDPWD # where relative --module, --rustica and --out paths start
 module=""
 rustica=""
 out=""
@@ -78,9 +78,6 @@ install=1
 keep=0
 check=0
 PY=/usr/bin/python3
-
-usage() { sed -n '/^# Usage/,/^#   --keep/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
-die() { echo "coverage.sh: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -97,12 +94,15 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown option: $1" ;;
     esac
 done
+for v in module rustica out; do
+    case ${!v} in '' | /*) ;; *) printf -v "$v" '%s/%s' "$caller" "${!v}" ;; esac
+done
 
 [ "$(id -u)" = 0 ] || die "run as root (it starts daemons on loopback and switches users)"
 
 if [ -z "$module" ] && [ -z "$rustica" ] &&
     { [ ! -e "$repo/target/release/rustica.so" ] || [ ! -e "$repo/target/release/rustica" ]; }; then
-    echo "coverage.sh: no release build in target/release; running scripts/build.sh" >&2
+    say "no release build in target/release; running scripts/build.sh"
     "$repo/scripts/build.sh" >&2
 fi
 module=${module:-$repo/target/release/rustica.so}
@@ -131,7 +131,7 @@ dpkg-query -W -f='${Status}' pdns-backend-sqlite3 2>/dev/null | grep -q ' instal
 if [ ${#missing[@]} -gt 0 ]; then
     mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
     if [ "$install" = 1 ]; then
-        echo "coverage.sh: installing ${missing[*]}" >&2
+        say "installing ${missing[*]}"
         # Keep the packages' own services (apache2 on :80, ...) from being
         # started by the installation, unless the host already decides that.
         made_policy=0
@@ -146,9 +146,9 @@ if [ ${#missing[@]} -gt 0 ]; then
         { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
             --no-install-recommends "${missing[@]}"; } >&2 || rc=$?
         [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
-        [ "$rc" = 0 ] || echo "coverage.sh: apt-get failed ($rc); measuring what is there" >&2
+        [ "$rc" = 0 ] || say "apt-get failed ($rc); measuring what is there"
     else
-        echo "coverage.sh: not installed (--no-install): ${missing[*]}" >&2
+        say "not installed (--no-install): ${missing[*]}"
     fi
 fi
 have openssl || die "the openssl command is needed"
@@ -174,7 +174,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null || true
     done
     [ "$made_run_sshd" = 1 ] && rmdir /run/sshd 2>/dev/null
-    if [ "$keep" = 1 ]; then echo "coverage.sh: work directory kept: $W" >&2; else rm -rf "$W"; fi
+    if [ "$keep" = 1 ]; then say "work directory kept: $W"; else rm -rf "$W"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -229,6 +229,8 @@ prime "$cli" root
 # start the TLS peer that the clients' rows use.
 # shellcheck source=scripts/lib/coverage/commands.sh
 . "$repo/scripts/lib/coverage/commands.sh"
+# shellcheck source=scripts/lib/sshd-config.sh
+. "$repo/scripts/lib/sshd-config.sh"
 # shellcheck source=scripts/lib/coverage/openssh.sh
 . "$repo/scripts/lib/coverage/openssh.sh"
 # shellcheck source=scripts/lib/coverage/dnssec.sh
@@ -248,7 +250,7 @@ prime "$cli" root
 cat "$W/table.md"
 [ -z "$out" ] || cp "$W/table.md" "$out"
 if [ "$unmeasured" -gt 0 ]; then
-    echo "coverage.sh: $unmeasured row(s) could not be measured" >&2
+    say "$unmeasured row(s) could not be measured"
     exit 1
 fi
 if [ "$check" = 1 ]; then

@@ -24,15 +24,12 @@
 # experimental; built once into /var/tmp/rustica-cache/openssl-VERSION).
 # rustica is built with cargo's current settings: scripts/test-openssl.sh
 # points them (OPENSSL_DIR, CARGO_TARGET_DIR) at the same OpenSSL.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 . scripts/lib/counted.sh
 VERSION=${1:-3.0}
-START=$SECONDS
 
-say() { echo "evp-test: $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
 step() { say "[$((SECONDS - START))s] $*"; }
 
 # --- 1. OpenSSL VERSION with its evp_test ----------------------------------------
@@ -100,7 +97,7 @@ for f in "${FILES[@]}"; do
   set -e
   if [ $rc -gt 1 ]; then
     tail -20 "$WORK/$name.log" >&2
-    die "evp_test on $name exited with status $rc (crash?)"
+    fail "evp_test on $name exited with status $rc (crash?)"
   fi
   # evp_test names each failing test "FILE:LINE: Source of above error" or
   # "FILE:LINE: Expected ...":
@@ -110,7 +107,7 @@ for f in "${FILES[@]}"; do
   total=$(grep -c '^' "$WORK/$name.failed" || true)
   summary=$(grep -Eo 'Completed [0-9]+ tests with [0-9]+ errors and [0-9]+ skipped' \
     "$WORK/$name.log" | tail -1 || true)
-  [ -n "$summary" ] || { tail -20 "$WORK/$name.log" >&2; die "evp_test on $name did not complete"; }
+  [ -n "$summary" ] || { tail -20 "$WORK/$name.log" >&2; fail "evp_test on $name did not complete"; }
   file_ops=$(($(ops_total) - file_before))
   say "$name: $total failing test lines; $summary; rustica operations: $file_ops"
   # Every file has RSA work that rustica must have done itself. In the
@@ -122,7 +119,7 @@ for f in "${FILES[@]}"; do
     need=$(grep -cE '^(Sign|Verify|VerifyRecover|Sign-Message|Verify-Message|Verify-Message-Public) *=' "$f")
   fi
   [ "$file_ops" -ge "$need" ] ||
-    die "rustica counted $file_ops operations during $name, fewer than the $need it must have done: the rest ran elsewhere"
+    fail "rustica counted $file_ops operations during $name, fewer than the $need it must have done: the rest ran elsewhere"
   while read -r key; do
     [ -n "$key" ] || continue
     if ! { [ -f "$ALLOW" ] && grep -q "^$key\b" "$ALLOW"; }; then
@@ -138,6 +135,6 @@ done
 after=$(ops_total)
 delta=$((after - before))
 say "rustica operations counted during evp_test: $delta"
-[ "$delta" -gt 0 ] || die "rustica's counters did not move: rustica did not run"
-[ "$unexpected" -eq 0 ] || die "$unexpected unexpected failure(s) (allowlist: $ALLOW)"
+[ "$delta" -gt 0 ] || fail "rustica's counters did not move: rustica did not run"
+[ "$unexpected" -eq 0 ] || fail "$unexpected unexpected failure(s) (allowlist: $ALLOW)"
 step "done: OpenSSL $VERSION RSA evp_test data passes under rustica (known differences: docs/evp-test.md)"

@@ -21,8 +21,8 @@
 # cargo-fuzz into $RUSTICA_CACHE (default /var/tmp/rustica-cache)/cargo-fuzz (reused by later runs).
 # With --ci the fuzz build directory is /var/tmp/rustica-cache/fuzz-target,
 # so a warm CI run recompiles only rustica itself.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 
 all_targets=(key_import sig_padding enc_padding ctx_params)
 mode=fuzz

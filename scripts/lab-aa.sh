@@ -12,8 +12,8 @@
 # Each run's reports stay in lab-results/aa-<date-time>/run-N/ (AA_OUT).
 # A measurement, not a test: harness/tests/lab_aa.rs is the test; the
 # figures are in docs/lab.md ("A/A").
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 runs=${1:-5}
 shift || true
 scripts/build.sh >/dev/null

@@ -49,14 +49,9 @@
 # Exit status: 0 passed, or SKIPPED (the Debian archive unreachable when
 # the chroot or its packages must be fetched); 1 a check failed; 2 it
 # could not run.
-set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
-START=$SECONDS
-say() { echo "lab-dnssec-trixie: [$((SECONDS - START))s] $*" >&2; }
-die() { echo "lab-dnssec-trixie: $*" >&2; exit 2; }
-fail() { echo "lab-dnssec-trixie: FAILED: $*" >&2; exit 1; }
-usage() { sed -n '/^# Usage/,/^#                   option)/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
+say_clock=1
 
 deb=""
 out=""

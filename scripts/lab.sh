@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds rustica in release mode and runs the A/B RSA lab
 # (quick settings unless arguments say otherwise, e.g. --full).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 scripts/setup.sh
 scripts/build.sh
 exec target/release/rustica lab "$@"

@@ -20,18 +20,19 @@
 #   install/  bin/openssl, lib/libcrypto.so.* and ossl-modules/ (3.5 for
 #             this machine: fips.so too), include/
 # A completed build is reused; delete the directory to rebuild.
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0 [s390x]}
 arch=${2:-host}
 case $arch in
   host|s390x) ;;
-  *) echo "openssl-build: unknown architecture '$arch' (s390x, or none for this machine)" >&2; exit 2 ;;
+  *) die "unknown architecture '$arch' (s390x, or none for this machine)" ;;
 esac
 case $series in
   3.0) suite=bookworm ;;
   3.5) suite=stable ;;
   4.0) suite=experimental ;;
-  *) echo "openssl-build: unknown series '$series' (3.0, 3.5 or 4.0)" >&2; exit 2 ;;
+  *) die "unknown series '$series' (3.0, 3.5 or 4.0)" ;;
 esac
 cache=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
 top=$cache/openssl-$series
@@ -39,7 +40,7 @@ top=$cache/openssl-$series
 prefix=$top/install
 label=$series
 [ "$arch" = host ] || label="$series $arch"
-say() { echo "openssl-build[$label]: $*" >&2; }
+say_as="openssl-build[$label]"
 # 3.5 for this machine is built with its FIPS provider too (fips.so, for
 # scripts/test-fips.sh); an older cache without it is rebuilt once.
 fips=(); [ "$series" = 3.5 ] && [ "$arch" = host ] && fips=(enable-fips)
@@ -52,7 +53,7 @@ rm -f "$top/.complete"
 compiler=gcc
 [ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc
 for tool in curl xz make perl $compiler; do
-  command -v $tool >/dev/null || { say "needs $tool (scripts/setup.sh installs it)"; exit 1; }
+  command -v $tool >/dev/null || die "needs $tool (scripts/setup.sh installs it)"
 done
 mkdir -p "$top"
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -71,14 +72,14 @@ candidates=$(curl -sfL "$mirror/dists/$suite/main/source/Sources.xz" | xz -d |
       if (pkg == "openssl" && index(up, s ".") == 1 && f != "") print up, f, h
       pkg = ""; f = ""
     }' | sort -u -V -r) || true
-[ -n "$candidates" ] || { say "no openssl $series source in Debian $suite ($mirror)"; exit 1; }
+[ -n "$candidates" ] || die "no openssl $series source in Debian $suite ($mirror)"
 mkdir -p "$cache/src"
 tarball=
 while read -r version file sha; do
   t=$cache/src/$file
   if [ -f "$t" ] && echo "$sha  $t" | sha256sum -c --status; then tarball=$t; break; fi
   if curl -sfL -o "$t.part" "$mirror/pool/main/o/openssl/$file"; then
-    echo "$sha  $t.part" | sha256sum -c --status || { say "checksum mismatch for $file"; exit 1; }
+    echo "$sha  $t.part" | sha256sum -c --status || die "checksum mismatch for $file"
     mv "$t.part" "$t"
     tarball=$t
     break
@@ -86,7 +87,7 @@ while read -r version file sha; do
   rm -f "$t.part"
   say "$file is listed in $suite but not served by $mirror; trying an older one"
 done <<<"$candidates"
-[ -n "$tarball" ] || { say "no openssl $series tarball could be downloaded from $mirror"; exit 1; }
+[ -n "$tarball" ] || die "no openssl $series tarball could be downloaded from $mirror"
 say "OpenSSL $version from Debian $suite: $file"
 rm -rf "$top/src" "$prefix"
 mkdir -p "$top/src"
@@ -107,7 +108,7 @@ say "building (make -j$(nproc))"
 targets=(build_libs build_modules apps/openssl)
 [ "$arch" = host ] && targets+=(test/evp_test)
 make -s -j"$(nproc)" "${targets[@]}" \
-  >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; exit 1; }
+  >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; die "the build failed (log: $top/build.log)"; }
 make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
 # install_fips would also build every test program first; the module is
 # all scripts/test-fips.sh needs (it runs fipsinstall itself).

@@ -15,13 +15,11 @@
 # cross-built against scripts/s390x-lane.sh's sysroot (Debian 12's s390x
 # libc and OpenSSL), with the cross binutils for stripping. Then rpmlint
 # must report no error (its warnings are printed).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 ARCH=${1:-x86_64}
 CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
-say() { echo "package-rpm: $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
 for tool in rpmbuild rpmlint cargo; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh installs rpm and rpmlint)"
 done
@@ -29,7 +27,7 @@ case "$ARCH" in x86_64|s390x) ;; *) die "usage: $0 [x86_64|s390x]" ;; esac
 SPEC=packaging/rpm/rustica.spec
 VERSION=$(sed -n 's/^Version: *//p' "$SPEC")
 CARGO_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
-[ "$VERSION" = "$CARGO_VERSION" ] || die "$SPEC's Version $VERSION is not Cargo.toml's $CARGO_VERSION"
+[ "$VERSION" = "$CARGO_VERSION" ] || fail "$SPEC's Version $VERSION is not Cargo.toml's $CARGO_VERSION"
 
 TOP=$CACHE/rpm-build/$ARCH
 rm -rf "$TOP/SOURCES" "$TOP/RPMS" "$TOP/SRPMS" "$TOP/BUILDROOT"
@@ -92,7 +90,7 @@ rpmlint -c packaging/rpm/rpmlint.toml "$RPM" "$SPEC" >"$TOP/rpmlint.log" 2>&1 ||
 sed 's/^/package-rpm: rpmlint: /' "$TOP/rpmlint.log" >&2
 summary=$(grep -E '[0-9]+ errors?, [0-9]+ warnings?' "$TOP/rpmlint.log" | tail -n1)
 [ -n "$summary" ] || die "rpmlint printed no summary"
-echo "$summary" | grep -E '(^| )0 errors' >/dev/null || die "rpmlint reported errors: $summary"
+echo "$summary" | grep -E '(^| )0 errors' >/dev/null || fail "rpmlint reported errors: $summary"
 
 mkdir -p target/rpm
 cp "$RPM" target/rpm/

@@ -19,13 +19,11 @@
 # Then lintian (the build machine's, Debian 12's) must report no error and
 # no warning. None is overridden today; an override would go in
 # debian/rustica.lintian-overrides with its reason in a comment.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 ARCH=${1:-amd64}
 CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
-say() { echo "package: $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
 
 for tool in dpkg-buildpackage dh lintian cargo; do
   command -v "$tool" >/dev/null \
@@ -35,7 +33,7 @@ case "$ARCH" in amd64|s390x) ;; *) die "usage: $0 [amd64|s390x]" ;; esac
 VERSION=$(dpkg-parsechangelog -l debian/changelog -S Version)
 CARGO_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 [ "${VERSION%%-*}" = "$CARGO_VERSION" ] \
-  || die "debian/changelog's version $VERSION is not Cargo.toml's $CARGO_VERSION: add a changelog entry"
+  || fail "debian/changelog's version $VERSION is not Cargo.toml's $CARGO_VERSION: add a changelog entry"
 
 VENDOR=$(scripts/cargo-vendor.sh) || die "the crates could not be vendored"
 
@@ -103,10 +101,10 @@ say "Depends: $(dpkg-deb -f "$DEB" Depends)"
 
 say "lintian $(lintian --version | awk '{print $2}') on $(basename "$CHANGES")"
 lintian --fail-on error,warning --display-level '>=warning' --show-overrides \
-  "$CHANGES" >"$BUILD/lintian.log" 2>&1 || { cat "$BUILD/lintian.log" >&2; die "lintian reported errors or warnings"; }
+  "$CHANGES" >"$BUILD/lintian.log" 2>&1 || { cat "$BUILD/lintian.log" >&2; fail "lintian reported errors or warnings"; }
 # Overridden tags are shown with an "O:"; anything else is a finding.
 if grep -Ev '^O: ' "$BUILD/lintian.log" | grep -E '^[EW]: ' >/dev/null; then
-  cat "$BUILD/lintian.log" >&2; die "lintian reported errors or warnings"
+  cat "$BUILD/lintian.log" >&2; fail "lintian reported errors or warnings"
 fi
 sed 's/^/package: lintian: /' "$BUILD/lintian.log" >&2
 say "lintian: 0 errors, 0 warnings ($(grep -c '^O: ' "$BUILD/lintian.log" || true) overridden, each with its reason)"

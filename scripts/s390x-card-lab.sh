@@ -25,8 +25,8 @@
 # reached the card as the design says (the kernel's counts), and C's checks
 # pass. Writes facts.tsv (section, item, A, A0, B, C, note, varies) for
 # scripts/comparison.py.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 SYSROOT="" MODULE="" ENGINE_DEB="" OUT="" CARD_BIN="" INTERPOSER="" RUSTICA=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,19 +37,17 @@ while [ $# -gt 0 ]; do
     --card) CARD_BIN=$2; shift 2 ;;
     --interposer) INTERPOSER=$2; shift 2 ;;
     --rustica) RUSTICA=$2; shift 2 ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do
-  [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
+  [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
 # Absolute paths: the wrapper and the lab's processes run elsewhere.
 for v in SYSROOT MODULE ENGINE_DEB OUT CARD_BIN INTERPOSER RUSTICA; do
   printf -v "$v" '%s' "$(realpath -m "${!v}")"
 done
-START=$SECONDS
-say() { echo "card-lab: [$((SECONDS - START))s] $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+say_as=card-lab say_clock=1
 rm -rf "$OUT"
 mkdir -p "$OUT"
 chmod 700 "$OUT"
@@ -91,7 +89,7 @@ env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER" --module "$MODULE" --s
   --c-config "$OUT/c.cnf" --c-name "Debian's ibmca engine ($version_engine, openssl.cnf.sample)" \
   --sizes 2048 --count "${CARD_LAB_COUNT:-6}" --keygen-reps 3 --cell-budget 0 \
   --skip newkey,multi,tls,speed,dnssec --out "$LAB" >"$OUT/lab.log" 2>&1 \
-  || { tail -n 30 "$OUT/lab.log" >&2; die "rustica lab on the card failed"; }
+  || { tail -n 30 "$OUT/lab.log" >&2; fail "rustica lab on the card failed"; }
 say "lab done: $LAB/report.md"
 # A0: the same lab with stock's own offload turned off (OPENSSL_s390xcap=nocex
 # for every side's openssl: only libcrypto reads it), the first run's key
@@ -102,10 +100,10 @@ LAB0=$OUT/lab-nocex
 env -u RUSTICA_MODULE "$RUSTICA" lab --openssl "$WRAPPER0" --module "$MODULE" --sysfs "$ROOT/sys" \
   --keys "$LAB" --sizes 2048 --count "${CARD_LAB_COUNT:-6}" --cell-budget 0 \
   --skip newkey,multi,tls,speed,dnssec --out "$LAB0" >"$OUT/lab-nocex.log" 2>&1 \
-  || { tail -n 30 "$OUT/lab-nocex.log" >&2; die "rustica lab against A0 (nocex) failed"; }
+  || { tail -n 30 "$OUT/lab-nocex.log" >&2; fail "rustica lab against A0 (nocex) failed"; }
 say "lab against A0 done: $LAB0/report.md"
 
-python3 - "$LAB/report.json" "$OUT/facts.tsv" "$LAB0/report.json" <<'PY' || die "the lab on the card is not what the sides' design says"
+python3 - "$LAB/report.json" "$OUT/facts.tsv" "$LAB0/report.json" <<'PY' || fail "the lab on the card is not what the sides' design says"
 import json, sys
 report = json.load(open(sys.argv[1]))
 row = report["rows"][0]

@@ -23,8 +23,8 @@
 # records it, CI does not run it). Exits non-zero, saying what failed,
 # when a side's result is wrong where it must not be, or a side does not
 # reach the card as its design says.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 RELEASE="" SYSROOT="" MODULE="" ENGINE_DEB="" KEYS="" OUT="" CARD_BIN="" INTERPOSER="" RUSTICA=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,15 +37,13 @@ while [ $# -gt 0 ]; do
     --card) CARD_BIN=$2; shift 2 ;;
     --interposer) INTERPOSER=$2; shift 2 ;;
     --rustica) RUSTICA=$2; shift 2 ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 for v in RELEASE SYSROOT MODULE ENGINE_DEB KEYS OUT CARD_BIN INTERPOSER RUSTICA; do
-  [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
+  [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
-START=$SECONDS
-say() { echo "card[$RELEASE]: [$((SECONDS - START))s] $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+say_as="card[$RELEASE]" say_clock=1
 rm -rf "$OUT"
 mkdir -p "$OUT"
 FACTS=$OUT/facts.tsv
@@ -169,9 +167,9 @@ row_for() { # label check-function command-args...
   local -a row=()
   for side in "${SIDES[@]}"; do
     present "$side" || { row+=("–"); continue; }
-    n=$(counted "$side" "$@") || die "side $side failed: $label"
+    n=$(counted "$side" "$@") || fail "side $side failed: $label"
     read -r me crt _ <<<"$n"
-    "$check" "$side" || die "side $side: wrong result: $label"
+    "$check" "$side" || fail "side $side: wrong result: $label"
     row+=("$(calls "$me" "$crt")")
     LAST[$side]=$n
   done
@@ -187,21 +185,21 @@ NOTE="identical to the default provider's signature" row_for "PKCS#1 v1.5 SHA-25
 # The sides' design, checked: rustica one CRT request; the engine one
 # private-exponent ME; stock 3.5 offloads, 3.0 and A0 do not.
 read -r me crt _ hw sw <<<"${LAST[B]}"
-[ "$me $crt" = "0 1" ] || die "rustica's signature was not one CRT request on the card (ME $me, CRT $crt)"
-[ "$hw" -ge 1 ] && [ "$sw" = 0 ] || die "libica did not take rustica's request through its hardware path (hw $hw, sw $sw)"
+[ "$me $crt" = "0 1" ] || fail "rustica's signature was not one CRT request on the card (ME $me, CRT $crt)"
+[ "$hw" -ge 1 ] && [ "$sw" = 0 ] || fail "libica did not take rustica's request through its hardware path (hw $hw, sw $sw)"
 read -r me crt _ hw sw <<<"${LAST[C]}"
-[ "$me" -ge 1 ] && [ "$hw" -ge 1 ] || die "the engine's signature did not reach the card through libica (ME $me, hw $hw)"
+[ "$me" -ge 1 ] && [ "$hw" -ge 1 ] || fail "the engine's signature did not reach the card through libica (ME $me, hw $hw)"
 read -r me crt _ _ _ <<<"${LAST[A]}"
 if [ "$STOCK_OFFLOADS" = 1 ]; then
-  [ "$crt" -ge 1 ] || die "stock $VERSION_OPENSSL's own offload sent no CRT request to the card"
+  [ "$crt" -ge 1 ] || fail "stock $VERSION_OPENSSL's own offload sent no CRT request to the card"
   read -r me crt _ _ _ <<<"${LAST[A0]}"
-  [ "$me $crt" = "0 0" ] || die "OPENSSL_s390xcap=nocex still reached the card (ME $me, CRT $crt)"
+  [ "$me $crt" = "0 0" ] || fail "OPENSSL_s390xcap=nocex still reached the card (ME $me, CRT $crt)"
 else
-  [ "$me $crt" = "0 0" ] || die "stock $VERSION_OPENSSL reached the card (ME $me, CRT $crt)"
+  [ "$me $crt" = "0 0" ] || fail "stock $VERSION_OPENSSL reached the card (ME $me, CRT $crt)"
 fi
 signed=$(env -u RUSTICA_MODULE "$RUSTICA" stats --path "$OUT/stats-B" --json \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["ops"]["sign"]["libica"])')
-[ "$signed" -ge 1 ] || die "rustica's counters show no signature on libica"
+[ "$signed" -ge 1 ] || fail "rustica's counters show no signature on libica"
 
 NOTE="verified" row_for "verification, 2048 bits" always \
   dgst -sha256 -verify "$pub" -signature "$OUT/ref.sig" "$KEYS/doc.bin"
@@ -249,8 +247,8 @@ for tls in "TLS 1.3 handshake (TLS_CHACHA20_POLY1305_SHA256), server side|-tls1_
   row=()
   for side in "${SIDES[@]}"; do
     present "$side" || { row+=("–"); continue; }
-    read -r me crt _ < <(handshake "$side" "${tls#*|}") || die "side $side: no handshake: ${tls%%|*}"
-    [ -n "${me:-}" ] || die "side $side: no handshake: ${tls%%|*}"
+    read -r me crt _ < <(handshake "$side" "${tls#*|}") || fail "side $side: no handshake: ${tls%%|*}"
+    [ -n "${me:-}" ] || fail "side $side: no handshake: ${tls%%|*}"
     row+=("$(calls "$me" "$crt")")
   done
   fact card-requests "${tls%%|*}" "${row[@]}" "one handshake"
@@ -264,8 +262,8 @@ row=()
 for side in "${SIDES[@]}"; do
   present "$side" || { row+=("–"); continue; }
   read -r me crt busy < <(handshake "$side" "-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256" 64) \
-    || die "side $side: 64 handshakes failed"
-  [ -n "${busy:-}" ] || die "side $side: 64 handshakes failed"
+    || fail "side $side: 64 handshakes failed"
+  [ -n "${busy:-}" ] || fail "side $side: 64 handshakes failed"
   units=$(awk -v b="$busy" -v u="$((${CARD_UNIT_US:-20} * 1000))" 'BEGIN {printf "%.1f", b / u / 64}')
   row+=("$(calls "$me" "$crt"); $units units per handshake")
 done
@@ -321,7 +319,7 @@ for fault in "EIO|fail EIO 100000" "card offline|offline" "one corrupt answer|co
       if [ "$side" = B ]; then
         b_corrupt=$((b_corrupt + $(echo "$faults" | sed -n 's/.*corrupt \([0-9]*\).*/\1/p' | grep . || echo 0)))
       fi
-      [ "$side" = B ] && [ "$wrong" != 0 ] && die "rustica returned a wrong result under ${fault%%|*} ($what)"
+      [ "$side" = B ] && [ "$wrong" != 0 ] && fail "rustica returned a wrong result under ${fault%%|*} ($what)"
     done
     label="signature (2 runs)"
     [ "$what" = pkcs1 ] && label="PKCS#1 v1.5 decryption"
@@ -335,14 +333,14 @@ done
 # ENODEV never reach it: libica's own software fallback answers instead.
 fallbacks=$(( $(rustica_fallbacks) - fallbacks_before ))
 [ "$fallbacks" = "$b_corrupt" ] \
-  || die "rustica counted $fallbacks fallbacks for the $b_corrupt corrupt answers the card gave it"
+  || fail "rustica counted $fallbacks fallbacks for the $b_corrupt corrupt answers the card gave it"
 fact card-faults "rustica's counters over the runs above" "" "" \
   "$b_corrupt corrupt answers, $fallbacks counted as fallback (recomputed in software)" "" \
   "EIO and ENODEV are answered by libica's own software fallback and counted by it (icastats: software)"
 
 # --- 3. throughput with the card as the bottleneck (S390X_CARD_SPEED=1) -----------
 if [ -n "${S390X_CARD_SPEED:-}" ]; then
-  . scripts/s390x-card-speed.sh
+  . scripts/lib/s390x-card-speed.sh
 fi
 
 card_stop

@@ -44,12 +44,11 @@
 # lane's original paths (sysroot, apt, run, target: scripts/package.sh
 # builds in the same target directory); stable lives under stable/, and
 # openssl-4.0 under openssl-4.0/ (with stable's sysroot).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 LANE=${S390X_LANE_DIR:-$REPO/target/s390x-lane}
 TARGET=s390x-unknown-linux-gnu
-START=$SECONDS
 MODE=build
 RELEASE=""
 usage() {
@@ -79,16 +78,16 @@ case "$RELEASE" in
     PKGS=(libc6 libgcc-s1 libssl3t64 libssl-dev openssl libica3 libica-dev libc6-dev
           linux-libc-dev libcrypt1 libcrypt-dev zlib1g libzstd1) ;;
   openssl-4.0)
-    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb serve Debian's own OpenSSL" >&2; exit 2; }
+    [ "$MODE" = build ] || die "--sysroot-only and --from-deb serve Debian's own OpenSSL"
     PART=$LANE/openssl-4.0
     # Debian 13's sysroot, made (or reused) by the stable part's steps 1-2.
-    STABLE_SYSROOT=$("$0" --release stable --sysroot-only) || exit 1 ;;
+    STABLE_SYSROOT=$("$0" --release stable --sysroot-only) || exit ;;
   all)
-    [ "$MODE" = build ] || { echo "$0: --sysroot-only and --from-deb take one release" >&2; exit 2; }
+    [ "$MODE" = build ] || die "--sysroot-only and --from-deb take one release"
     times=""
     for part in bookworm stable openssl-4.0; do
       part_start=$SECONDS
-      "$0" --release "$part" || exit 1
+      "$0" --release "$part" || exit
       times="$times $part=$((SECONDS - part_start))s"
     done
     echo "s390x-lane: OK, every part (bookworm, stable, openssl-4.0); time per part:$times" >&2
@@ -104,8 +103,7 @@ fi
 RUN=$PART/run
 BUILD_DIR=$PART/target
 
-say() { echo "s390x-lane[$RELEASE]: $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+say_as="s390x-lane[$RELEASE]"
 step() { say "[$((SECONDS - START))s] $*"; }
 
 sudo=""
@@ -229,9 +227,9 @@ if [ "$MODE" = deb ]; then
   dpkg-deb --field "$DEB" Architecture | grep -qx s390x || die "$DEB is not an s390x package"
   dpkg -x "$DEB" "$SYSROOT" || die "dpkg -x $DEB failed"
   MODULE=$LIBDIR/ossl-modules/rustica.so
-  [ -f "$MODULE" ] || die "the package did not install $MODULE"
+  [ -f "$MODULE" ] || fail "the package did not install $MODULE"
   qemu-s390x-static -L "$SYSROOT" "$SYSROOT/usr/bin/rustica" --version | grep -q "^rustica " \
-    || die "the packaged s390x rustica command does not run under qemu"
+    || fail "the packaged s390x rustica command does not run under qemu"
 else
 step "cross-building rustica for $TARGET"
 export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
@@ -300,9 +298,9 @@ head -c 100000 /dev/urandom >"$RUN/doc.bin"
 
 step "2048-bit key generated on s390x by rustica (its Miller-Rabin exponentiations on libica)"
 s390x_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$RUN/key-2048.pem" \
-  || die "genpkey 2048 on s390x failed"
+  || fail "genpkey 2048 on s390x failed"
 host_openssl pkey -in "$RUN/key-2048.pem" -check -noout >/dev/null \
-  || die "the key generated on s390x does not pass the host's check"
+  || fail "the key generated on s390x does not pass the host's check"
 host_openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:4096 -out "$RUN/key-4096.pem" 2>/dev/null
 
 for bits in 2048 4096; do
@@ -310,14 +308,14 @@ for bits in 2048 4096; do
   key=$RUN/key-$bits.pem
   host_openssl pkey -in "$key" -pubout -out "$RUN/pub-$bits.pem"
   s390x_openssl dgst -sha256 -sign "$key" -out "$RUN/sig-$bits.bin" "$RUN/doc.bin" \
-    || die "signing at $bits bits on s390x failed"
+    || fail "signing at $bits bits on s390x failed"
   s390x_openssl dgst -sha256 -verify "$RUN/pub-$bits.pem" -signature "$RUN/sig-$bits.bin" \
-    "$RUN/doc.bin" | grep -q "Verified OK" || die "s390x rustica does not verify its $bits-bit signature"
+    "$RUN/doc.bin" | grep -q "Verified OK" || fail "s390x rustica does not verify its $bits-bit signature"
   host_openssl dgst -sha256 -verify "$RUN/pub-$bits.pem" -signature "$RUN/sig-$bits.bin" \
-    "$RUN/doc.bin" | grep -q "Verified OK" || die "the host does not verify the s390x $bits-bit signature"
+    "$RUN/doc.bin" | grep -q "Verified OK" || fail "the host does not verify the s390x $bits-bit signature"
   host_openssl dgst -sha256 -sign "$key" -out "$RUN/host-sig-$bits.bin" "$RUN/doc.bin"
   cmp -s "$RUN/sig-$bits.bin" "$RUN/host-sig-$bits.bin" \
-    || die "the s390x PKCS#1 v1.5 signature differs from the host's at $bits bits"
+    || fail "the s390x PKCS#1 v1.5 signature differs from the host's at $bits bits"
 done
 
 # What rustica offers and defaults to follows the running OpenSSL (read
@@ -331,15 +329,15 @@ offered=$(s390x_openssl list -signature-algorithms | grep -c '@ rustica' || true
 want_offered=1
 [ "$core_mm" -ge 3004 ] && want_offered=14
 [ "$offered" = "$want_offered" ] \
-  || die "rustica offers $offered signature algorithms to OpenSSL $core; expected $want_offered"
+  || fail "rustica offers $offered signature algorithms to OpenSSL $core; expected $want_offered"
 want_salt=222
 [ "$core_mm" -ge 3001 ] && want_salt=32
 s390x_openssl dgst -sha256 -sign "$RUN/key-2048.pem" -sigopt rsa_padding_mode:pss \
-  -out "$RUN/pss-2048.bin" "$RUN/doc.bin" || die "PSS signing on s390x failed"
+  -out "$RUN/pss-2048.bin" "$RUN/doc.bin" || fail "PSS signing on s390x failed"
 host_openssl dgst -sha256 -verify "$RUN/pub-2048.pem" -signature "$RUN/pss-2048.bin" \
   -sigopt rsa_padding_mode:pss -sigopt "rsa_pss_saltlen:$want_salt" "$RUN/doc.bin" \
   | grep -q "Verified OK" \
-  || die "the s390x PSS signature does not have the $want_salt-byte salt OpenSSL $core's default provider uses"
+  || fail "the s390x PSS signature does not have the $want_salt-byte salt OpenSSL $core's default provider uses"
 say "OpenSSL $core: $offered signature algorithms from rustica, default PSS salt $want_salt bytes"
 
 for padding in pkcs1 oaep; do
@@ -350,26 +348,26 @@ for padding in pkcs1 oaep; do
   head -c 32 /dev/urandom >"$secret"
   # Encrypted on s390x, decrypted on the host.
   s390x_openssl pkeyutl -encrypt -pubin -inkey "$RUN/pub-2048.pem" "${pad_opts[@]}" \
-    -in "$secret" -out "$RUN/ct-s390x-$padding.bin" || die "$padding encryption on s390x failed"
+    -in "$secret" -out "$RUN/ct-s390x-$padding.bin" || fail "$padding encryption on s390x failed"
   host_openssl pkeyutl -decrypt -inkey "$RUN/key-2048.pem" "${pad_opts[@]}" \
     -in "$RUN/ct-s390x-$padding.bin" -out "$RUN/pt-host-$padding.bin" \
-    || die "the host cannot decrypt the s390x $padding ciphertext"
+    || fail "the host cannot decrypt the s390x $padding ciphertext"
   cmp -s "$secret" "$RUN/pt-host-$padding.bin" \
-    || die "the host's decryption of the s390x $padding ciphertext is not the plaintext"
+    || fail "the host's decryption of the s390x $padding ciphertext is not the plaintext"
   # Encrypted on the host, decrypted on s390x.
   host_openssl pkeyutl -encrypt -pubin -inkey "$RUN/pub-2048.pem" "${pad_opts[@]}" \
     -in "$secret" -out "$RUN/ct-host-$padding.bin"
   s390x_openssl pkeyutl -decrypt -inkey "$RUN/key-2048.pem" "${pad_opts[@]}" \
     -in "$RUN/ct-host-$padding.bin" -out "$RUN/pt-s390x-$padding.bin" \
-    || die "s390x cannot decrypt the host's $padding ciphertext"
+    || fail "s390x cannot decrypt the host's $padding ciphertext"
   cmp -s "$secret" "$RUN/pt-s390x-$padding.bin" \
-    || die "s390x's decryption of the host's $padding ciphertext is not the plaintext"
+    || fail "s390x's decryption of the host's $padding ciphertext is not the plaintext"
 done
 
 step "rustica's counters on the s390x side"
-[ -f "$STATS" ] || die "no rustica counters file: rustica did not run on s390x"
+[ -f "$STATS" ] || fail "no rustica counters file: rustica did not run on s390x"
 env -u RUSTICA_MODULE "$host_rustica" stats --path "$STATS" >/dev/null \
-  || die "the host's rustica stats cannot read the s390x counters file"
+  || fail "the host's rustica stats cannot read the s390x counters file"
 # What this run did on s390x: one key generation, three signatures (2048
 # and 4096 PKCS#1 v1.5, 2048 PSS) and two verifications (2048, 4096), and
 # per padding one encryption and one decryption. The private operations
@@ -389,9 +387,9 @@ for op in 0 1 2 3 4; do
     && [ $((fallback + failed)) = 0 ] \
     || bad="$bad ${ops[$op]}(expected libica=${expected_libica[$op]} software=${expected_software[$op]}, others 0)"
 done
-[ -z "$bad" ] || die "operations not counted where expected:$bad"
+[ -z "$bad" ] || fail "operations not counted where expected:$bad"
 grep -q "backend = libica: libica.so.3" "$RUN/rustica-debug.log" \
-  || die "rustica's debug log does not show libica.so.3 as the backend"
+  || fail "rustica's debug log does not show libica.so.3 as the backend"
 # The key's exponentiations: on libica, none recomputed; software only
 # confirmed p and q (FIPS 186-5 Table B.1: 5 rounds each at 2048 bits,
 # more when the method turned a prime down).
@@ -400,10 +398,10 @@ modexp_fallback=$(counter 5 2); modexp_failed=$(counter 5 3)
 say "counters: keygen_modexp libica=$modexp_libica software=$modexp_software fallback=$modexp_fallback failed=$modexp_failed"
 [ "$modexp_libica" -ge 20 ] && [ "$modexp_software" -ge 10 ] \
   && [ $((modexp_fallback + modexp_failed)) = 0 ] \
-  || die "the key's Miller-Rabin exponentiations were not made on libica"
+  || fail "the key's Miller-Rabin exponentiations were not made on libica"
 grep -q "keygen rsa-2048: Miller-Rabin exponentiations: $modexp_libica on libica, 0 recomputed" \
   "$RUN/rustica-debug.log" \
-  || die "rustica's debug log does not give the key's exponentiations on libica"
+  || fail "rustica's debug log does not give the key's exponentiations on libica"
 
 # Asynchronous offload with the real libica: OpenSSL ASYNC jobs on s390x
 # (`speed -async_jobs`, `s_server -async`), each libica call made on one of
@@ -427,24 +425,24 @@ check_async() { # what before-keygen before-sign before-decrypt min-sign-async m
     say "$what: ${ops[$op]} +$((n[0] - b[0])) libica, +$((n[1] - b[1])) software, +$((n[2] - b[2])) fallback, +$((n[3] - b[3])) failed, +$((n[4] - b[4])) async"
     if [ "$op" = 0 ]; then
       [ $((n[1] - b[1] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
-        || die "$what: key generation counted as software, fallback or failed"
+        || fail "$what: key generation counted as software, fallback or failed"
     else
       [ $((n[1] - b[1] + n[2] - b[2] + n[3] - b[3])) = 0 ] \
-        || die "$what: ${ops[$op]} not all on libica"
+        || fail "$what: ${ops[$op]} not all on libica"
     fi
     d=$((n[4] - b[4]))
-    if [ "$op" = 1 ] && [ "$d" -lt "$5" ]; then die "$what: only $d signatures async, expected at least $5"; fi
-    if [ "$op" = 4 ] && [ "$d" -lt "$6" ]; then die "$what: only $d decryptions async, expected at least $6"; fi
+    if [ "$op" = 1 ] && [ "$d" -lt "$5" ]; then fail "$what: only $d signatures async, expected at least $5"; fi
+    if [ "$op" = 4 ] && [ "$d" -lt "$6" ]; then fail "$what: only $d decryptions async, expected at least $6"; fi
   done
 }
 
 step "openssl speed -async_jobs 8 rsa2048 on s390x (real libica, offload threads)"
 bk=$(counts 0) bs=$(counts 1) bd=$(counts 4)
 s390x_openssl speed -elapsed -seconds 1 -async_jobs 8 -mr rsa2048 >"$RUN/speed-async.out" 2>&1 \
-  || { cat "$RUN/speed-async.out" >&2; die "openssl speed -async_jobs 8 on s390x failed"; }
+  || { cat "$RUN/speed-async.out" >&2; fail "openssl speed -async_jobs 8 on s390x failed"; }
 # +R1:count:bits:seconds: the timed signatures, all made inside jobs.
 loop_signs=$(awk -F: '/^\+R1:/ { print $2; exit }' "$RUN/speed-async.out")
-[ -n "$loop_signs" ] && [ "$loop_signs" -gt 0 ] || die "no +R1 line in speed -mr's output"
+[ -n "$loop_signs" ] && [ "$loop_signs" -gt 0 ] || fail "no +R1 line in speed -mr's output"
 say "speed -async_jobs 8: $loop_signs signatures in its timed loop"
 check_async "speed -async_jobs 8" "$bk" "$bs" "$bd" "$loop_signs" 0
 
@@ -474,7 +472,7 @@ for proto in "-tls1_3" "-tls1_2 -cipher AES128-GCM-SHA256"; do
 done
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
-[ "$tls_ok" = 1 ] || die "a TLS handshake with the s390x s_server -async failed"
+[ "$tls_ok" = 1 ] || fail "a TLS handshake with the s390x s_server -async failed"
 check_async "s_server -async" "$bk" "$bs" "$bd" 1 1
 # The way off the ibmca ENGINE, on Debian's own engine configuration: the
 # sample openssl-ibmca installs (what its README.Debian tells sites to put
@@ -492,21 +490,21 @@ sample=$RUN/ibmca/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
 grep -q "^engines *= *" "$sample" || die "Debian's sample loads no engine"
 env -u RUSTICA_MODULE "$host_rustica" config --from-engine "$sample" --module "$LOADED_MODULE" \
   --backend libica --libica libica.so.3 --no-check --out "$RUN/from-engine.cnf" 2>"$RUN/from-engine.log" \
-  || { cat "$RUN/from-engine.log" >&2; die "rustica config --from-engine refused Debian's sample"; }
+  || { cat "$RUN/from-engine.log" >&2; fail "rustica config --from-engine refused Debian's sample"; }
 sed 's/^/s390x-lane:   /' "$RUN/from-engine.log" >&2
-grep -q "^engines *=" "$RUN/from-engine.cnf" && die "the migrated file still loads an engine"
+grep -q "^engines *=" "$RUN/from-engine.cnf" && fail "the migrated file still loads an engine"
 from_engine() {
   env -u RUSTICA_BACKEND -u RUSTICA_LIBICA -u RUSTICA_DEBUG \
     OPENSSL_CONF="$RUN/from-engine.cnf" RUSTICA_STATS_PATH="$RUN/stats-from-engine" LIBICA_STATS_MODE=0 \
     qemu-s390x-static -L "$SYSROOT" "$OPENSSL_BIN" "$@"
 }
-from_engine list -providers | grep -q rustica || die "the migrated file does not load rustica on s390x"
+from_engine list -providers | grep -q rustica || fail "the migrated file does not load rustica on s390x"
 from_engine dgst -sha256 -sign "$RUN/key-2048.pem" -out "$RUN/sig-from-engine.bin" "$RUN/doc.bin" \
-  || die "signing under the migrated file failed on s390x"
-cmp -s "$RUN/sig-from-engine.bin" "$RUN/sig-2048.bin" || die "the signature under the migrated file differs"
+  || fail "signing under the migrated file failed on s390x"
+cmp -s "$RUN/sig-from-engine.bin" "$RUN/sig-2048.bin" || fail "the signature under the migrated file differs"
 saved_stats=$STATS; STATS=$RUN/stats-from-engine
 signed=$(counter 1 0); STATS=$saved_stats
-[ "$signed" = 1 ] || die "the signature under the migrated file was not counted on libica ($signed)"
+[ "$signed" = 1 ] || fail "the signature under the migrated file was not counted on libica ($signed)"
 say "from-engine: Debian's sample migrated; rustica loaded on s390x, 1 signature on libica, identical to the earlier one"
 libica_deb=$(ls "$APTDIR"/debs/libica3_*.deb 2>/dev/null | head -n1)
 libica_pkg=unknown
@@ -529,14 +527,14 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   RUSTICA_HOST_COMMAND=$host_rustica scripts/s390x-three-sides.sh --release "$RELEASE" --sysroot "$SYSROOT" \
     --module "$LOADED_MODULE" --engine-deb "$ibmca_deb" --emulator "$BUILD_DIR/$TARGET/debug/libica_emu.so" \
     --keys "$RUN" --out "$PART/three-sides" --libica-version "$libica_pkg" \
-    || die "the three-sides comparison failed (log: $PART/three-sides/run.log)"
+    || fail "the three-sides comparison failed (log: $PART/three-sides/run.log)"
   if [ -n "${S390X_LANE_RECORD:-}" ]; then
     mkdir -p docs/comparison
     cp "$PART/three-sides/facts.tsv" "docs/comparison/$RELEASE.tsv"
     say "recorded docs/comparison/$RELEASE.tsv"
   fi
   scripts/comparison.py --check-facts "$RELEASE" "$PART/three-sides/facts.tsv" \
-    || die "the three sides no longer behave as docs/comparison.md says"
+    || fail "the three sides no longer behave as docs/comparison.md says"
 
   # One card for every side: the shared card model answers /dev/z90crypt
   # for stock OpenSSL's own offload, libica's hardware path (B and C) and
@@ -550,13 +548,13 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   scripts/s390x-card.sh --release "$RELEASE" --sysroot "$SYSROOT" --module "$LOADED_MODULE" \
     --engine-deb "$ibmca_deb" --keys "$RUN" --out "$PART/card" --card "$REPO/target/debug/rustica-card" \
     --interposer "$interposer" --rustica "$host_rustica" \
-    || die "the sides on one card failed (log: $PART/card/run.log)"
+    || fail "the sides on one card failed (log: $PART/card/run.log)"
   if [ -n "${S390X_LANE_RECORD:-}" ]; then
     cp "$PART/card/facts.tsv" "docs/comparison/$RELEASE-card.tsv"
     say "recorded docs/comparison/$RELEASE-card.tsv"
   fi
   scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
-    || die "the sides on one card no longer behave as docs/comparison.md says"
+    || fail "the sides on one card no longer behave as docs/comparison.md says"
   # The lab itself on that card, where its users run it (Debian 13: stock
   # 3.5 offloads by itself): every side's card requests per operation
   # from the kernel's counters in the root's /sys, wall and CPU per
@@ -565,13 +563,13 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
     step "rustica lab on the card: A stock 3.5's own offload, B rustica, C the engine (scripts/s390x-card-lab.sh)"
     scripts/s390x-card-lab.sh --sysroot "$SYSROOT" --module "$LOADED_MODULE" --engine-deb "$ibmca_deb" \
       --out "$PART/card-lab" --card "$REPO/target/debug/rustica-card" --interposer "$interposer" \
-      --rustica "$host_rustica" || die "the lab on the card failed (report: $PART/card-lab/lab/report.md)"
+      --rustica "$host_rustica" || fail "the lab on the card failed (report: $PART/card-lab/lab/report.md)"
     if [ -n "${S390X_LANE_RECORD:-}" ]; then
       cp "$PART/card-lab/facts.tsv" "docs/comparison/$RELEASE-card-lab.tsv"
       say "recorded docs/comparison/$RELEASE-card-lab.tsv"
     fi
     scripts/comparison.py --check-facts "$RELEASE-card-lab" "$PART/card-lab/facts.tsv" \
-      || die "the lab on the card no longer counts what docs/comparison/$RELEASE-card-lab.tsv says"
+      || fail "the lab on the card no longer counts what docs/comparison/$RELEASE-card-lab.tsv says"
   fi
 fi
 

@@ -37,8 +37,8 @@
 # saying what failed, when C's signatures differ from A's and B's, a
 # cross-verification fails, or a side's counts are not what its design
 # says.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 RELEASE="" SYSROOT="" MODULE="" ENGINE_DEB="" EMULATOR="" KEYS="" OUT="" LIBICA_VERSION=""
 while [ $# -gt 0 ]; do
@@ -51,16 +51,14 @@ while [ $# -gt 0 ]; do
     --keys) KEYS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --libica-version) LIBICA_VERSION=$2; shift 2 ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
+    *) die "unknown argument $1" ;;
   esac
 done
 for v in RELEASE SYSROOT MODULE ENGINE_DEB EMULATOR KEYS OUT; do
-  [ -n "${!v}" ] || { echo "$0: --${v,,} is required" | tr _ - >&2; exit 2; }
+  [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
 ROUNDS=${THREE_SIDES_ROUNDS:-6}
-START=$SECONDS
-say() { echo "three-sides[$RELEASE]: [$((SECONDS - START))s] $*" >&2; }
-die() { say "FAILED: $*"; exit 1; }
+say_as="three-sides[$RELEASE]" say_clock=1
 rm -rf "$OUT"
 mkdir -p "$OUT"
 FACTS=$OUT/facts.tsv
@@ -176,20 +174,20 @@ caps=$(run_side C engine -c ibmca 2>&1 | sed -n 's/^ *\[\(.*\)\]$/\1/p' | head -
 say "engine capabilities, no card online: ${caps:-none}"
 fact "no card" "engine registers" "" "" "${caps:-nothing}" "libica lists RSA as software only without an online card"
 c_plain=$(counted C dgst -sha256 -sign "$KEYS/key-2048.pem" -out "$OUT/c-plain.sig" "$KEYS/doc.bin") \
-  || die "side C could not sign with no card online"
+  || fail "side C could not sign with no card online"
 b_plain=$(counted B dgst -sha256 -sign "$KEYS/key-2048.pem" -out "$OUT/b-plain.sig" "$KEYS/doc.bin") \
-  || die "side B could not sign with no card online"
-cmp -s "$OUT/c-plain.sig" "$OUT/b-plain.sig" || die "B's and C's signatures differ with no card"
+  || fail "side B could not sign with no card online"
+cmp -s "$OUT/c-plain.sig" "$OUT/b-plain.sig" || fail "B's and C's signatures differ with no card"
 fact "no card" "libica RSA calls, one 2048-bit signature" "" "$(calls "$b_plain")" "$(calls "$c_plain")"
-[ "$c_plain" = "0 0" ] || die "with no card the engine still reached libica ($c_plain)"
-[ "$b_plain" != "0 0" ] || die "with no card rustica did not reach libica"
+[ "$c_plain" = "0 0" ] || fail "with no card the engine still reached libica ($c_plain)"
+[ "$b_plain" != "0 0" ] || fail "with no card rustica did not reach libica"
 
 # --- 2. one online card: both reach the real libica ------------------------------
 ROOT=$CARD
 caps=$(run_side C engine -c ibmca 2>&1 | sed -n 's/^ *\[\(.*\)\]$/\1/p' | head -n1)
 say "engine capabilities, card online: $caps"
 fact card "engine registers" "" "" "$caps"
-echo "$caps" | grep -q RSA || die "with an online card the engine does not register RSA"
+echo "$caps" | grep -q RSA || fail "with an online card the engine does not register RSA"
 
 for bits in 2048 4096; do
   key=$KEYS/key-$bits.pem pub=$OUT/pub-$bits.pem
@@ -197,16 +195,16 @@ for bits in 2048 4096; do
   row=()
   for side in A B C; do
     n=$(counted "$side" dgst -sha256 -sign "$key" -out "$OUT/sig-$side-$bits.bin" "$KEYS/doc.bin") \
-      || die "side $side could not sign at $bits bits"
+      || fail "side $side could not sign at $bits bits"
     row+=("$(calls "$n")")
     eval "sign_$side=\$n"
   done
   cmp -s "$OUT/sig-A-$bits.bin" "$OUT/sig-B-$bits.bin" && cmp -s "$OUT/sig-A-$bits.bin" "$OUT/sig-C-$bits.bin" \
-    || die "the PKCS#1 v1.5 signatures of A, B and C differ at $bits bits"
+    || fail "the PKCS#1 v1.5 signatures of A, B and C differ at $bits bits"
   fact card "PKCS#1 v1.5 SHA-256 signature, $bits bits: libica RSA calls" "${row[@]}" "signatures identical byte for byte"
-  [ "$sign_A" = "0 0" ] || die "side A reached libica"
-  [ "$sign_B" = "0 1" ] || die "rustica's $bits-bit signature was not one ica_rsa_crt call ($sign_B)"
-  [ "${sign_C% *}" -ge 1 ] || die "the engine's $bits-bit signature did not reach libica ($sign_C)"
+  [ "$sign_A" = "0 0" ] || fail "side A reached libica"
+  [ "$sign_B" = "0 1" ] || fail "rustica's $bits-bit signature was not one ica_rsa_crt call ($sign_B)"
+  [ "${sign_C% *}" -ge 1 ] || fail "the engine's $bits-bit signature did not reach libica ($sign_C)"
   # Each side verifies the others' signatures (C through the engine's
   # public exponentiation).
   row=()
@@ -217,7 +215,7 @@ for bits in 2048 4096; do
       run_side "$side" dgst -sha256 -verify "$pub" -signature "$OUT/sig-$signer-$bits.bin" "$KEYS/doc.bin" \
         2>&1 | grep -q "Verified OK" && ok=$((ok + 1))
     done
-    [ "$ok" = 2 ] || die "side $side does not verify the other sides' $bits-bit signatures"
+    [ "$ok" = 2 ] || fail "side $side does not verify the other sides' $bits-bit signatures"
     row+=("verifies both")
   done
   n=$(counted C dgst -sha256 -verify "$pub" -signature "$OUT/sig-A-$bits.bin" "$KEYS/doc.bin")
@@ -231,11 +229,11 @@ done
 row=()
 for side in A B C; do
   n=$(counted "$side" dgst -sha256 -sign "$KEYS/key-8192.pem" -out "$OUT/sig-$side-8192.bin" "$KEYS/doc.bin") \
-    || die "side $side could not sign at 8192 bits"
+    || fail "side $side could not sign at 8192 bits"
   row+=("$(calls "$n")")
 done
 cmp -s "$OUT/sig-A-8192.bin" "$OUT/sig-B-8192.bin" && cmp -s "$OUT/sig-A-8192.bin" "$OUT/sig-C-8192.bin" \
-  || die "the 8192-bit signatures of A, B and C differ"
+  || fail "the 8192-bit signatures of A, B and C differ"
 fact card "PKCS#1 v1.5 SHA-256 signature, 8192 bits: libica RSA calls" "${row[@]}" \
   "signatures identical; rustica keeps keys over offload-max-bits (4096) in software"
 
@@ -243,12 +241,12 @@ fact card "PKCS#1 v1.5 SHA-256 signature, 8192 bits: libica RSA calls" "${row[@]
 key=$KEYS/key-2048.pem pub=$OUT/pub-2048.pem
 for side in A B C; do
   run_side "$side" dgst -sha256 -sign "$key" -sigopt rsa_padding_mode:pss -out "$OUT/pss-$side.bin" \
-    "$KEYS/doc.bin" >>"$OUT/run.log" 2>&1 || die "side $side could not make a PSS signature"
+    "$KEYS/doc.bin" >>"$OUT/run.log" 2>&1 || fail "side $side could not make a PSS signature"
 done
 for signer in A B C; do
   for side in A B C; do
     run_side "$side" dgst -sha256 -verify "$pub" -sigopt rsa_padding_mode:pss -signature "$OUT/pss-$signer.bin" \
-      "$KEYS/doc.bin" 2>&1 | grep -q "Verified OK" || die "side $side does not verify $signer's PSS signature"
+      "$KEYS/doc.bin" 2>&1 | grep -q "Verified OK" || fail "side $side does not verify $signer's PSS signature"
   done
 done
 fact card "PSS signature, 2048 bits (default salt)" "accepted by A, B, C" "accepted by A, B, C" "accepted by A, B, C"
@@ -264,14 +262,14 @@ for padding in oaep-label pkcs1; do
   row=()
   for enc in A B C; do
     run_side "$enc" pkeyutl -encrypt -pubin -inkey "$pub" "${opts[@]}" -in "$OUT/secret.bin" \
-      -out "$OUT/ct-$enc.bin" >>"$OUT/run.log" 2>&1 || die "side $enc could not encrypt ($padding)"
+      -out "$OUT/ct-$enc.bin" >>"$OUT/run.log" 2>&1 || fail "side $enc could not encrypt ($padding)"
   done
   for dec in A B C; do
     for enc in A B C; do
       [ "$enc" = "$dec" ] && continue
       run_side "$dec" pkeyutl -decrypt -inkey "$key" "${opts[@]}" -in "$OUT/ct-$enc.bin" \
         -out "$OUT/pt.bin" >>"$OUT/run.log" 2>&1 && cmp -s "$OUT/pt.bin" "$OUT/secret.bin" \
-        || die "side $dec does not decrypt $enc's $padding ciphertext"
+        || fail "side $dec does not decrypt $enc's $padding ciphertext"
     done
     n=$(counted "$dec" pkeyutl -decrypt -inkey "$key" "${opts[@]}" -in "$OUT/ct-A.bin" -out "$OUT/pt.bin")
     row+=("$(calls "$n")")
@@ -281,10 +279,10 @@ done
 
 # A certificate made on C verifies on A and B; a TLS server on C.
 run_side C req -x509 -new -key "$key" -subj /CN=three-sides -days 2 -out "$OUT/cert-C.pem" \
-  >>"$OUT/run.log" 2>&1 || die "side C could not make a certificate"
+  >>"$OUT/run.log" 2>&1 || fail "side C could not make a certificate"
 for side in A B; do
   run_side "$side" verify -CAfile "$OUT/cert-C.pem" "$OUT/cert-C.pem" 2>&1 | grep -q ": OK" \
-    || die "side $side does not verify C's certificate"
+    || fail "side $side does not verify C's certificate"
 done
 # One s_server on C per call; the client is the host's openssl. Prints
 # "handshakes ME CRT" and leaves the server's exit status in $OUT/server.rc.
@@ -317,7 +315,7 @@ c_server_handshakes() { # client-options (one string per handshake)...
 # v1.5 decryption), with ciphers the engine does not take over.
 read -r tls me crt < <(c_server_handshakes "-tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256" \
   "-tls1_2 -cipher AES128-SHA256")
-[ "$tls" = 2 ] || die "a TLS handshake with side C's s_server failed"
+[ "$tls" = 2 ] || fail "a TLS handshake with side C's s_server failed"
 fact card "certificate made by C (req -x509), verified" "verified" "verified" ""
 fact card "TLS 1.3 and 1.2 handshakes with s_server on C" "" "" "2 of 2, libica $(calls "$me $crt")" \
   "TLS_CHACHA20_POLY1305_SHA256 and AES128-SHA256"
@@ -333,14 +331,14 @@ fact card "TLS 1.3 with TLS_AES_128_GCM_SHA256 on C (the engine's AES-GCM)" "" "
 row=()
 for side in A B C; do
   n=$(counted "$side" genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$OUT/gen-$side.pem") \
-    || die "side $side could not generate a key"
-  host_openssl pkey -in "$OUT/gen-$side.pem" -check -noout >/dev/null 2>&1 || die "side $side's key fails the check"
+    || fail "side $side could not generate a key"
+  host_openssl pkey -in "$OUT/gen-$side.pem" -check -noout >/dev/null 2>&1 || fail "side $side's key fails the check"
   row+=("$(calls "$n")")
   eval "gen_$side=\$n"
 done
 VARIES=varies fact card "2048-bit key generation: libica RSA calls" "${row[@]}" "every key passes pkey -check"
 [ "$gen_C" = "0 0" ] || say "note: the engine's key generation reached libica ($gen_C)"
-[ "${gen_B% *}" -ge 20 ] || die "rustica's key generation made ${gen_B% *} exponentiations on libica"
+[ "${gen_B% *}" -ge 20 ] || fail "rustica's key generation made ${gen_B% *} exponentiations on libica"
 
 # Where each side's exponentiations would go on a host with the kernel's
 # crypto device: the same root with a /dev/z90crypt (a plain file: the
@@ -358,8 +356,8 @@ zcrypt_requests() { # strace-log: "ME CRT"
 row=()
 for side in A B C; do
   QEMU_FLAGS=-strace run_side "$side" dgst -sha256 -sign "$key" -out "$OUT/z-$side.sig" "$KEYS/doc.bin" \
-    2>"$OUT/strace-$side.log" >/dev/null || die "side $side could not sign with /dev/z90crypt present"
-  cmp -s "$OUT/z-$side.sig" "$OUT/sig-A-2048.bin" || die "side $side's signature differs with /dev/z90crypt present"
+    2>"$OUT/strace-$side.log" >/dev/null || fail "side $side could not sign with /dev/z90crypt present"
+  cmp -s "$OUT/z-$side.sig" "$OUT/sig-A-2048.bin" || fail "side $side's signature differs with /dev/z90crypt present"
   row+=("$(calls "$(zcrypt_requests "$OUT/strace-$side.log")")")
 done
 fact card "z90crypt ioctls under qemu-user (device a plain file), one 2048-bit signature" "${row[@]}" \
@@ -374,8 +372,8 @@ fact emulated "adapter model" "" "$LIBICA_EMU_UNITS units x $LIBICA_EMU_LATENCY_
 row=()
 for side in B C; do
   n=$(counted "$side" dgst -sha256 -sign "$key" -out "$OUT/emu-sig-$side.bin" "$KEYS/doc.bin") \
-    || die "side $side could not sign on the emulated adapter"
-  cmp -s "$OUT/emu-sig-$side.bin" "$OUT/sig-A-2048.bin" || die "side $side's signature on the emulator differs from A's"
+    || fail "side $side could not sign on the emulated adapter"
+  cmp -s "$OUT/emu-sig-$side.bin" "$OUT/sig-A-2048.bin" || fail "side $side's signature on the emulator differs from A's"
   row+=("$(calls "$n")")
 done
 fact emulated "one 2048-bit signature: adapter calls" "" "${row[@]}" "identical to A's"
@@ -400,7 +398,7 @@ if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
     for _ in $(seq "$ROUNDS"); do
       c=$(speed_rate C "${extra[@]}")
       b=$(speed_rate B "${extra[@]}")
-      [ -n "$c" ] && [ -n "$b" ] || die "openssl speed ($mode) gave no rate"
+      [ -n "$c" ] && [ -n "$b" ] || fail "openssl speed ($mode) gave no rate"
       echo "$c $b" >>"$OUT/speed-$mode.pairs"
     done
     cmp_line=$(env -u RUSTICA_MODULE "$RUSTICA" compare <"$OUT/speed-$mode.pairs")
@@ -448,7 +446,7 @@ for fault in "LIBICA_EMU_ERRNO_EVERY=2" "LIBICA_EMU_CORRUPT_EVERY=2"; do
     [ "$what" = pkcs1 ] && label="PKCS#1 v1.5 decryption"
     [ "$what" = oaep ] && label="OAEP decryption"
     fact faults "$label, ${fault#LIBICA_EMU_} (6 runs)" "" "${row[@]}"
-    [ "$fault_B" = 0 ] || die "rustica returned a wrong answer under $fault ($what)"
+    [ "$fault_B" = 0 ] || fail "rustica returned a wrong answer under $fault ($what)"
   done
 done
 # A key above the adapter model's 4096 bits.
@@ -485,8 +483,8 @@ env -u RUSTICA_MODULE LIBICA_EMU_LATENCY_US="$LIBICA_EMU_LATENCY_US" LIBICA_EMU_
   "$RUSTICA" lab --openssl "$WRAPPER" --module "$MODULE" --backend libica --libica libica.so.3 \
   --c-config "$OUT/c.cnf" --c-name "Debian's ibmca engine ($VERSION_ENGINE, openssl.cnf.sample)" \
   --count-libica-calls --sizes 2048 --count 3 --reps 1 --keygen-reps 1 --cell-budget 0 --skip "$skip" \
-  --out "$LAB" >"$OUT/lab.log" 2>&1 || { tail -n 30 "$OUT/lab.log" >&2; die "rustica lab with side C failed"; }
-python3 - "$LAB/report.json" "$FACTS" <<'PY' || die "the lab's side C is not what the three sides showed"
+  --out "$LAB" >"$OUT/lab.log" 2>&1 || { tail -n 30 "$OUT/lab.log" >&2; fail "rustica lab with side C failed"; }
+python3 - "$LAB/report.json" "$FACTS" <<'PY' || fail "the lab's side C is not what the three sides showed"
 import json, sys
 report = json.load(open(sys.argv[1]))
 row = report["rows"][0]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing rustica needs on Debian 12, once.
 # Safe to run repeatedly: it only installs what is missing.
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 need=()
 # nginx-light, curl and python3 are peers of the system-wide tests; valgrind
 # runs the library-context lifecycle test (tests/lifecycle.rs); dpkg-dev
@@ -21,8 +22,8 @@ done
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup: installing ${need[*]}" >&2
+  say "installing ${need[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-command -v cargo >/dev/null || { echo "setup: cargo is required (https://rustup.rs)" >&2; exit 1; }
+command -v cargo >/dev/null || die "cargo is required (https://rustup.rs)"

@@ -10,8 +10,8 @@
 # (it takes the whole duration); figures in docs/performance.md.
 #
 # Usage: scripts/soak-haproxy.sh [SECONDS]   (release build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 duration=${1:-600}
 . scripts/lib/haproxy-common.sh
 haproxy_tools
@@ -37,7 +37,7 @@ while [ $((SECONDS - start)) -lt "$duration" ]; do
   [ "$proto" = TLS1.3 ] || cipher=(-Z ECDHE-RSA-AES128-GCM-SHA256)
   failed=$(ab -s 60 -n 2000 -c 32 -f "$proto" "${cipher[@]}" "https://127.0.0.1:$port/" 2>&1 |
     awk '/^Failed requests:/ { print $3 }')
-  kill -0 "$haproxy_pid" 2>/dev/null || { echo "soak: haproxy died" >&2; tail "$work/haproxy.log" >&2; exit 1; }
+  kill -0 "$haproxy_pid" 2>/dev/null || { tail "$work/haproxy.log" >&2; fail "haproxy died"; }
   # After ab's last connections have closed (sampled at once, a few of
   # them are still open).
   sleep 1
@@ -46,7 +46,7 @@ while [ $((SECONDS - start)) -lt "$duration" ]; do
   hs=$(cumssl)
   echo "$rss $fds" >>"$work/samples"
   echo "| $((SECONDS - start)) | $round | ${failed:-?} | $hs | $rss | $fds |"
-  [ "${failed:-1}" = 0 ] || { echo "soak: ab reported failed requests" >&2; exit 1; }
+  [ "${failed:-1}" = 0 ] || fail "ab reported failed requests"
 done
 sleep 2
 hs=$(cumssl)

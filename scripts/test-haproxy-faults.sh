@@ -19,8 +19,8 @@
 #   (defaults 2000 and 32). Installs haproxy and apache2-utils (ab) when
 #   missing. Uses the debug build (scripts/test.sh's) unless
 #   RUSTICA_PROFILE=release.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 requests=${1:-2000}
 concurrency=${2:-32}
 . scripts/lib/haproxy-common.sh
@@ -32,9 +32,11 @@ haproxy_async_cfg "$work/haproxy.cfg" "$work"
 
 show_info() { haproxy_info "$work/haproxy.sock" "$1"; }
 
+# A failed check is counted and the run goes on; the count fails it at
+# the end (common.sh's fail would stop at the first).
 failures=0
-fail() {
-  echo "test-haproxy-faults: $*" >&2
+failed_check() {
+  say "$*"
   failures=$((failures + 1))
 }
 
@@ -56,7 +58,7 @@ scenario() {
     sleep 0.1
   done
   if [ "$up" != 1 ]; then
-    fail "$name TLS $tls: haproxy did not start: $(cat "$work/haproxy.log")"
+    failed_check "$name TLS $tls: haproxy did not start: $(cat "$work/haproxy.log")"
     kill "$haproxy_pid" 2>/dev/null || true
     haproxy_pid=
     return
@@ -112,15 +114,15 @@ print(sum(1 for q in range(1, n + 1)
           if (every and q % every < burst) or (corrupt and q % corrupt == 0)))' "$on_libica_attempts")
   printf '| %s | %s | %s/%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$tls" "${complete:-0}" "$requests" \
     "${failed:-?}" "$alive" "$handshakes" "$total" "$on_libica" "$fallback" "$faulty" "$asynced" "$inflight"
-  [ "${complete:-0}" = "$requests" ] || fail "$name TLS $tls: ab completed ${complete:-0} of $requests: $(tail -5 "$work/ab.out")"
-  [ "${failed:-1}" = 0 ] || fail "$name TLS $tls: ab reports ${failed:-?} failed requests"
-  [ "$alive" = yes ] || fail "$name TLS $tls: haproxy died: $(tail -5 "$work/haproxy.log")"
-  [ "$total" = "$handshakes" ] || fail "$name TLS $tls: $total signatures counted for $handshakes handshakes"
-  [ "$sfailed" = 0 ] || fail "$name TLS $tls: $sfailed signatures failed"
-  [ "$on_libica_attempts" = "$total" ] || fail "$name TLS $tls: $on_libica_attempts of $total signatures tried the adapter"
-  [ "$fallback" = "$faulty" ] || fail "$name TLS $tls: $faulty faulty adapter answers, $fallback fallbacks"
-  [ "$faulty" -gt 0 ] || fail "$name TLS $tls: no fault was injected"
-  [ "$asynced" -gt 0 ] || fail "$name TLS $tls: no signature went through a paused job"
+  [ "${complete:-0}" = "$requests" ] || failed_check "$name TLS $tls: ab completed ${complete:-0} of $requests: $(tail -5 "$work/ab.out")"
+  [ "${failed:-1}" = 0 ] || failed_check "$name TLS $tls: ab reports ${failed:-?} failed requests"
+  [ "$alive" = yes ] || failed_check "$name TLS $tls: haproxy died: $(tail -5 "$work/haproxy.log")"
+  [ "$total" = "$handshakes" ] || failed_check "$name TLS $tls: $total signatures counted for $handshakes handshakes"
+  [ "$sfailed" = 0 ] || failed_check "$name TLS $tls: $sfailed signatures failed"
+  [ "$on_libica_attempts" = "$total" ] || failed_check "$name TLS $tls: $on_libica_attempts of $total signatures tried the adapter"
+  [ "$fallback" = "$faulty" ] || failed_check "$name TLS $tls: $faulty faulty adapter answers, $fallback fallbacks"
+  [ "$faulty" -gt 0 ] || failed_check "$name TLS $tls: no fault was injected"
+  [ "$asynced" -gt 0 ] || failed_check "$name TLS $tls: no signature went through a paused job"
 }
 
 echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }') ssl-mode-async, nbthread 1; ab -n $requests -c $concurrency; emulated adapter 16 units x 2 ms; rustica ${RUSTICA_PROFILE:-debug}"
@@ -133,8 +135,7 @@ for tls in 1.3 1.2; do
   scenario hang "$tls" LIBICA_EMU_HANG_EVERY=150 LIBICA_EMU_HANG_MS=3000 LIBICA_EMU_CORRUPT_EVERY=97
 done
 if [ "$failures" -gt 0 ]; then
-  echo "test-haproxy-faults: $failures check(s) failed" >&2
-  exit 1
+  fail "$failures check(s) failed"
 fi
 echo
 echo "test-haproxy-faults: every scenario passed"

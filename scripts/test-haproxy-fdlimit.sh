@@ -24,8 +24,8 @@
 #                       with FDLIMIT_PIPES=0, HAProxy 2.6 then crashes:
 #                       an eventfd numbered past its table)
 #   FDLIMIT_SIDE=default  the same run on stock OpenSSL (the reference)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 maxconn=${1:-200}
 side=${FDLIMIT_SIDE:-rustica}
 pipes=${FDLIMIT_PIPES:-$((maxconn / 2))}
@@ -180,6 +180,6 @@ if grep -Ei 'accept|too many open files|EMFILE' "$work/haproxy.log" >&2; then
   echo "test-haproxy-fdlimit: HAProxy ran out of descriptors" >&2
   exit 1
 fi
-[ "$failed" = 0 ] || { tail -n 5 "$work/haproxy.log" "$work/backend.log" >&2; echo "test-haproxy-fdlimit: connections failed" >&2; exit 1; }
-[ "$side" = default ] || [ "${signed#* }" -gt 0 ] || { echo "test-haproxy-fdlimit: no signature ran through a paused job" >&2; exit 1; }
+[ "$failed" = 0 ] || { tail -n 5 "$work/haproxy.log" "$work/backend.log" >&2; fail "connections failed"; }
+[ "$side" = default ] || [ "${signed#* }" -gt 0 ] || fail "no signature ran through a paused job"
 echo "test-haproxy-fdlimit: ok"

@@ -18,11 +18,9 @@
 # Usage: scripts/test-interposer.sh [TEST...]   (names: see the test program)
 # The peer-uid test needs root (it runs a card as uid 65534); as another
 # user it is skipped.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 
-say() { echo "test-interposer: $*"; }
-die() { echo "test-interposer: $*" >&2; exit 1; }
 
 header=/usr/s390x-linux-gnu/include/asm/zcrypt.h
 if [ ! -f "$header" ]; then
@@ -69,5 +67,5 @@ done
 grep -q "listening on" "$work/card.log" || die "rustica-card did not start: $(cat "$work/card.log")"
 
 TMPDIR=$work REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
-  "$work/test-z90crypt-card" "$@" || die "interposer tests failed"
+  "$work/test-z90crypt-card" "$@" || fail "interposer tests failed"
 say "passed"

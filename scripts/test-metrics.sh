@@ -13,8 +13,8 @@
 #     alert rules of docs/monitoring.md and the textfile first): a rate
 #     query sees signatures made between scrapes.
 # Usage: scripts/test-metrics.sh [--debug]   (default: the release build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 source scripts/lib/openssl-cnf.sh
 source scripts/lib/module.sh
 source scripts/lib/counted.sh
@@ -25,10 +25,10 @@ if [ "${1:-}" = "--debug" ]; then profile=debug; cargo_flags=(); fi
 # python version manager may put first on PATH).
 py=/usr/bin/python3
 for tool in prometheus-node-exporter prometheus promtool curl "$py" openssl setpriv; do
-  command -v "$tool" >/dev/null || { echo "test-metrics: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh installs it)"
 done
 "$py" -c 'import prometheus_client' 2>/dev/null \
-  || { echo "test-metrics: python3-prometheus-client is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+  || die "python3-prometheus-client is missing (scripts/setup.sh installs it)"
 
 cargo build "${cargo_flags[@]}" -p rustica --lib -p rustica-harness --bin rustica
 place_module "target/$profile/librustica.so" "target/$profile/rustica.so"
@@ -98,10 +98,10 @@ timeout 300 prometheus-node-exporter --web.listen-address="127.0.0.1:$port" \
 exporter_pid=$!
 for _ in $(seq 100); do
   curl -fsS "http://127.0.0.1:$port/metrics" -o "$work/scraped.txt" 2>/dev/null && break
-  kill -0 "$exporter_pid" 2>/dev/null || { cat "$work/exporter.log" >&2; echo "test-metrics: node_exporter ended" >&2; exit 1; }
+  kill -0 "$exporter_pid" 2>/dev/null || { cat "$work/exporter.log" >&2; die "node_exporter ended"; }
   sleep 0.1
 done
-[ -s "$work/scraped.txt" ] || { cat "$work/exporter.log" >&2; echo "test-metrics: node_exporter did not answer on 127.0.0.1:$port" >&2; exit 1; }
+[ -s "$work/scraped.txt" ] || { cat "$work/exporter.log" >&2; die "node_exporter did not answer on 127.0.0.1:$port"; }
 
 # Signatures in the sum of every user's counters, failed ones included.
 signed=$(rustica_counted --failed sign <"$work/stats.json")

@@ -19,12 +19,12 @@
 # Its last two lines are exactly
 #   OPENSSL=<an executable running that version's openssl with its own libraries>
 #   RUSTICA_MODULE=<rustica.so built for it>
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 series=${1:?usage: scripts/test-openssl.sh 3.5|4.0|3.0}
 scripts/setup.sh
 prefix=$(scripts/openssl-build.sh "$series" | tail -1)
-say() { echo "test-openssl[$series]: $*" >&2; }
+say_as="test-openssl[$series]"
 
 export OPENSSL_DIR=$prefix OPENSSL_LIB_DIR=$prefix/lib OPENSSL_INCLUDE_DIR=$prefix/include
 export CARGO_TARGET_DIR=$PWD/target/openssl-$series
@@ -35,7 +35,7 @@ mkdir -p "$bindir"
 ln -sf "$prefix/bin/openssl" "$bindir/openssl"
 export PATH=$bindir:$PATH
 say "$(openssl version)"
-openssl version | grep -q "^OpenSSL $series\." || { say "PATH does not run OpenSSL $series"; exit 1; }
+openssl version | grep -q "^OpenSSL $series\." || die "PATH does not run OpenSSL $series"
 
 # The provider's end-to-end suite and conformance vectors (tests/), with the
 # emulated libica and the `rustica` command they use; the harness's and the

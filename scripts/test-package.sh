@@ -28,12 +28,10 @@
 #   scripts/test-package.sh --amd64    # steps 0-4 only
 # (Pipelines end in `grep >/dev/null`, not `grep -q`: under pipefail, a grep
 # that stops reading early can kill the writer with SIGPIPE.)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
-START=$SECONDS
-say() { echo "test-package: [$((SECONDS - START))s] $*" >&2; }
-die() { echo "test-package: FAILED: $*" >&2; exit 1; }
+say_clock=1
 
 [ "$(id -u)" -eq 0 ] || die "run as root: it installs and removes the package with dpkg"
 if dpkg -s rustica >/dev/null 2>&1; then
@@ -57,7 +55,7 @@ done | sort -u >"$WORK/crates"
 missing=$(while read -r crate; do
   grep -qxF "Files: vendor/$crate-[0-9]*" debian/copyright || echo "$crate"
 done <"$WORK/crates")
-[ -z "$missing" ] || die "debian/copyright has no stanza for: $missing"
+[ -z "$missing" ] || fail "debian/copyright has no stanza for: $missing"
 say "$(wc -l <"$WORK/crates") crates, each with its stanza"
 
 say "1. building the amd64 package (dpkg-buildpackage, lintian 0/0)"
@@ -67,61 +65,61 @@ dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$WORK/f
 say "$(wc -l <"$WORK/files") files in $(basename "$DEB")"
 
 say "2. dpkg -i"
-dpkg -i "$DEB" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; die "dpkg -i failed"; }
-grep -q "rustica config" "$WORK/install.log" || die "postinst did not say how to enable rustica"
+dpkg -i "$DEB" >"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; fail "dpkg -i failed"; }
+grep -q "rustica config" "$WORK/install.log" || fail "postinst did not say how to enable rustica"
 # It names the root-owned file of the README, never a shared directory.
 grep -q "rustica config --out /etc/ssl/openssl-rustica.cnf" "$WORK/install.log" \
-  || { cat "$WORK/install.log"; die "postinst does not recommend /etc/ssl/openssl-rustica.cnf"; }
+  || { cat "$WORK/install.log"; fail "postinst does not recommend /etc/ssl/openssl-rustica.cnf"; }
 if grep '^rustica:' "$WORK/install.log" | grep -E '/tmp|/dev/shm|/var/tmp' >/dev/null; then
-  cat "$WORK/install.log"; die "postinst names a shared directory"
+  cat "$WORK/install.log"; fail "postinst names a shared directory"
 fi
 MODULES_DIR=$(openssl version -m | cut -d'"' -f2)
 MODULE=$MODULES_DIR/rustica.so
-[ -f "$MODULE" ] || die "no $MODULE after dpkg -i"
-[ "$(stat -c '%a %u %g' "$MODULE")" = "644 0 0" ] || die "$MODULE is not mode 0644, root:root"
-[ "$(command -v rustica)" = /usr/bin/rustica ] || die "rustica is not /usr/bin/rustica on PATH"
-MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || die "man rustica does not work"
+[ -f "$MODULE" ] || fail "no $MODULE after dpkg -i"
+[ "$(stat -c '%a %u %g' "$MODULE")" = "644 0 0" ] || fail "$MODULE is not mode 0644, root:root"
+[ "$(command -v rustica)" = /usr/bin/rustica ] || fail "rustica is not /usr/bin/rustica on PATH"
+MANWIDTH=80 man rustica 2>/dev/null | grep "rustica config" >/dev/null || fail "man rustica does not work"
 MANWIDTH=80 man rustica-provider 2>/dev/null | grep "offload-max-bits" >/dev/null \
-  || die "man rustica-provider does not work"
-[ -f /usr/share/bash-completion/completions/rustica ] || die "no bash completion"
+  || fail "man rustica-provider does not work"
+[ -f /usr/share/bash-completion/completions/rustica ] || fail "no bash completion"
 # The metrics unit writes into root's own directory, never through the
 # textfile directory another user owns; node_exporter reads the file
 # through a link that directory's owner made (docs/monitoring.md).
 UNIT=/lib/systemd/system/rustica-metrics.service
-grep -q '^StateDirectory=rustica-metrics$' "$UNIT" || die "$UNIT does not write to its own state directory"
+grep -q '^StateDirectory=rustica-metrics$' "$UNIT" || fail "$UNIT does not write to its own state directory"
 if grep -E '^(BindPaths|ReadWritePaths)=' "$UNIT" >/dev/null; then
-  die "$UNIT makes a path it does not own writable"
+  fail "$UNIT makes a path it does not own writable"
 fi
 TEXTFILE=/var/lib/prometheus/node-exporter
 if [ -d "$TEXTFILE" ]; then
   [ "$(readlink "$TEXTFILE/rustica.prom")" = /var/lib/rustica-metrics/rustica.prom ] \
-    || die "postinst did not link $TEXTFILE/rustica.prom to the metrics file"
+    || fail "postinst did not link $TEXTFILE/rustica.prom to the metrics file"
   [ "$(stat -c %U "$TEXTFILE/rustica.prom")" = "$(stat -c %U "$TEXTFILE")" ] \
-    || die "the link in $TEXTFILE was not made by the directory's owner"
-  [ -f /var/lib/rustica-metrics/rustica.prom ] || die "the link dangles before the timer's first run"
+    || fail "the link in $TEXTFILE was not made by the directory's owner"
+  [ -f /var/lib/rustica-metrics/rustica.prom ] || fail "the link dangles before the timer's first run"
 fi
 # The unprefixed module name works, as the package puts it where OpenSSL looks.
 OPENSSL_CONF=/dev/null openssl list -providers -provider rustica | grep rustica >/dev/null \
-  || die "openssl -provider rustica does not find the installed module"
+  || fail "openssl -provider rustica does not find the installed module"
 
 say "3. rustica config (temporary file) and rustica doctor"
 CNF=$WORK/openssl.cnf
 # From /tmp, so no module beside a build tree's rustica is in play; the
 # packaged command must pick the installed module and say so.
 (cd "$WORK" && env -u RUSTICA_MODULE rustica config --out "$CNF") 2>"$WORK/config.err" \
-  || { cat "$WORK/config.err"; die "rustica config failed"; }
+  || { cat "$WORK/config.err"; fail "rustica config failed"; }
 grep -q "module $MODULE (installed in OpenSSL's modules directory)" "$WORK/config.err" \
-  || { cat "$WORK/config.err"; die "rustica config did not say it chose the installed module"; }
-grep -q "^module = $MODULE\$" "$CNF" || die "the written config does not load $MODULE"
+  || { cat "$WORK/config.err"; fail "rustica config did not say it chose the installed module"; }
+grep -q "^module = $MODULE\$" "$CNF" || fail "the written config does not load $MODULE"
 # A build-tree rustica must also prefer the installed module for config.
 if [ -x target/release/rustica ] && [ -f target/release/rustica.so ]; then
   env -u RUSTICA_MODULE target/release/rustica config --fresh 2>&1 >/dev/null \
-    | grep "module $MODULE (installed" >/dev/null || die "a build tree's rustica config did not prefer the installed module"
+    | grep "module $MODULE (installed" >/dev/null || fail "a build tree's rustica config did not prefer the installed module"
 fi
 env -u RUSTICA_MODULE -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" rustica doctor >"$WORK/doctor.log" 2>&1 \
-  || { cat "$WORK/doctor.log"; die "rustica doctor failed against the installed package"; }
+  || { cat "$WORK/doctor.log"; fail "rustica doctor failed against the installed package"; }
 grep -q "^ok    module: $MODULE" "$WORK/doctor.log" \
-  || { cat "$WORK/doctor.log"; die "rustica doctor did not check the installed module"; }
+  || { cat "$WORK/doctor.log"; fail "rustica doctor did not check the installed module"; }
 
 say "3b. a signature through the written config, counted by rustica"
 export RUSTICA_STATS_PATH=$WORK/stats
@@ -130,29 +128,29 @@ OPENSSL_CONF=/dev/null openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2
 echo "rustica package test" >"$WORK/doc.txt"
 rustica stats --reset >/dev/null
 env -u RUSTICA_BACKEND OPENSSL_CONF="$CNF" openssl dgst -sha256 -sign "$WORK/key.pem" \
-  -out "$WORK/doc.sig" "$WORK/doc.txt" || die "signing under the written config failed"
+  -out "$WORK/doc.sig" "$WORK/doc.txt" || fail "signing under the written config failed"
 OPENSSL_CONF=/dev/null openssl dgst -sha256 -verify <(openssl pkey -in "$WORK/key.pem" -pubout) \
   -signature "$WORK/doc.sig" "$WORK/doc.txt" | grep "Verified OK" >/dev/null \
-  || die "the default provider does not verify rustica's signature"
+  || fail "the default provider does not verify rustica's signature"
 signed=$(rustica stats --json | python3 -c '
 import json, sys
 sign = json.load(sys.stdin)["ops"]["sign"]
 print(sign["libica"] + sign["software"] + sign["fallback"])')
-[ "$signed" = 1 ] || die "rustica counted $signed signatures, expected 1"
+[ "$signed" = 1 ] || fail "rustica counted $signed signatures, expected 1"
 unset RUSTICA_STATS_PATH
 
 say "4. dpkg -r warns about a config still loading the module; dpkg -P removes every file"
 OPENSSL_CONF=$CNF dpkg -r rustica >"$WORK/remove.log" 2>&1 \
-  || { cat "$WORK/remove.log"; die "dpkg -r failed"; }
+  || { cat "$WORK/remove.log"; fail "dpkg -r failed"; }
 grep -q "WARNING: $CNF still loads rustica" "$WORK/remove.log" \
-  || { cat "$WORK/remove.log"; die "dpkg -r did not warn about $CNF"; }
-dpkg -P rustica >/dev/null 2>&1 || die "dpkg -P failed"
-dpkg -s rustica >/dev/null 2>&1 && die "rustica is still known to dpkg after purge"
+  || { cat "$WORK/remove.log"; fail "dpkg -r did not warn about $CNF"; }
+dpkg -P rustica >/dev/null 2>&1 || fail "dpkg -P failed"
+dpkg -s rustica >/dev/null 2>&1 && fail "rustica is still known to dpkg after purge"
 left=$(while read -r f; do [ ! -e "$f" ] || echo "$f"; done <"$WORK/files")
-[ -z "$left" ] || die "files left after removal: $left"
-[ ! -e /usr/share/doc/rustica ] || die "/usr/share/doc/rustica left after removal"
-[ ! -L "$TEXTFILE/rustica.prom" ] || die "the metrics link is left after removal"
-[ ! -e /var/lib/rustica-metrics ] || die "/var/lib/rustica-metrics is left after purge"
+[ -z "$left" ] || fail "files left after removal: $left"
+[ ! -e /usr/share/doc/rustica ] || fail "/usr/share/doc/rustica left after removal"
+[ ! -L "$TEXTFILE/rustica.prom" ] || fail "the metrics link is left after removal"
+[ ! -e /var/lib/rustica-metrics ] || fail "/var/lib/rustica-metrics is left after purge"
 say "amd64 package: installed, checked, removed without a trace"
 
 if [ "${1:-}" = "--amd64" ]; then
@@ -163,16 +161,16 @@ fi
 say "5. the s390x package, installed into the lane's sysroot, runs the lane"
 S390X_DEB=$(scripts/package.sh s390x | tail -n1)
 [ -f "$S390X_DEB" ] || die "scripts/package.sh s390x did not produce a package"
-[ "$(dpkg-deb -f "$S390X_DEB" Architecture)" = s390x ] || die "$S390X_DEB is not s390x"
+[ "$(dpkg-deb -f "$S390X_DEB" Architecture)" = s390x ] || fail "$S390X_DEB is not s390x"
 dpkg-deb -c "$S390X_DEB" >"$WORK/s390x-files"
 grep -q "\./usr/lib/s390x-linux-gnu/ossl-modules/rustica.so$" "$WORK/s390x-files" \
-  || die "the s390x package does not hold the module in s390x's modules directory"
+  || fail "the s390x package does not hold the module in s390x's modules directory"
 [ "$(dpkg-deb -f "$S390X_DEB" Depends)" = "$(dpkg-deb -f "$DEB" Depends)" ] \
-  || die "the s390x package's Depends ($(dpkg-deb -f "$S390X_DEB" Depends)) differ from amd64's ($(dpkg-deb -f "$DEB" Depends))"
-scripts/s390x-lane.sh --from-deb "$S390X_DEB" || die "the s390x lane failed from the package"
+  || fail "the s390x package's Depends ($(dpkg-deb -f "$S390X_DEB" Depends)) differ from amd64's ($(dpkg-deb -f "$DEB" Depends))"
+scripts/s390x-lane.sh --from-deb "$S390X_DEB" || fail "the s390x lane failed from the package"
 
 say "6. the amd64 package on Debian 13 (trixie chroot)"
-scripts/test-trixie.sh "$DEB" || die "the trixie run failed"
+scripts/test-trixie.sh "$DEB" || fail "the trixie run failed"
 
 # The files of an .rpm and of a .deb, under names both formats share: the
 # modules directory (Debian's multiarch one, the RPM's %{_libdir} one) as
@@ -203,17 +201,17 @@ say "7. the RPMs: rpmbuild, rpmlint, the same files as the .deb"
 for arch in x86_64 s390x; do
   RPM=$(scripts/package-rpm.sh "$arch" | tail -n1)
   [ -f "$RPM" ] || die "scripts/package-rpm.sh $arch did not produce an rpm"
-  [ "$(rpm -qp --qf '%{ARCH}' "$RPM" 2>/dev/null)" = "$arch" ] || die "$RPM is not $arch"
+  [ "$(rpm -qp --qf '%{ARCH}' "$RPM" 2>/dev/null)" = "$arch" ] || fail "$RPM is not $arch"
   rpm -qlp "$RPM" 2>/dev/null | grep -x /usr/lib64/ossl-modules/rustica.so >/dev/null \
-    || die "$RPM does not hold the module in %{_libdir}/ossl-modules"
+    || fail "$RPM does not hold the module in %{_libdir}/ossl-modules"
   if rpm -qlp "$RPM" 2>/dev/null | grep -E 'openssl\.cnf$' >/dev/null; then
-    die "$RPM ships an openssl.cnf"
+    fail "$RPM ships an openssl.cnf"
   fi
-  rpm -qp --scripts "$RPM" 2>/dev/null | grep openssl.cnf >/dev/null && die "$RPM has scriptlets touching openssl.cnf"
+  rpm -qp --scripts "$RPM" 2>/dev/null | grep openssl.cnf >/dev/null && fail "$RPM has scriptlets touching openssl.cnf"
   [ "$arch" = x86_64 ] && deb=$DEB || deb=$S390X_DEB
   if ! diff <(deb_files "$deb") <(rpm_files "$RPM") >"$WORK/files-$arch.diff"; then
     cat "$WORK/files-$arch.diff" >&2
-    die "$(basename "$RPM") and $(basename "$deb") do not list the same files (< deb, > rpm)"
+    fail "$(basename "$RPM") and $(basename "$deb") do not list the same files (< deb, > rpm)"
   fi
   say "$(basename "$RPM"): $(rpm_files "$RPM" | wc -l) files, the same as $(basename "$deb")'s"
 done

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The README is tested: every command in its ```sh blocks runs, as
-# written, from the repository's top directory, block by block (the
-# commands of one block share a shell, so a block may build what its next
-# line uses); a block fails the run when any of its commands fails.
+# The README is tested: every command in the ```sh blocks of README.md and
+# of docs/lab.md (the lab's manual, whose commands the README's used to
+# be) runs, as written, from the repository's top directory, file by file
+# and block by block (the commands of one block share a shell, so a block
+# may build what its next line uses); a block fails the run when any of
+# its commands fails.
 #
 # A line is not run when its comment says why, in one of two forms:
 #   ...   # not run by CI: REASON        (hardware, a slow size, a benchmark)
@@ -14,33 +16,40 @@
 # As root (CI) the package block installs the Debian package and writes
 # /etc/ssl/openssl-rustica.cnf; this script removes both again afterwards
 # if they were not there before.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 list=0
 [ "${1:-}" = "--list" ] && list=1
 
+# The files whose sh blocks run, in this order: README.md first, as its
+# package and build blocks make what docs/lab.md's commands use.
+files=(README.md docs/lab.md)
+
 # Logical lines of the sh blocks: continuation lines joined, blocks separated
-# by a line holding only "@@block".
+# by a line holding only "@@block FILE".
 extract() {
   awk '
-    /^```sh[[:space:]]*$/ { inside = 1; print "@@block"; next }
+    /^```sh[[:space:]]*$/ { inside = 1; print "@@block " FILENAME; next }
     /^```/ && inside      { inside = 0; if (pending != "") { print pending; pending = "" }; next }
     inside {
       line = $0
       if (pending != "") { sub(/^[[:space:]]+/, " ", line); line = pending line; pending = "" }
       if (line ~ /\\$/) { sub(/\\$/, "", line); pending = line; next }
       print line
-    }' README.md
+    }' "${files[@]}"
 }
 
 blocks=()
+block_files=()
 current=""
+current_file=""
 skipped=0
 ran=0
 while IFS= read -r line; do
-  if [ "$line" = "@@block" ]; then
-    [ -n "$current" ] && blocks+=("$current")
+  if [[ "$line" == "@@block "* ]]; then
+    if [ -n "$current" ]; then blocks+=("$current"); block_files+=("$current_file"); fi
     current=""
+    current_file=${line#@@block }
     continue
   fi
   [[ "$line" =~ ^[[:space:]]*$ ]] && continue
@@ -58,10 +67,10 @@ while IFS= read -r line; do
   current+="$line"$'\n'
   ran=$((ran + 1))
 done < <(extract)
-[ -n "$current" ] && blocks+=("$current")
+if [ -n "$current" ]; then blocks+=("$current"); block_files+=("$current_file"); fi
 
 if [ "$list" = 1 ]; then
-  for b in "${blocks[@]}"; do printf -- '--- block\n%s' "$b"; done
+  for i in "${!blocks[@]}"; do printf -- '--- block (%s)\n%s' "${block_files[$i]}" "${blocks[$i]}"; done
   echo "test-readme: $ran commands in ${#blocks[@]} blocks would run; $skipped marked"
   exit 0
 fi
@@ -87,14 +96,14 @@ cleanup() {
 trap cleanup EXIT
 
 n=0
-for b in "${blocks[@]}"; do
+for i in "${!blocks[@]}"; do
+  b=${blocks[$i]}
   n=$((n + 1))
-  echo "=== test-readme: block $n" >&2
+  echo "=== test-readme: block $n (${block_files[$i]})" >&2
   printf '%s' "$b" | sed 's/^/  $ /' >&2
   start=$SECONDS
   if ! bash -euo pipefail -c "$b"; then
-    echo "test-readme: block $n failed" >&2
-    exit 1
+    fail "block $n (${block_files[$i]}) failed"
   fi
   echo "=== test-readme: block $n passed in $((SECONDS - start)) s" >&2
 done

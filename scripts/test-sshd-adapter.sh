@@ -43,14 +43,9 @@
 # Exit status: 0 passed, or SKIPPED (the Debian archive unreachable when
 # the chroot or its openssh packages must be fetched); 1 a check failed;
 # 2 it could not run. Logs: $RUSTICA_CACHE/sshd-adapter/.
-set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
-START=$SECONDS
-say() { echo "test-sshd-adapter: [$((SECONDS - START))s] $*" >&2; }
-die() { echo "test-sshd-adapter: $*" >&2; exit 2; }
-fail() { echo "test-sshd-adapter: FAILED: $*" >&2; exit 1; }
-usage() { sed -n '/^# Usage/,/^#   --deb/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
+say_clock=1
 
 logins=200
 card=1
@@ -120,6 +115,7 @@ trap 'exit 130' INT TERM
 cp "$deb" "$R/rustica.deb"
 cp target/release/libica_emu.so target/release/rustica-card "$R/"
 cp scripts/lib/sshd-adapter-chroot.sh "$R/run.sh"
+cp scripts/lib/sshd-config.sh "$R/sshd-config.sh"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # Seccomp kills the kernel logged before the run (audit type=1326); -1
 # when the kernel's log cannot be read (then sshd's own log decides).

@@ -14,11 +14,9 @@
 # rustica and verified by the default provider; dpkg -r (warning about the
 # file), dpkg -P, no packaged file left. Run as root. When debootstrap
 # cannot reach the archive, it says so and exits 0 (SKIPPED).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-START=$SECONDS
-say() { echo "test-trixie: [$((SECONDS - START))s] $*" >&2; }
-die() { echo "test-trixie: FAILED: $*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
+say_clock=1
 DEB=$(realpath "${1:?usage: $0 rustica_VERSION_amd64.deb}")
 [ "$(dpkg-deb -f "$DEB" Architecture)" = amd64 ] || die "$DEB is not an amd64 package"
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap, chroot)"
@@ -47,7 +45,7 @@ TRIXIE_DEPENDS=$(cd "$SHLIB" && dpkg-shlibdeps -O --admindir="$ADMIN" -l"$CHROOT
   pkg/usr/bin/rustica pkg/usr/lib/x86_64-linux-gnu/ossl-modules/rustica.so 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$ADMIN" "$SHLIB"
 say "built on Debian 13, dh_shlibdeps would compute: Depends: $TRIXIE_DEPENDS"
-case "$TRIXIE_DEPENDS" in *libssl3t64*) ;; *) die "trixie's symbols files did not give libssl3t64" ;; esac
+case "$TRIXIE_DEPENDS" in *libssl3t64*) ;; *) fail "trixie's symbols files did not give libssl3t64" ;; esac
 # A previous run's leftovers go first.
 in_chroot 'dpkg -P rustica >/dev/null 2>&1 || true; rm -rf /root/rustica-test /etc/ssl/openssl-rustica.cnf'
 mkdir -p "$CHROOT/root/rustica-test"
@@ -56,9 +54,9 @@ trap 'in_chroot "dpkg -P rustica >/dev/null 2>&1 || true; rm -rf /root/rustica-t
 
 say "dpkg -i $(basename "$DEB") (Depends: $(dpkg-deb -f "$DEB" Depends))"
 in_chroot 'dpkg -i /root/rustica-test/rustica.deb' >"$CACHE/trixie-install.log" 2>&1 \
-  || { cat "$CACHE/trixie-install.log" >&2; die "dpkg -i failed on trixie"; }
+  || { cat "$CACHE/trixie-install.log" >&2; fail "dpkg -i failed on trixie"; }
 grep "rustica config --out /etc/ssl/openssl-rustica.cnf" "$CACHE/trixie-install.log" >/dev/null \
-  || { cat "$CACHE/trixie-install.log" >&2; die "postinst did not recommend /etc/ssl/openssl-rustica.cnf"; }
+  || { cat "$CACHE/trixie-install.log" >&2; fail "postinst did not recommend /etc/ssl/openssl-rustica.cnf"; }
 
 say "rustica config and rustica doctor with trixie's OpenSSL"
 in_chroot '
@@ -66,8 +64,8 @@ in_chroot '
   rustica config --out /etc/ssl/openssl-rustica.cnf
   OPENSSL_CONF=/etc/ssl/openssl-rustica.cnf RUSTICA_STATS_PATH=/root/rustica-test/doctor-stats rustica doctor
 ' 2>&1 | tee "$CACHE/trixie-doctor.log" | sed 's/^/test-trixie:   /' >&2
-grep "^ok    signature" "$CACHE/trixie-doctor.log" >/dev/null || die "rustica doctor did not pass on trixie"
-grep "^ok    openssl: OpenSSL 3.5" "$CACHE/trixie-doctor.log" >/dev/null || die "rustica doctor did not run on OpenSSL 3.5"
+grep "^ok    signature" "$CACHE/trixie-doctor.log" >/dev/null || fail "rustica doctor did not pass on trixie"
+grep "^ok    openssl: OpenSSL 3.5" "$CACHE/trixie-doctor.log" >/dev/null || fail "rustica doctor did not run on OpenSSL 3.5"
 
 say "a signature through /etc/ssl/openssl-rustica.cnf, counted by rustica"
 in_chroot '
@@ -80,21 +78,21 @@ in_chroot '
   OPENSSL_CONF=/dev/null openssl pkey -in key.pem -pubout -out pub.pem
   OPENSSL_CONF=/dev/null openssl dgst -sha256 -verify pub.pem -signature doc.sig doc.txt
   rustica stats --json >stats.json
-' >"$CACHE/trixie-sign.log" 2>&1 || { cat "$CACHE/trixie-sign.log" >&2; die "signing on trixie failed"; }
-grep "Verified OK" "$CACHE/trixie-sign.log" >/dev/null || die "the default provider does not verify the signature"
+' >"$CACHE/trixie-sign.log" 2>&1 || { cat "$CACHE/trixie-sign.log" >&2; fail "signing on trixie failed"; }
+grep "Verified OK" "$CACHE/trixie-sign.log" >/dev/null || fail "the default provider does not verify the signature"
 signed=$(python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["ops"]["sign"]
 print(s["libica"] + s["software"] + s["fallback"])' "$CHROOT/root/rustica-test/stats.json")
-[ "$signed" = 1 ] || die "rustica counted $signed signatures on trixie, expected 1"
+[ "$signed" = 1 ] || fail "rustica counted $signed signatures on trixie, expected 1"
 say "rustica counted the signature (sign: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops"]["sign"])' "$CHROOT/root/rustica-test/stats.json"))"
 
 say "dpkg -r warns about /etc/ssl/openssl-rustica.cnf; dpkg -P leaves no packaged file"
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$CACHE/trixie-files"
-in_chroot 'dpkg -r rustica' >"$CACHE/trixie-remove.log" 2>&1 || { cat "$CACHE/trixie-remove.log" >&2; die "dpkg -r failed"; }
+in_chroot 'dpkg -r rustica' >"$CACHE/trixie-remove.log" 2>&1 || { cat "$CACHE/trixie-remove.log" >&2; fail "dpkg -r failed"; }
 grep "WARNING: /etc/ssl/openssl-rustica.cnf still loads rustica" "$CACHE/trixie-remove.log" >/dev/null \
-  || { cat "$CACHE/trixie-remove.log" >&2; die "dpkg -r did not warn about the configuration"; }
+  || { cat "$CACHE/trixie-remove.log" >&2; fail "dpkg -r did not warn about the configuration"; }
 in_chroot 'dpkg -P rustica >/dev/null'
 left=$(while read -r f; do [ ! -e "$CHROOT$f" ] || echo "$f"; done <"$CACHE/trixie-files")
-[ -z "$left" ] || die "files left on trixie after removal: $left"
+[ -z "$left" ] || fail "files left on trixie after removal: $left"
 say "OK: installed on Debian $(cat "$CHROOT/etc/debian_version") with $(in_chroot 'openssl version' | awk '{print $1, $2}'), doctor passed, a counted signature, removed cleanly"

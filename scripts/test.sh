@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds the workspace
 # (the tests load the cdylib cargo builds), and runs every test.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 scripts/setup.sh
 cargo build --workspace --all-targets
 # The harness tests run the lab against this build's module.

@@ -11,8 +11,8 @@
 # Builds go to target/tsan (override with TSAN_TARGET_DIR). Needs the
 # nightly toolchain's rust-src component; installs it when missing, and
 # says so and stops (exit 0) when it cannot be had.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'; then
     if ! rustup component add rust-src --toolchain nightly; then

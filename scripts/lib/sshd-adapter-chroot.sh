@@ -23,6 +23,10 @@ port=${2:?port}
 card=${3:?card}
 U=rustica-ssh
 say() { echo "sshd-adapter (chroot): $*" >&2; }
+# scripts/lib/sshd-config.sh: beside this file in the tree, and copied
+# beside it into the chroot by scripts/test-sshd-adapter.sh.
+# shellcheck source=scripts/lib/sshd-config.sh
+. "$(dirname "${BASH_SOURCE[0]}")/sshd-config.sh"
 
 dpkg -P rustica >/dev/null 2>&1 || true
 dpkg -i "$D/rustica.deb" >"$D/dpkg.log" 2>&1 || { cat "$D/dpkg.log" >&2; exit 2; }
@@ -50,22 +54,9 @@ if [ "$card" = 1 ]; then
     env_card=(LIBICA_EMU_CARD="$D/card.sock")
 fi
 
-cat >"$D/sshd_config" <<EOF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $D/host_rsa
-PidFile $D/sshd.pid
-HostKeyAlgorithms rsa-sha2-256,rsa-sha2-512
-PubkeyAcceptedAlgorithms rsa-sha2-256,rsa-sha2-512
-AuthorizedKeysFile .ssh/authorized_keys
-PubkeyAuthentication yes
-PasswordAuthentication yes
-KbdInteractiveAuthentication no
-UsePAM no
-PerSourcePenalties no
-PrintMotd no
-LogLevel DEBUG2
-EOF
+write_sshd_config "$D/sshd_config" "$port" "$D" \
+    "AuthorizedKeysFile .ssh/authorized_keys" "PasswordAuthentication yes" \
+    "PerSourcePenalties no" "LogLevel DEBUG2"
 mkdir -m 755 /run/sshd 2>/dev/null || true
 rm -f "$D/stats" "$D/calls"
 env OPENSSL_CONF="$D/openssl.cnf" RUSTICA_STATS_PATH="$D/stats" LIBICA_EMU_COUNTS="$D/calls" "${env_card[@]}" \

@@ -4,7 +4,7 @@
 # (trixie) chroot they use, made with debootstrap (minbase plus
 # openssl) from Debian's archive and cached as $CHROOT (default
 # $RUSTICA_CACHE/trixie-chroot, RUSTICA_CACHE defaulting to
-# /var/tmp/rustica-cache). Needs say and die from the sourcing script.
+# /var/tmp/rustica-cache). Needs say and die (scripts/lib/common.sh).
 #
 #   trixie_chroot_ensure   makes $CHROOT unless a complete one is cached;
 #                          returns 3 when debootstrap cannot reach the

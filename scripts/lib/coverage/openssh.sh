@@ -61,23 +61,9 @@ if [ -x /usr/sbin/sshd ] && have ssh && [ -f "$S/id_rsa" ]; then
     OPENSSL_CONF=$plain ssh-keygen -q -t rsa -b 2048 -N '' -f "$S/host_rsa"
     cp "$S/id_rsa.pub" "$S/authorized_keys"
     port=$(free_port)
-    cat >"$S/sshd_config" <<EOF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $S/host_rsa
-PidFile $S/sshd.pid
-HostKeyAlgorithms rsa-sha2-256,rsa-sha2-512
-PubkeyAcceptedAlgorithms rsa-sha2-256,rsa-sha2-512
-AuthorizedKeysFile $S/authorized_keys
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PrintMotd no
-LogLevel ERROR
-EOF
+    write_sshd_config "$S/sshd_config" "$port" "$S" \
+        "AuthorizedKeysFile $S/authorized_keys" "PermitRootLogin prohibit-password" \
+        "PasswordAuthentication no" "StrictModes no" "LogLevel ERROR"
     [ -d /run/sshd ] || { mkdir -m 755 /run/sshd && made_run_sshd=1; }
     f=$W/stats/sshd
     prime "$f" root

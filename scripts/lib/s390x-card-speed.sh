@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts/s390x-card.sh with S390X_CARD_SPEED=1: throughput
 # with the card as the bottleneck. Uses its side_cmd, run_side,
-# start_card, card_ctl, fact, die, say and RUSTICA.
+# start_card, card_ctl, fact and RUSTICA, and scripts/lib/common.sh's
+# say, fail and die.
 #
 # Under qemu-user the CPU side is slow (a 2048-bit signature whose
 # exponentiation is on the card costs stock about 0.5 ms and rustica about
@@ -76,7 +77,7 @@ for ((round = 1; round <= SPEED_ROUNDS; round++)); do
       # shellcheck disable=SC2086
       read -r rate busy < <(card_window "$side" $args) || true
     fi
-    [ -n "${rate:-}" ] && [ "$rate" != 0.00 ] || die "no signatures measured ($name)"
+    [ -n "${rate:-}" ] && [ "$rate" != 0.00 ] || fail "no signatures measured ($name)"
     echo "$rate" >>"$OUT/speed-$name.txt"
     echo "$busy" >>"$OUT/busy-$name.txt"
   done
