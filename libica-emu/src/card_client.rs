@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
-use crate::wire;
-use crate::EIO;
+use rustica_card::wire;
+
+use crate::errno::{EIO, ENODEV, ETIME};
 
 /// The kernel's request timeout for CEX4 and later queues
 /// (drivers/s390/crypto/zcrypt_cex4.c: `aq->request_timeout =
@@ -38,11 +39,11 @@ pub(crate) fn request(
     out: &mut [u8],
 ) -> c_uint {
     let Ok(mut stream) = UnixStream::connect(socket) else {
-        return libc::ENODEV as c_uint;
+        return ENODEV;
     };
     match wire::peer_cred(&stream) {
         Ok((_, uid)) if wire::trusted_uid(uid) => {}
-        _ => return libc::ENODEV as c_uint,
+        _ => return ENODEV,
     }
     let deadline = Instant::now() + timeout;
     match exchange(&mut stream, deadline, kind, parts, out) {
@@ -53,7 +54,7 @@ pub(crate) fn request(
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) {
-                libc::ETIME as c_uint
+                ETIME
             } else {
                 EIO
             }
