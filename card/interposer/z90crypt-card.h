@@ -46,8 +46,6 @@
 #define MAX_MOD_BYTES 512
 #define AGAIN_MAX 10
 #define TIMEOUT_MS (900L * 1000)
-/* The card model's shortest frame (rustica-card takes 8 bytes and up). */
-#define WIRE_MIN_BYTES 8
 /* Card descriptors' files remembered by inode; older ones by name. */
 #define CARD_FILES 64
 

@@ -7,17 +7,13 @@
 
 /* ---- ICARSAMODEXPO and ICARSACRT ---- */
 
-/*
- * Appends `n` bytes from the caller's buffer right-aligned in `width`
- * (zeros before them); -1 for a NULL buffer.
- */
-static int append(unsigned char **at, const unsigned char *from, size_t n, size_t width)
+/* Appends `n` bytes from the caller's buffer; -1 for a NULL buffer. */
+static int append(unsigned char **at, const unsigned char *from, size_t n)
 {
     if (from == NULL)
         return -1;
-    memset(*at, 0, width - n);
-    memcpy(*at + (width - n), from, n);
-    *at += width;
+    memcpy(*at, from, n);
+    *at += n;
     return 0;
 }
 
@@ -37,15 +33,15 @@ static int append(unsigned char **at, const unsigned char *from, size_t n, size_
  * - zcrypt_api.c (icarsamodexpo_ioctl, icarsacrt_ioctl): EAGAIN is tried
  *   again, TRACK_AGAIN_MAX (10) attempts in all, then EIO; on success,
  *   outputdatalength is written back to the caller's structure.
- * Not as the kernel: an odd CRT length is EINVAL here (the kernel takes
- * (L + 1) / 2 bytes of each prime; the card's frame has L / 2).
- * The card's frames start at 8 bytes (WIRE_MIN_BYTES): a shorter request
- * travels zero-extended to 8, which leaves every number's value as it is;
- * its result is the last L bytes of the card's 8.
+ * - zcrypt_msgtype50.c (ICACRT_msg_to_type50CRT_msg): a CRT request's
+ *   short operands (q, dq) are (L + 1) / 2 bytes, the long ones (p, dp,
+ *   qInverse) 8 more, for an odd L too.
+ * The card's frame carries the request's real length L and those operand
+ * lengths (card/src/wire.rs), whatever L is.
  */
 int rsa_request(int crt, void *arg)
 {
-    size_t len, half, wire, wire_half, total;
+    size_t len, half, total;
     unsigned char *payload, *at, *result, *out;
     unsigned int *out_len;
     int rc, attempt;
@@ -67,29 +63,25 @@ int rsa_request(int crt, void *arg)
         return EINVAL;
     if (len > MAX_MOD_BYTES)
         return ENODEV;
-    if (crt && (len & 1))
-        return EINVAL;
-    wire = len < WIRE_MIN_BYTES ? WIRE_MIN_BYTES : len;
-    half = len / 2;
-    wire_half = wire / 2;
-    total = crt ? wire + 3 * (wire_half + 8) + 2 * wire_half : 3 * wire;
-    payload = malloc(total + wire);
+    half = (len + 1) / 2;
+    total = crt ? len + 3 * (half + 8) + 2 * half : 3 * len;
+    payload = malloc(total + len);
     if (payload == NULL)
         return ENOMEM;
     at = payload;
     if (crt) {
         struct ica_rsa_modexpo_crt *r = arg;
-        rc = append(&at, (const unsigned char *)r->inputdata, len, wire)
-             || append(&at, (const unsigned char *)r->np_prime, half + 8, wire_half + 8)
-             || append(&at, (const unsigned char *)r->nq_prime, half, wire_half)
-             || append(&at, (const unsigned char *)r->bp_key, half + 8, wire_half + 8)
-             || append(&at, (const unsigned char *)r->bq_key, half, wire_half)
-             || append(&at, (const unsigned char *)r->u_mult_inv, half + 8, wire_half + 8);
+        rc = append(&at, (const unsigned char *)r->inputdata, len)
+             || append(&at, (const unsigned char *)r->np_prime, half + 8)
+             || append(&at, (const unsigned char *)r->nq_prime, half)
+             || append(&at, (const unsigned char *)r->bp_key, half + 8)
+             || append(&at, (const unsigned char *)r->bq_key, half)
+             || append(&at, (const unsigned char *)r->u_mult_inv, half + 8);
     } else {
         struct ica_rsa_modexpo *r = arg;
-        rc = append(&at, (const unsigned char *)r->inputdata, len, wire)
-             || append(&at, (const unsigned char *)r->n_modulus, len, wire)
-             || append(&at, (const unsigned char *)r->b_key, len, wire);
+        rc = append(&at, (const unsigned char *)r->inputdata, len)
+             || append(&at, (const unsigned char *)r->n_modulus, len)
+             || append(&at, (const unsigned char *)r->b_key, len);
     }
     if (rc != 0 || out == NULL) {
         rc = EFAULT;
@@ -97,19 +89,19 @@ int rsa_request(int crt, void *arg)
     }
     result = payload + total;
     for (attempt = 1;; attempt++) {
-        rc = exchange(crt ? KIND_CRT : KIND_MOD_EXPO, (uint32_t)wire, payload, total, result, wire);
+        rc = exchange(crt ? KIND_CRT : KIND_MOD_EXPO, (uint32_t)len, payload, total, result, len);
         if (rc != EAGAIN || attempt >= AGAIN_MAX)
             break;
     }
     if (rc == EAGAIN)
         rc = EIO;
     if (rc == 0) {
-        memcpy(out, result + (wire - len), len);
+        memcpy(out, result, len);
         *out_len = (unsigned int)len;
     }
 out:
     /* The operands include private key parts. */
-    explicit_bzero(payload, total + wire);
+    explicit_bzero(payload, total + len);
     free(payload);
     return rc;
 }

@@ -329,7 +329,7 @@ fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<
         let Some(len) = wire::payload_len(header.kind, header.length) else {
             return Ok(());
         };
-        if header.length < 8 {
+        if header.length == 0 {
             return Ok(());
         }
         // Key material: wiped when dropped, whatever the way out.
@@ -375,7 +375,7 @@ fn answer(
             arith::mod_expo(input, n, e, &mut out)
         })
     } else {
-        let half = key_length / 2;
+        let half = wire::crt_half(key_length);
         let (input, rest) = p.split_at_mut(key_length);
         let (prime_p, rest) = rest.split_at_mut(half + 8);
         let (prime_q, rest) = rest.split_at_mut(half);
@@ -424,5 +424,10 @@ mod tests {
         );
         assert_eq!(wire::payload_len(wire::KIND_MOD_EXPO, 256), Some(768));
         assert_eq!(wire::payload_len(wire::KIND_CONTROL, 256), None);
+        // An odd length: the kernel's half, rounded up (3: 2 and 10).
+        assert_eq!(
+            wire::payload_len(wire::KIND_CRT, 3),
+            Some(3 + 3 * 10 + 2 * 2)
+        );
     }
 }

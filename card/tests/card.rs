@@ -609,3 +609,99 @@ fn status_reports_each_cards_pending_requests() {
     card.ctl("resume 1.0");
     assert_eq!(t.join().unwrap(), libc::ETIME as u32);
 }
+
+// ---------------------------------------------------------------------
+// 48: the card takes requests of their real length, from 1 byte, and CRT
+// operands of the kernel's lengths for an odd key length.
+
+/// Sends one frame of `kind` and `length`, then `payload`; the card's
+/// errno and `length` bytes of result.
+fn request(socket: &Path, kind: u8, length: usize, payload: &[u8]) -> (u32, Vec<u8>) {
+    let mut s = UnixStream::connect(socket).unwrap();
+    let mut frame = Vec::new();
+    wire::write_header(
+        &mut frame,
+        &wire::Header {
+            kind,
+            pid: 0,
+            length,
+        },
+    )
+    .unwrap();
+    frame.extend_from_slice(payload);
+    s.write_all(&frame).unwrap();
+    let rc = wire::read_u32(&mut s).expect("the card closed the connection");
+    let mut out = vec![0u8; length];
+    s.read_exact(&mut out).unwrap();
+    (rc, out)
+}
+
+#[test]
+fn requests_under_8_bytes_and_odd_crt_lengths_are_served() {
+    let dir = Dir::new();
+    let card = Card::start(&dir, &["--cards", "1", "--unit-us", "1"]);
+    // 5 ^ 3 mod 0x80001d, 3 bytes each.
+    let (rc, out) = request(
+        &card.socket,
+        wire::KIND_MOD_EXPO,
+        3,
+        &[0, 0, 5, 0x80, 0, 0x1d, 0, 0, 3],
+    );
+    assert_eq!((rc, out), (0, vec![0, 0, 125]));
+    // CRT, 3 bytes: p = 4093, q = 4091 in (3 + 1) / 2 = 2 bytes, the long
+    // operands 8 more; x = 7, e = 65537.
+    let (p, q, x) = (4093u64, 4091u64, 7u64);
+    let lambda = (p - 1) / 2 * (q - 1);
+    let d = inverse(65537, lambda);
+    // `v` big-endian in `len` bytes (zeros in front past 8).
+    let be = |v: u64, len: usize| {
+        let mut b = vec![0u8; len.saturating_sub(8)];
+        b.extend_from_slice(&v.to_be_bytes()[8 - len.min(8)..]);
+        b
+    };
+    let mut payload = be(x, 3);
+    for (v, len) in [
+        (p, 10),
+        (q, 2),
+        (d % (p - 1), 10),
+        (d % (q - 1), 2),
+        (inverse(q, p), 10),
+    ] {
+        payload.extend(be(v, len));
+    }
+    let (rc, out) = request(&card.socket, wire::KIND_CRT, 3, &payload);
+    assert_eq!(rc, 0);
+    assert_eq!(out, be(power(x, d, p * q), 3));
+    // Counted at their real sizes.
+    let stats = card.ctl("stats");
+    assert!(
+        stats.contains("\"type\":\"me\",\"bits\":24,\"outcome\":\"ok\""),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("\"type\":\"crt\",\"bits\":24,\"outcome\":\"ok\""),
+        "{stats}"
+    );
+}
+
+fn power(b: u64, mut e: u64, m: u64) -> u64 {
+    let (mut r, mut b, m) = (1u128, (b % m) as u128, m as u128);
+    while e > 0 {
+        if e & 1 == 1 {
+            r = r * b % m;
+        }
+        b = b * b % m;
+        e >>= 1;
+    }
+    r as u64
+}
+
+fn inverse(a: u64, m: u64) -> u64 {
+    let (mut t, mut new_t, mut r, mut new_r) = (0i128, 1i128, m as i128, a as i128);
+    while new_r != 0 {
+        let q = r / new_r;
+        (t, new_t) = (new_t, t - q * new_t);
+        (r, new_r) = (new_r, r - q * new_r);
+    }
+    t.rem_euclid(m as i128) as u64
+}

@@ -27,7 +27,8 @@ use crate::errno::{EIO, ENODEV, ETIME};
 /// CEX4_CLEANUP_TIME`, 900 × HZ).
 pub(crate) const KERNEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// Sends one RSA request (`parts` in the order wire.rs lists) and writes
+/// Sends one RSA request (`parts` in the order wire.rs lists, each with
+/// the width the frame gives it: right-aligned, zeros before) and writes
 /// the card's result into `out`; returns the card's errno. No card at the
 /// path, or a listener of another uid, is a missing device (ENODEV); no
 /// answer within `timeout` is ETIME; a broken exchange is EIO.
@@ -35,7 +36,7 @@ pub(crate) fn request(
     socket: &Path,
     timeout: Duration,
     kind: u8,
-    parts: &[&[u8]],
+    parts: &[(&[u8], usize)],
     out: &mut [u8],
 ) -> c_uint {
     let Ok(mut stream) = UnixStream::connect(socket) else {
@@ -102,7 +103,7 @@ fn exchange(
     stream: &mut UnixStream,
     deadline: Instant,
     kind: u8,
-    parts: &[&[u8]],
+    parts: &[(&[u8], usize)],
     out: &mut [u8],
 ) -> std::io::Result<c_uint> {
     let header = wire::Header {
@@ -114,10 +115,15 @@ fn exchange(
     // One write for the whole request: the card reads it whole anyway.
     // Sized once (no reallocation leaves a copy behind) and wiped on drop.
     let mut frame = Zeroizing::new(Vec::with_capacity(
-        9 + parts.iter().map(|p| p.len()).sum::<usize>(),
+        9 + parts.iter().map(|&(_, width)| width).sum::<usize>(),
     ));
     wire::write_header(&mut *frame, &header)?;
-    for p in parts {
+    for &(p, width) in parts {
+        let Some(zeros) = width.checked_sub(p.len()) else {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        };
+        let at = frame.len();
+        frame.resize(at + zeros, 0);
         frame.extend_from_slice(p);
     }
     stream.write_all(&frame)?;

@@ -272,7 +272,7 @@ pub unsafe extern "C" fn ica_rsa_mod_expo(
                 socket,
                 settings().card_timeout,
                 wire::KIND_MOD_EXPO,
-                &[inp, n, e],
+                &[(inp, kl), (n, kl), (e, kl)],
                 out,
             ),
             None => arith::mod_expo(inp, n, e, out),
@@ -318,7 +318,17 @@ fn crt_on_card(
     let Some(swapped) = arith::normalise(k) else {
         return (EIO, false);
     };
-    let parts: [&[u8]; 6] = [input, k.p, k.q, k.dp, k.dq, k.qinv];
+    // The frame's halves are the kernel's, rounded up: one byte more than
+    // libica's buffers for an odd key length, a zero in front.
+    let h = wire::crt_half(input.len());
+    let parts = [
+        (input, input.len()),
+        (&*k.p, h + 8),
+        (&*k.q, h),
+        (&*k.dp, h + 8),
+        (&*k.dq, h),
+        (&*k.qinv, h + 8),
+    ];
     (
         card_client::request(socket, settings().card_timeout, wire::KIND_CRT, &parts, out),
         swapped,
