@@ -30,17 +30,10 @@ impl Card {
                         _ => "1",
                     })
                     .collect();
-                // Requests each card's queues hold now (in service and
-                // waiting), the kernel's pending + request queue counts.
-                let pending: Vec<String> = (0..self.config.cards)
-                    .map(|c| {
-                        st.queues
-                            .iter()
-                            .filter(|q| q.card == c)
-                            .map(|q| q.held.len())
-                            .sum::<usize>()
-                            .to_string()
-                    })
+                let pending: Vec<String> = st
+                    .pending_per_card(now)
+                    .iter()
+                    .map(usize::to_string)
                     .collect();
                 return Ok(format!(
                     "cards {} depth {QUEUE_DEPTH} online {} pending {}",

@@ -120,6 +120,31 @@ impl State {
         *self.counts.entry(key).or_default() += 1;
     }
 
+    /// What each card has pending now, for the QDEPTH ioctls: the
+    /// requests its queues hold (in service and waiting, the kernel's
+    /// pending and request queue counts), and its share of the card-wide
+    /// pending list. The kernel has no such list: it puts every request
+    /// on a queue at once, the least loaded. So each waiting request is
+    /// counted on the online card with the fewest so far (ties to the
+    /// lower number); with no card online they are counted nowhere (they
+    /// are about to get ENODEV).
+    fn pending_per_card(&self, now: Instant) -> Vec<usize> {
+        let mut counts = vec![0usize; self.offline_until.len()];
+        for q in &self.queues {
+            counts[q.card] += q.held.len();
+        }
+        let online = self.online_now(now);
+        for _ in &self.pending {
+            let least = (0..counts.len())
+                .filter(|&c| online[c])
+                .min_by_key(|&c| (counts[c], c));
+            if let Some(c) = least {
+                counts[c] += 1;
+            }
+        }
+        counts
+    }
+
     fn online_now(&self, now: Instant) -> Vec<bool> {
         (0..self.offline_until.len())
             .map(|c| self.card_online(c, now))

@@ -183,3 +183,29 @@ fn many_distinct_pids_do_not_grow_the_counts_without_bound() {
     let stats = card.stats_json(&st, Instant::now());
     assert!(stats.len() < 200 * MAX_ROWS, "{} bytes", stats.len());
 }
+
+#[test]
+fn status_counts_the_card_wide_pending_list_too() {
+    let card = Card::new(config(2, 1, Duration::from_secs(60)));
+    {
+        let mut st = card.lock();
+        let now = Instant::now();
+        let cost = Duration::from_secs(1);
+        for t in 0..2 * QUEUE_DEPTH as u64 {
+            let queue = (t % 2) as usize;
+            Card::dispatch(&mut st, queue, t, 54, cost, Duration::ZERO, now);
+        }
+        // Every queue is full: three more wait in the card-wide list.
+        st.pending.extend([100, 101, 102]);
+    }
+    assert_eq!(
+        card.control("status").unwrap(),
+        "cards 2 depth 8 online 1 1 pending 10 9"
+    );
+    // Waiting requests are counted on online cards only.
+    card.control("offline 0 600000").unwrap();
+    assert_eq!(
+        card.control("status").unwrap(),
+        "cards 2 depth 8 online 0 1 pending 8 11"
+    );
+}
