@@ -14,11 +14,13 @@
 //! Environment (read once per process):
 //! - `LIBICA_EMU_COUNTS=FILE`: every RSA call appends one line
 //!   `SEQ PID FUNCTION BITS OUTCOME` (outcome `ok`, `swapped`, `corrupt`,
-//!   or an errno name), under an exclusive lock; SEQ numbers calls across
+//!   or an errno's name, its number when it has none), under an
+//!   exclusive lock; SEQ numbers calls across
 //!   all processes sharing the file. Without it, calls are numbered per
 //!   process.
 //! - `LIBICA_EMU_ERRNO_EVERY=N`, `LIBICA_EMU_ERRNO=EIO|ENODEV|EPERM|EINVAL|EBUSY|<n>`
-//!   (default EIO): every Nth call fails with that errno.
+//!   (default EIO; any name of libica-abi's `ERRNOS` table): every Nth
+//!   call fails with that errno.
 //! - `LIBICA_EMU_ERRNO_BURST=B`: with `LIBICA_EMU_ERRNO_EVERY=N`, calls
 //!   N, N+1, ..., N+B-1 (and so on from every multiple of N) fail: bursts
 //!   of B, as a busy adapter (`LIBICA_EMU_ERRNO=EBUSY`) answers.
