@@ -62,6 +62,30 @@ SHIM = {
     "lib": 6,
 }
 
+# The card and its clients' crates (docs/architecture.md, "Layers"). A
+# directory (model/) is one module; lib.rs, the crate root, is the top.
+# card/src/: the shared card model (rustica-card); main.rs is its binary,
+# a crate of its own that uses the library by name, not by crate::.
+CARD = {
+    "bn": 0, "wire": 0, "sysfs": 0,
+    "arith": 1, "model": 1,
+    "server": 2,
+    "lib": 3, "main": 4,
+}
+
+# libica-emu/src/: the emulated libica, a client of the card crate.
+EMU = {
+    "errno": 0,
+    "card_client": 1, "not_offered": 1,
+    "adapter": 2,
+    "lib": 3,
+}
+
+# libica-abi/src/: one module, the declarations.
+ABI = {
+    "lib": 0,
+}
+
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -217,6 +241,7 @@ SIBLING_DIRS = [
     "provider/signature", "provider/keymgmt", "provider/asym_cipher",
     "ibmca-shim/src/rsa", "ibmca-shim/src/bn", "ibmca-shim/src/libica",
     "ibmca-shim/src/pool", "ibmca-shim/src/stats",
+    "card/src/model",
 ]
 
 
@@ -267,6 +292,9 @@ def main():
         ["crate::lab::", "super::"],
         lab_target,
     )
+    problems += check(root, "card/src", CARD, shim_module, ["crate::"], shim_target)
+    problems += check(root, "libica-emu/src", EMU, shim_module, ["crate::"], shim_target)
+    problems += check(root, "libica-abi/src", ABI, shim_module, ["crate::"], shim_target)
     problems += sibling_cycles(root)
     problems = list(dict.fromkeys(problems))
     if problems:
@@ -274,6 +302,7 @@ def main():
         for p in problems:
             print("  " + p, file=sys.stderr)
         sys.exit(1)
+    print("check-layers: card/src/, libica-emu/src/ and libica-abi/src/ use only lower layers")
     print(
         "check-layers: provider/, ibmca-shim/src/ and harness/src/lab/ use only lower layers;"
         " no circle among sibling files"

@@ -540,10 +540,11 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   # for stock OpenSSL's own offload, libica's hardware path (B and C) and
   # the engine, through the z90crypt-card interposer (docs/card-model.md).
   step "one card for every side: stock's own offload, rustica, the engine (scripts/s390x-card.sh)"
-  cargo build -q -p libica-emu --bin rustica-card || die "building rustica-card failed"
+  cargo build -q -p rustica-card --bin rustica-card || die "building rustica-card failed"
   interposer=$PART/libz90crypt-card.so
   s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$interposer.new" \
-    libica-emu/interposer/z90crypt-card.c -ldl && mv "$interposer.new" "$interposer" \
+    card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
+    card/interposer/z90crypt-requests.c -ldl && mv "$interposer.new" "$interposer" \
     || die "cross-building the z90crypt-card interposer failed"
   scripts/s390x-card.sh --release "$RELEASE" --sysroot "$SYSROOT" --module "$LOADED_MODULE" \
     --engine-deb "$ibmca_deb" --keys "$RUN" --out "$PART/card" --card "$REPO/target/debug/rustica-card" \

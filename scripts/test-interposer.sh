@@ -2,15 +2,15 @@
 # scripts/test-interposer.sh: the z90crypt-card interposer's tests, run
 # natively on the build host (docs/card-model.md, "The kernel interface").
 #
-# Builds libica-emu/interposer/z90crypt-card.c and its test program
-# (libica-emu/interposer/test-z90crypt-card.c) for the host with
+# Builds card/interposer/z90crypt-*.c and its test program
+# (card/interposer/test-z90crypt-card.c) for the host with
 # -Wall -Wextra -Werror, against the s390x UAPI header asm/zcrypt.h from
 # the cross headers (linux-libc-dev-s390x-cross, which the s390x lane's
 # gcc-s390x-linux-gnu brings; the host's linux-libc-dev has no zcrypt.h).
 # Its structures are pointers and unsigned ints, so they have the same
 # layout on any 64-bit little-endian build, and the ioctl numbers come from
 # the same asm-generic encoding. Then it starts one rustica-card (cargo
-# build -p libica-emu --bin rustica-card) and runs the tests with the
+# build -p rustica-card --bin rustica-card) and runs the tests with the
 # interposer preloaded; the tests script their own cards for the faults.
 # When s390x-linux-gnu-gcc is installed the interposer is also
 # cross-compiled once, with the lane's flags.
@@ -47,16 +47,18 @@ mkdir -p "$work/include/asm"
 ln -s "$header" "$work/include/asm/zcrypt.h"
 cflags=(-O2 -g -Wall -Wextra -Werror -I"$work/include")
 gcc "${cflags[@]}" -shared -fPIC -o "$work/libz90crypt-card.so" \
-  libica-emu/interposer/z90crypt-card.c -ldl || die "building the interposer failed"
+  card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
+    card/interposer/z90crypt-requests.c -ldl || die "building the interposer failed"
 gcc "${cflags[@]}" -o "$work/test-z90crypt-card" \
-  libica-emu/interposer/test-z90crypt-card.c || die "building the test program failed"
+  card/interposer/test-z90crypt-card.c || die "building the test program failed"
 if command -v s390x-linux-gnu-gcc >/dev/null; then
   s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$work/s390x.so" \
-    libica-emu/interposer/z90crypt-card.c -ldl || die "cross-compiling the interposer failed"
+    card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
+    card/interposer/z90crypt-requests.c -ldl || die "cross-compiling the interposer failed"
   say "cross-compiled for s390x with the lane's flags"
 fi
 
-nice -n 5 cargo build -q -p libica-emu --bin rustica-card || die "building rustica-card failed"
+nice -n 5 cargo build -q -p rustica-card --bin rustica-card || die "building rustica-card failed"
 chmod 0700 "$work"
 target/debug/rustica-card --socket "$work/card.sock" --unit-us 1 >"$work/card.log" 2>&1 &
 card_pid=$!

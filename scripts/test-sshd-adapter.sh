@@ -68,8 +68,8 @@ case $logins in '' | *[!0-9]* | 0) die "--logins needs a positive number" ;; esa
 # shellcheck source=scripts/lib/trixie-chroot.sh
 . scripts/lib/trixie-chroot.sh
 rustica_amd64_deb
-say "cargo build --release -p libica-emu (libica_emu.so, rustica-card)"
-cargo build --release -q -p libica-emu || die "cannot build libica-emu"
+say "cargo build --release -p libica-emu -p rustica-card (libica_emu.so, rustica-card)"
+cargo build --release -q -p libica-emu -p rustica-card || die "cannot build libica-emu"
 
 trixie_chroot_or_skip test-sshd-adapter
 trixie_coverage_chroot

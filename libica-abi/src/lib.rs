@@ -138,21 +138,53 @@ pub mod sym {
     pub const CLEANUP: &[u8] = b"ica_cleanup\0";
 }
 
+/// The errno values libica, the kernel's crypto device and the card
+/// model answer with, by their symbolic names: the one table every part
+/// of rustica names and parses them with (messages, the emulated libica's
+/// counts and variables, the card's faults and stats).
+pub const ERRNOS: [(&str, c_int); 11] = [
+    ("EIO", libc::EIO),
+    ("ENODEV", libc::ENODEV),
+    ("EPERM", libc::EPERM),
+    ("EINVAL", libc::EINVAL),
+    ("ENOMEM", libc::ENOMEM),
+    ("EFAULT", libc::EFAULT),
+    ("EACCES", libc::EACCES),
+    ("EBUSY", libc::EBUSY),
+    ("EINTR", libc::EINTR),
+    ("EAGAIN", libc::EAGAIN),
+    ("ETIME", libc::ETIME),
+];
+
+/// The symbolic name of an errno in [`ERRNOS`], if it has one there.
+pub fn errno_symbol(rc: c_uint) -> Option<&'static str> {
+    ERRNOS
+        .iter()
+        .find(|&&(_, e)| e as c_uint == rc)
+        .map(|&(name, _)| name)
+}
+
+/// A short label for a return code: its symbolic name, else its number
+/// (as counts and stats write outcomes).
+pub fn errno_label(rc: c_uint) -> String {
+    errno_symbol(rc).map_or_else(|| rc.to_string(), str::to_string)
+}
+
+/// The errno a name in [`ERRNOS`] or a positive number stands for.
+pub fn parse_errno(text: &str) -> Option<c_uint> {
+    let text = text.trim();
+    match ERRNOS.iter().find(|&&(name, _)| name == text) {
+        Some(&(_, e)) => Some(e as c_uint),
+        None => text.parse().ok().filter(|&n: &c_uint| n > 0),
+    }
+}
+
 /// The name of a libica return code, for messages.
 pub fn errno_name(rc: c_uint) -> String {
-    let name = match rc as c_int {
-        libc::ENODEV => "ENODEV",
-        libc::EPERM => "EPERM",
-        libc::EIO => "EIO",
-        libc::EINVAL => "EINVAL",
-        libc::ENOMEM => "ENOMEM",
-        libc::EFAULT => "EFAULT",
-        libc::EACCES => "EACCES",
-        libc::EBUSY => "EBUSY",
-        libc::EINTR => "EINTR",
-        _ => return format!("error {rc}"),
-    };
-    format!("{name} ({rc})")
+    match errno_symbol(rc) {
+        Some(name) => format!("{name} ({rc})"),
+        None => format!("error {rc}"),
+    }
 }
 
 #[cfg(test)]
@@ -202,5 +234,18 @@ mod tests {
     fn errno_names() {
         assert_eq!(errno_name(libc::EIO as c_uint), "EIO (5)");
         assert_eq!(errno_name(4242), "error 4242");
+        assert_eq!(errno_label(libc::ETIME as c_uint), "ETIME");
+        assert_eq!(errno_label(4242), "4242");
+    }
+
+    #[test]
+    fn errno_parsing_takes_names_and_numbers() {
+        for &(name, e) in &ERRNOS {
+            assert_eq!(parse_errno(name), Some(e as c_uint));
+            assert_eq!(errno_symbol(e as c_uint), Some(name));
+        }
+        assert_eq!(parse_errno(" 42 "), Some(42));
+        assert_eq!(parse_errno("0"), None);
+        assert_eq!(parse_errno("ENOSUCH"), None);
     }
 }

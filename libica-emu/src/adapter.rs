@@ -3,6 +3,11 @@
 //! its line in the counts file, the latency of the adapter's units, the
 //! faults injected (errno, hang, corrupt result), and the CPU time the
 //! arithmetic took. The arithmetic itself is the caller's (lib.rs).
+//!
+//! The faults and the units' timeline are the card model's own
+//! (rustica_card::model::faults and ::timeline), run in this process
+//! without a socket: only the settings' source (variables here, control
+//! commands on the card) differs.
 
 use std::io::{Read, Seek, Write};
 use std::os::raw::c_uint;
@@ -11,24 +16,20 @@ use std::sync::atomic::{AtomicU64, Ordering as AtOrd};
 use std::sync::OnceLock;
 
 use libica_abi as abi;
+use rustica_card::model::faults::{Schedule, Verdict};
+use rustica_card::model::timeline::{self, Engines};
 
-use crate::{EINVAL, EIO, EPERM};
+use crate::errno::{EIO, ENODEV, EPERM};
 
 /// The emulator's settings, read from the environment once per process.
 pub(crate) struct Settings {
     counts: Option<std::path::PathBuf>,
     cpu_log: Option<std::path::PathBuf>,
-    errno_every: u64,
-    errno: c_uint,
-    corrupt_every: u64,
+    /// Errors, corrupt results and hangs by call number.
+    faults: Schedule,
     latency_us: u64,
     /// Up to this much more latency per call, drawn per call.
     jitter_us: u64,
-    /// Consecutive failing calls from every `errno_every`th on (1 = one).
-    errno_burst: u64,
-    /// Every Nth call hangs for `hang_ms` before it answers (correctly).
-    hang_every: u64,
-    hang_ms: u64,
     units: u64,
     /// Shared-card mode: the card process's socket.
     pub(crate) card: Option<std::path::PathBuf>,
@@ -49,28 +50,26 @@ pub(crate) fn settings() -> &'static Settings {
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        let errno = match var("LIBICA_EMU_ERRNO").as_deref().map(str::trim) {
-            None | Some("EIO") => EIO,
-            Some("ENODEV") => libc::ENODEV as c_uint,
-            Some("EPERM") => EPERM,
-            Some("EINVAL") => EINVAL,
-            Some("ENOMEM") => libc::ENOMEM as c_uint,
-            Some("EBUSY") => libc::EBUSY as c_uint,
-            Some(other) => other.parse().unwrap_or(EIO),
-        };
+        let errno = var("LIBICA_EMU_ERRNO")
+            .and_then(|v| abi::parse_errno(&v))
+            .unwrap_or(EIO);
         Settings {
             counts: var("LIBICA_EMU_COUNTS").map(Into::into),
             cpu_log: var("LIBICA_EMU_CPU_LOG").map(Into::into),
-            errno_every: num("LIBICA_EMU_ERRNO_EVERY"),
-            errno,
-            corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
+            faults: Schedule {
+                errno_every: num("LIBICA_EMU_ERRNO_EVERY"),
+                errno_burst: num("LIBICA_EMU_ERRNO_BURST").max(1),
+                errno,
+                corrupt_every: num("LIBICA_EMU_CORRUPT_EVERY"),
+                hang_every: num("LIBICA_EMU_HANG_EVERY"),
+                hang: std::time::Duration::from_millis(
+                    var("LIBICA_EMU_HANG_MS")
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(2000),
+                ),
+            },
             latency_us: num("LIBICA_EMU_LATENCY_US"),
             jitter_us: num("LIBICA_EMU_JITTER_US"),
-            errno_burst: num("LIBICA_EMU_ERRNO_BURST").max(1),
-            hang_every: num("LIBICA_EMU_HANG_EVERY"),
-            hang_ms: var("LIBICA_EMU_HANG_MS")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(2000),
             units: num("LIBICA_EMU_UNITS"),
             card: var("LIBICA_EMU_CARD").map(Into::into),
             card_timeout: var("LIBICA_EMU_CARD_TIMEOUT_MS")
@@ -86,47 +85,24 @@ pub(crate) fn settings() -> &'static Settings {
     })
 }
 
-/// What the fault injector decided for one call.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Plan {
-    Run,
-    Errno(c_uint),
-    Corrupt,
-}
-
-fn plan(seq: u64) -> Plan {
-    let s = settings();
-    if s.errno_every > 0 && seq % s.errno_every < s.errno_burst {
-        Plan::Errno(s.errno)
-    } else if s.corrupt_every > 0 && seq.is_multiple_of(s.corrupt_every) {
-        Plan::Corrupt
-    } else {
-        Plan::Run
-    }
-}
-
-fn outcome_name(rc: c_uint, plan: Plan, swapped: bool) -> String {
-    match (rc, plan) {
-        (0, Plan::Corrupt) => "corrupt".into(),
+/// A call's outcome in the counts file: the card model's names, and
+/// `swapped` for a key libica's check had to normalise.
+fn outcome_name(rc: c_uint, verdict: Verdict, swapped: bool) -> String {
+    match (rc, verdict) {
+        (0, Verdict::Corrupt) => Verdict::Corrupt.outcome(),
         (0, _) if swapped => "swapped".into(),
-        (0, _) => "ok".into(),
-        (rc, _) => abi::errno_name(rc)
-            .split(' ')
-            .next()
-            .unwrap_or("error")
-            .to_string(),
+        (0, _) => Verdict::Answer.outcome(),
+        (rc, _) => Verdict::Errno(rc).outcome(),
     }
 }
 
-/// When each of the adapter's units (`LIBICA_EMU_UNITS`) is next free.
-static UNITS: std::sync::Mutex<Vec<std::time::Instant>> = std::sync::Mutex::new(Vec::new());
+/// The adapter's units (`LIBICA_EMU_UNITS`): the card model's engines.
+static UNITS: std::sync::Mutex<Option<Engines>> = std::sync::Mutex::new(None);
 
 /// The adapter's latency: the call takes the unit that is free first,
 /// holds it for `LIBICA_EMU_LATENCY_US` from the moment it is free (a
 /// queue, when all units are busy), and sleeps until then (a blocking
-/// sleep to an absolute deadline, not a spin). The units keep their own
-/// timeline, so a calling thread that wakes late (a loaded host) does not
-/// delay the calls queued behind it, as on a card.
+/// sleep to an absolute deadline, not a spin), as the card's engines do.
 fn adapter_wait() {
     let s = settings();
     // On the shared card its service time is the latency: waiting here
@@ -140,24 +116,12 @@ fn adapter_wait() {
         return;
     }
     let now = std::time::Instant::now();
-    let done = {
-        let mut units = UNITS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if units.is_empty() {
-            units.resize(s.units.min(4096) as usize, now);
-        }
-        let Some(unit) = units.iter_mut().min() else {
-            return;
-        };
-        let done = (*unit).max(now) + latency;
-        *unit = done;
-        done
-    };
-    let left = done.saturating_duration_since(std::time::Instant::now());
-    if !left.is_zero() {
-        std::thread::sleep(left);
-    }
+    let start = UNITS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get_or_insert_with(|| Engines::new(s.units.min(4096) as usize, now))
+        .take(now, latency);
+    timeline::sleep_until(start + latency);
 }
 
 /// A number in 0..bound, different per call (a xorshift over a shared
@@ -186,27 +150,27 @@ fn jitter(bound: u64) -> u64 {
 /// (which returns an errno or 0, and whether it swapped p and q) and logs
 /// it. With a counts file, the whole call holds an exclusive lock on it, so
 /// numbering is global and the emulated adapter serves one call at a time.
-pub(crate) fn call(function: &str, bits: u32, f: impl FnOnce(Plan) -> (c_uint, bool)) -> c_uint {
+pub(crate) fn call(function: &str, bits: u32, f: impl FnOnce(Verdict) -> (c_uint, bool)) -> c_uint {
     let s = settings();
     let run = |seq: u64| -> (c_uint, String) {
         adapter_wait();
-        if s.hang_every > 0 && seq.is_multiple_of(s.hang_every) {
-            std::thread::sleep(std::time::Duration::from_millis(s.hang_ms));
+        if let Some(hang) = s.faults.hang(seq) {
+            std::thread::sleep(hang);
         }
         // libica in FIPS mode refuses RSA below 3072 bits; keys over 4096
         // bits exceed the adapter.
         let fips_refused =
             s.fips && bits < abi::FIPS_MIN_RSA_BITS && function != "rsa_key_generate_crt";
         let p = if s.no_adapter {
-            Plan::Errno(libc::ENODEV as c_uint)
+            Verdict::Errno(ENODEV)
         } else if fips_refused || bits > abi::ADAPTER_MAX_BITS {
-            Plan::Errno(EPERM)
+            Verdict::Errno(EPERM)
         } else {
-            plan(seq)
+            s.faults.verdict(seq)
         };
         let started = thread_cpu_ns();
         let (rc, swapped) = match p {
-            Plan::Errno(e) => (e, false),
+            Verdict::Errno(e) => (e, false),
             _ => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(p)))
                 .unwrap_or((EIO, false)),
         };

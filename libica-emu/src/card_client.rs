@@ -18,15 +18,17 @@ use std::time::{Duration, Instant};
 
 use zeroize::Zeroizing;
 
-use crate::wire;
-use crate::EIO;
+use rustica_card::wire;
+
+use crate::errno::{EIO, ENODEV, ETIME};
 
 /// The kernel's request timeout for CEX4 and later queues
 /// (drivers/s390/crypto/zcrypt_cex4.c: `aq->request_timeout =
 /// CEX4_CLEANUP_TIME`, 900 × HZ).
 pub(crate) const KERNEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// Sends one RSA request (`parts` in the order wire.rs lists) and writes
+/// Sends one RSA request (`parts` in the order wire.rs lists, each with
+/// the width the frame gives it: right-aligned, zeros before) and writes
 /// the card's result into `out`; returns the card's errno. No card at the
 /// path, or a listener of another uid, is a missing device (ENODEV); no
 /// answer within `timeout` is ETIME; a broken exchange is EIO.
@@ -34,15 +36,15 @@ pub(crate) fn request(
     socket: &Path,
     timeout: Duration,
     kind: u8,
-    parts: &[&[u8]],
+    parts: &[(&[u8], usize)],
     out: &mut [u8],
 ) -> c_uint {
     let Ok(mut stream) = UnixStream::connect(socket) else {
-        return libc::ENODEV as c_uint;
+        return ENODEV;
     };
     match wire::peer_cred(&stream) {
         Ok((_, uid)) if wire::trusted_uid(uid) => {}
-        _ => return libc::ENODEV as c_uint,
+        _ => return ENODEV,
     }
     let deadline = Instant::now() + timeout;
     match exchange(&mut stream, deadline, kind, parts, out) {
@@ -53,7 +55,7 @@ pub(crate) fn request(
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) {
-                libc::ETIME as c_uint
+                ETIME
             } else {
                 EIO
             }
@@ -101,7 +103,7 @@ fn exchange(
     stream: &mut UnixStream,
     deadline: Instant,
     kind: u8,
-    parts: &[&[u8]],
+    parts: &[(&[u8], usize)],
     out: &mut [u8],
 ) -> std::io::Result<c_uint> {
     let header = wire::Header {
@@ -113,10 +115,15 @@ fn exchange(
     // One write for the whole request: the card reads it whole anyway.
     // Sized once (no reallocation leaves a copy behind) and wiped on drop.
     let mut frame = Zeroizing::new(Vec::with_capacity(
-        9 + parts.iter().map(|p| p.len()).sum::<usize>(),
+        9 + parts.iter().map(|&(_, width)| width).sum::<usize>(),
     ));
     wire::write_header(&mut *frame, &header)?;
-    for p in parts {
+    for &(p, width) in parts {
+        let Some(zeros) = width.checked_sub(p.len()) else {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        };
+        let at = frame.len();
+        frame.resize(at + zeros, 0);
         frame.extend_from_slice(p);
     }
     stream.write_all(&frame)?;

@@ -14,11 +14,13 @@
 //! Environment (read once per process):
 //! - `LIBICA_EMU_COUNTS=FILE`: every RSA call appends one line
 //!   `SEQ PID FUNCTION BITS OUTCOME` (outcome `ok`, `swapped`, `corrupt`,
-//!   or an errno name), under an exclusive lock; SEQ numbers calls across
+//!   or an errno's name, its number when it has none), under an
+//!   exclusive lock; SEQ numbers calls across
 //!   all processes sharing the file. Without it, calls are numbered per
 //!   process.
 //! - `LIBICA_EMU_ERRNO_EVERY=N`, `LIBICA_EMU_ERRNO=EIO|ENODEV|EPERM|EINVAL|EBUSY|<n>`
-//!   (default EIO): every Nth call fails with that errno.
+//!   (default EIO; any name of libica-abi's `ERRNOS` table): every Nth
+//!   call fails with that errno.
 //! - `LIBICA_EMU_ERRNO_BURST=B`: with `LIBICA_EMU_ERRNO_EVERY=N`, calls
 //!   N, N+1, ..., N+B-1 (and so on from every multiple of N) fail: bursts
 //!   of B, as a busy adapter (`LIBICA_EMU_ERRNO=EBUSY`) answers.
@@ -70,12 +72,10 @@
 //! device node); `ica_close_adapter` closes it. The RSA functions ignore it.
 
 mod adapter;
-mod bn;
 mod card_client;
+mod errno;
 mod not_offered;
-pub mod wire;
 
-use std::cmp::Ordering;
 use std::os::raw::{c_int, c_uint};
 
 use libica_abi as abi;
@@ -84,12 +84,11 @@ use libica_abi::{
     libica_version_info,
 };
 
-use adapter::{call, settings, Plan};
-use bn::{Bn, Ctx, Fail};
-
-const EPERM: c_uint = libc::EPERM as c_uint;
-const EINVAL: c_uint = libc::EINVAL as c_uint;
-const EIO: c_uint = libc::EIO as c_uint;
+use adapter::{call, settings};
+use errno::{EINVAL, EIO};
+use rustica_card::arith::{self, CrtParts};
+use rustica_card::model::faults::{corrupt, Verdict};
+use rustica_card::wire;
 
 /// The version the emulator reports.
 const VERSION: libica_version_info = libica_version_info {
@@ -100,12 +99,6 @@ const VERSION: libica_version_info = libica_version_info {
 
 /// The device nodes `ica_open_adapter` tries after LIBICA_CRYPT_DEVICE.
 const DEVICES: [&std::ffi::CStr; 2] = [c"/dev/z90crypt", c"/dev/null"];
-
-fn flip_last_bit(out: &mut [u8]) {
-    if let Some(b) = out.last_mut() {
-        *b ^= 1;
-    }
-}
 
 /// # Safety
 /// `p` must be valid for `len` bytes for the returned lifetime.
@@ -244,16 +237,6 @@ pub extern "C" fn ica_fips_status() -> c_int {
 #[no_mangle]
 pub extern "C" fn ica_cleanup() {}
 
-fn mod_expo(input: &[u8], n: &[u8], e: &[u8], out: &mut [u8]) -> Result<c_uint, Fail> {
-    let ctx = Ctx::new()?;
-    let (c, n, e) = (Bn::from_be(input)?, Bn::from_be(n)?, Bn::from_be(e)?);
-    if !n.is_odd() || c.cmp(&n) != Ordering::Less {
-        return Ok(EINVAL);
-    }
-    bn::mod_exp(&c, &e, &n, &ctx)?.write_to(out)?;
-    Ok(0)
-}
-
 /// `ica_rsa_mod_expo`.
 ///
 /// # Safety
@@ -291,24 +274,16 @@ pub unsafe extern "C" fn ica_rsa_mod_expo(
                 socket,
                 settings().card_timeout,
                 wire::KIND_MOD_EXPO,
-                &[inp, n, e],
+                &[(inp, kl), (n, kl), (e, kl)],
                 out,
             ),
-            None => mod_expo(inp, n, e, out).unwrap_or(EIO),
+            None => arith::mod_expo(inp, n, e, out),
         };
-        if rc == 0 && plan == Plan::Corrupt {
-            flip_last_bit(out);
+        if rc == 0 && plan == Verdict::Corrupt {
+            corrupt(out);
         }
         (rc, false)
     })
-}
-
-struct CrtParts<'a> {
-    p: &'a mut [u8],
-    q: &'a mut [u8],
-    dp: &'a mut [u8],
-    dq: &'a mut [u8],
-    qinv: &'a mut [u8],
 }
 
 /// # Safety
@@ -334,48 +309,6 @@ unsafe fn crt_parts<'a>(k: &ica_rsa_key_crt_t) -> Option<CrtParts<'a>> {
     }
 }
 
-/// libica's key check: if p < q, swap p/q and dp/dq and recompute qInverse
-/// in place. Returns whether it swapped.
-fn normalise(k: &mut CrtParts<'_>) -> Result<bool, Fail> {
-    let (p, q) = (Bn::from_be(k.p)?, Bn::from_be(k.q)?);
-    if p.cmp(&q) != Ordering::Less {
-        return Ok(false);
-    }
-    let (dp, dq) = (Bn::from_be(k.dp)?, Bn::from_be(k.dq)?);
-    // New p (old q) goes into the long buffer, new q (old p) must fit the
-    // short one.
-    q.write_to(k.p)?;
-    p.write_to(k.q)?;
-    dq.write_to(k.dp)?;
-    dp.write_to(k.dq)?;
-    let ctx = Ctx::new()?;
-    bn::mod_inverse(&p, &q, &ctx)?.write_to(k.qinv)?;
-    Ok(true)
-}
-
-fn crt(input: &[u8], k: &mut CrtParts<'_>, out: &mut [u8]) -> Result<(c_uint, bool), Fail> {
-    let swapped = normalise(k)?;
-    let ctx = Ctx::new()?;
-    let c = Bn::from_be(input)?;
-    let (p, q) = (Bn::from_be(k.p)?, Bn::from_be(k.q)?);
-    let (dp, dq, qinv) = (Bn::from_be(k.dp)?, Bn::from_be(k.dq)?, Bn::from_be(k.qinv)?);
-    if !p.is_odd() || !q.is_odd() {
-        return Ok((EINVAL, swapped));
-    }
-    let (c1, c2) = (bn::nnmod(&c, &p, &ctx)?, bn::nnmod(&c, &q, &ctx)?);
-    let (m1, m2) = match bn::crt_x2(&c1, &dp, &p, &c2, &dq, &q, &ctx)? {
-        Some(pair) => pair,
-        None => (
-            bn::mod_exp(&c1, &dp, &p, &ctx)?,
-            bn::mod_exp(&c2, &dq, &q, &ctx)?,
-        ),
-    };
-    let h = bn::mod_sub_mul(&m1, &m2, &qinv, &p, &ctx)?;
-    let m = bn::mul_add(&h, &q, &m2, &ctx)?;
-    m.write_to(out)?;
-    Ok((0, swapped))
-}
-
 /// CRT on the shared card: the key check (p > q) stays in the caller's
 /// process, as libica's does before it sends a request.
 fn crt_on_card(
@@ -384,35 +317,24 @@ fn crt_on_card(
     k: &mut CrtParts<'_>,
     out: &mut [u8],
 ) -> (c_uint, bool) {
-    let Ok(swapped) = normalise(k) else {
+    let Some(swapped) = arith::normalise(k) else {
         return (EIO, false);
     };
-    let parts: [&[u8]; 6] = [input, k.p, k.q, k.dp, k.dq, k.qinv];
+    // The frame's halves are the kernel's, rounded up: one byte more than
+    // libica's buffers for an odd key length, a zero in front.
+    let h = wire::crt_half(input.len());
+    let parts = [
+        (input, input.len()),
+        (&*k.p, h + 8),
+        (&*k.q, h),
+        (&*k.dp, h + 8),
+        (&*k.dq, h),
+        (&*k.qinv, h + 8),
+    ];
     (
         card_client::request(socket, settings().card_timeout, wire::KIND_CRT, &parts, out),
         swapped,
     )
-}
-
-/// The arithmetic the card process (`rustica-card`) computes its results
-/// with: the emulator's own, so both modes give the same answers.
-pub mod arith {
-    use super::*;
-
-    /// `input ^ exponent mod modulus` into `out`; an errno or 0.
-    pub fn mod_expo(input: &[u8], modulus: &[u8], exponent: &[u8], out: &mut [u8]) -> c_uint {
-        super::mod_expo(input, modulus, exponent, out).unwrap_or(EIO)
-    }
-
-    /// CRT with libica's key layout; an errno or 0. The buffers are
-    /// mutable because a key with p < q is normalised in place.
-    pub fn crt(input: &[u8], key: [&mut [u8]; 5], out: &mut [u8]) -> c_uint {
-        let [p, q, dp, dq, qinv] = key;
-        let mut parts = CrtParts { p, q, dp, dq, qinv };
-        super::crt(input, &mut parts, out)
-            .map(|(rc, _)| rc)
-            .unwrap_or(EIO)
-    }
 }
 
 /// `ica_rsa_crt`.
@@ -445,10 +367,10 @@ pub unsafe extern "C" fn ica_rsa_crt(
         };
         let (rc, swapped) = match &settings().card {
             Some(socket) => crt_on_card(socket, inp, &mut parts, out),
-            None => crt(inp, &mut parts, out).unwrap_or((EIO, false)),
+            None => arith::crt(inp, &mut parts, out),
         };
-        if rc == 0 && plan == Plan::Corrupt {
-            flip_last_bit(out);
+        if rc == 0 && plan == Verdict::Corrupt {
+            corrupt(out);
         }
         (rc, swapped)
     })
@@ -467,59 +389,11 @@ pub unsafe extern "C" fn ica_rsa_crt_key_check(key: *mut ica_rsa_key_crt_t) -> c
     let Some(mut parts) = (unsafe { crt_parts(&*key) }) else {
         return EINVAL;
     };
-    match normalise(&mut parts) {
-        Ok(false) => 0,
-        Ok(true) => 1,
-        Err(Fail) => EIO,
+    match arith::normalise(&mut parts) {
+        Some(false) => 0,
+        Some(true) => 1,
+        None => EIO,
     }
-}
-
-fn generate(
-    bits: u32,
-    e: u64,
-    public: &mut [u8],
-    parts: &mut CrtParts<'_>,
-) -> Result<c_uint, Fail> {
-    struct Rsa(*mut openssl_sys::RSA);
-    impl Drop for Rsa {
-        fn drop(&mut self) {
-            // SAFETY: owned, freed once (RSA_free clears the key).
-            unsafe { openssl_sys::RSA_free(self.0) }
-        }
-    }
-    // SAFETY: no preconditions.
-    let rsa = Rsa(unsafe { openssl_sys::RSA_new() });
-    if rsa.0.is_null() {
-        return Err(Fail);
-    }
-    let ebn = Bn::from_u64(e)?;
-    // SAFETY: valid RSA and exponent; NULL callback allowed.
-    bn::ok(unsafe {
-        openssl_sys::RSA_generate_key_ex(rsa.0, bits as c_int, ebn.ptr(), std::ptr::null_mut())
-    })?;
-    let mut n = std::ptr::null();
-    let (mut p, mut q) = (std::ptr::null(), std::ptr::null());
-    let (mut dp, mut dq, mut qinv) = (std::ptr::null(), std::ptr::null(), std::ptr::null());
-    // SAFETY: valid RSA; out-pointers receive pointers owned by it.
-    unsafe {
-        openssl_sys::RSA_get0_key(rsa.0, &mut n, std::ptr::null_mut(), std::ptr::null_mut());
-        openssl_sys::RSA_get0_factors(rsa.0, &mut p, &mut q);
-        openssl_sys::RSA_get0_crt_params(rsa.0, &mut dp, &mut dq, &mut qinv);
-    }
-    if [n, p, q, dp, dq, qinv].iter().any(|v| v.is_null()) {
-        return Err(Fail);
-    }
-    // SAFETY: all six are valid BIGNUMs owned by `rsa`, alive here.
-    unsafe {
-        Bn::dup_raw(n)?.write_to(public)?;
-        Bn::dup_raw(p)?.write_to(parts.p)?;
-        Bn::dup_raw(q)?.write_to(parts.q)?;
-        Bn::dup_raw(dp)?.write_to(parts.dp)?;
-        Bn::dup_raw(dq)?.write_to(parts.dq)?;
-        Bn::dup_raw(qinv)?.write_to(parts.qinv)?;
-    }
-    normalise(parts)?;
-    Ok(0)
 }
 
 /// `ica_rsa_key_generate_crt`.
@@ -570,9 +444,9 @@ pub unsafe extern "C" fn ica_rsa_key_generate_crt(
         if e == 0 {
             e = 65537;
         }
-        let rc = generate(bits, e, modulus, &mut parts).unwrap_or(EIO);
-        if rc == 0 && plan == Plan::Corrupt {
-            flip_last_bit(parts.qinv);
+        let rc = arith::generate(bits, e, modulus, &mut parts);
+        if rc == 0 && plan == Verdict::Corrupt {
+            corrupt(parts.qinv);
         }
         (rc, false)
     })

@@ -3,7 +3,7 @@
 
 use std::os::raw::c_uint;
 
-use crate::EPERM;
+use crate::errno::EPERM;
 
 /// The rest of libica 3's API that the ibmca ENGINE binds at init
 /// (ciphers, digests, random numbers). The engine resolves every one of

@@ -33,7 +33,7 @@ haproxy_workspace() {
   if [ "$profile" = release ]; then
     [ -f target/release/rustica.so ] || scripts/build.sh >/dev/null
   else
-    cargo build -q -p rustica -p libica-emu -p rustica-harness
+    cargo build -q -p rustica -p libica-emu -p rustica-card -p rustica-harness
     . scripts/lib/module.sh
     place_module target/debug/librustica.so target/debug/rustica.so
   fi

@@ -6,8 +6,12 @@
 //! Request: kind (1 byte), client pid, length, payload.
 //! - `KIND_MOD_EXPO`: length = key length L; payload input, modulus,
 //!   exponent (L bytes each).
-//! - `KIND_CRT`: length = L; payload input (L), p (L/2 + 8), q (L/2),
-//!   dp (L/2 + 8), dq (L/2), qInverse (L/2 + 8): libica's layout.
+//! - `KIND_CRT`: length = L; payload input (L), p (H + 8), q (H),
+//!   dp (H + 8), dq (H), qInverse (H + 8), H = (L + 1) / 2: libica's
+//!   layout, with the kernel's half for an odd L (`crt_half`).
+//!
+//! L is the request's real length, from 1 byte up (the kernel's lower
+//! bound; libica's callers start at 8).
 //! - `KIND_CONTROL`: length = bytes of a UTF-8 command line.
 //!
 //! Answer to an RSA request: errno (0 = success), then L bytes of result
@@ -27,9 +31,17 @@ pub const KIND_CONTROL: u8 = 3;
 /// answered, not a framing error.
 pub const MAX_LENGTH: usize = 1024;
 
+/// The length of a CRT request's short operands (q, dq) for a key of
+/// `key_length` bytes: half of it, rounded up, as the kernel takes them
+/// (drivers/s390/crypto/zcrypt_msgtype50.c: `short_len = (mod_len + 1)
+/// / 2`); the long ones (p, dp, qInverse) have 8 bytes more.
+pub fn crt_half(key_length: usize) -> usize {
+    key_length.div_ceil(2)
+}
+
 /// Payload bytes of an RSA request of key length `key_length`.
 pub fn payload_len(kind: u8, key_length: usize) -> Option<usize> {
-    let half = key_length / 2;
+    let half = crt_half(key_length);
     match kind {
         KIND_MOD_EXPO => Some(3 * key_length),
         KIND_CRT => Some(key_length + 3 * (half + 8) + 2 * half),

@@ -1,25 +1,20 @@
-//! The card process (`rustica-card`) and the emulated libica's card client
-//! at their socket: who may serve and who may be served (SO_PEERCRED, the
-//! socket's mode and directory), the pid the counts carry, idle
-//! connections and the descriptor limit, key material left in memory, a
-//! card that never answers, and the card's parameters and sysfs counters
-//! (docs/card-model.md, docs/security.md "The card tooling").
-//!
-//! Tests that need the emulated libica's environment run in a child
-//! process (this test binary again, `CARD_TEST_CHILD=1`): the emulator
-//! reads its LIBICA_EMU_* variables once per process.
+//! The card process (`rustica-card`) at its socket: who may serve and who
+//! may be served (SO_PEERCRED, the socket's mode and directory), the pid
+//! the counts carry, idle connections and the descriptor limit, key
+//! material left in memory, and the card's parameters and sysfs counters
+//! (docs/card-model.md, docs/security.md "The card tooling"). The
+//! emulated libica's side of the socket: libica-emu/tests/card_client.rs.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use ica_emu::wire;
-use libica_abi::{ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t};
+use rustica_card::{arith, wire};
 
 const NOBODY: u32 = 65534;
 
@@ -379,136 +374,7 @@ fn past_the_connection_cap_the_idlest_connection_makes_room() {
 }
 
 // ---------------------------------------------------------------------
-// The emulated libica's card client, in a child process.
-
-/// Runs test `name` of this binary in a child process with `envs`, killed
-/// (and failed) after `limit`.
-fn in_child(name: &str, envs: &[(&str, String)], limit: Duration) -> Output {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env("CARD_TEST_CHILD", "1")
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{name}: still running after {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{name}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn child() -> bool {
-    std::env::var_os("CARD_TEST_CHILD").is_some()
-}
-
-/// `2 ^ 3 mod (2^1024 - 1)` through the emulated libica; its errno.
-fn emulated_me() -> u32 {
-    let kl = 128usize;
-    let mut input = vec![0u8; kl];
-    input[kl - 1] = 2;
-    let mut n = vec![0xffu8; kl];
-    let mut e = vec![0u8; kl];
-    e[kl - 1] = 3;
-    let mut out = vec![0u8; kl];
-    let mut key = ica_rsa_key_mod_expo_t {
-        key_length: kl as u32,
-        modulus: n.as_mut_ptr(),
-        exponent: e.as_mut_ptr(),
-    };
-    // SAFETY: every buffer holds key_length bytes, as libica's contract
-    // asks; the handle is ignored.
-    unsafe { ica_emu::ica_rsa_mod_expo(0, input.as_ptr(), &mut key, out.as_mut_ptr()) }
-}
-
-#[test]
-fn the_client_sends_nothing_to_a_card_of_another_uid() {
-    if child() {
-        assert_eq!(emulated_me(), libc::ENODEV as u32);
-        return;
-    }
-    if !is_root() {
-        eprintln!("skipped: needs root to run a card as another uid");
-        return;
-    }
-    let dir = Dir::new();
-    std::os::unix::fs::chown(&dir.0, Some(NOBODY), Some(NOBODY)).unwrap();
-    let socket = dir.join("card.sock");
-    let mut cmd = Command::new(card_bin());
-    cmd.arg("--socket")
-        .arg(&socket)
-        .args(["--cards", "1", "--unit-us", "1"])
-        .uid(NOBODY)
-        .gid(NOBODY);
-    let card = Card::spawn(cmd, socket.clone());
-    in_child(
-        "the_client_sends_nothing_to_a_card_of_another_uid",
-        &[("LIBICA_EMU_CARD", socket.display().to_string())],
-        Duration::from_secs(60),
-    );
-    // Root may read the counts: the card saw no request at all.
-    let stats = card.ctl("stats");
-    assert!(stats.contains("\"requests\":[]"), "{stats}");
-}
-
-#[test]
-fn a_card_that_never_answers_times_out_with_etime() {
-    if child() {
-        // A fake card of this uid that accepts and never replies.
-        let dir = Dir::new();
-        let socket = dir.join("silent.sock");
-        let listener = UnixListener::bind(&socket).unwrap();
-        std::env::set_var("LIBICA_EMU_CARD", &socket);
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for s in listener.incoming() {
-                held.push(s);
-            }
-        });
-        let started = Instant::now();
-        assert_eq!(emulated_me(), libc::ETIME as u32);
-        assert!(started.elapsed() >= Duration::from_millis(300));
-        return;
-    }
-    // Without the fix the call blocks forever and the child is killed.
-    in_child(
-        "a_card_that_never_answers_times_out_with_etime",
-        &[("LIBICA_EMU_CARD_TIMEOUT_MS", "300".to_string())],
-        Duration::from_secs(30),
-    );
-}
-
-// ---------------------------------------------------------------------
 // 51.12: no copy of p left in the client's or the card's memory.
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// Decodes into a buffer sized once: no reallocation leaves a copy.
-fn unhex(s: &str) -> Vec<u8> {
-    let mut v = Vec::with_capacity(s.len() / 2);
-    for i in (0..s.len()).step_by(2) {
-        v.push(u8::from_str_radix(&s[i..i + 2], 16).unwrap());
-    }
-    v
-}
 
 /// Copies of the bytes whose complement is `inverted` in the writable
 /// mappings of process `pid` (the complement, so that the needle itself
@@ -566,57 +432,15 @@ fn copies_in_memory(pid: &str, inverted: &[u8]) -> usize {
     found
 }
 
-const KEY_VARS: [&str; 6] = ["T_IN", "T_P", "T_Q", "T_DP", "T_DQ", "T_QINV"];
-
 #[test]
-fn no_copy_of_p_is_left_in_the_client_or_the_card() {
-    if child() {
-        let vars: Vec<String> = KEY_VARS.iter().map(|v| std::env::var(v).unwrap()).collect();
-        let mut bufs: Vec<Vec<u8>> = vars.iter().map(|h| unhex(h)).collect();
-        let kl = bufs[0].len();
-        let inverted: Vec<u8> = bufs[1][8 + 16..8 + 48].iter().map(|b| b ^ 0xff).collect();
-        let mut out = vec![0u8; kl];
-        let [input, p, q, dp, dq, qinv] = &mut bufs[..] else {
-            unreachable!()
-        };
-        let mut key = ica_rsa_key_crt_t {
-            key_length: kl as u32,
-            p: p.as_mut_ptr(),
-            q: q.as_mut_ptr(),
-            dp: dp.as_mut_ptr(),
-            dq: dq.as_mut_ptr(),
-            q_inverse: qinv.as_mut_ptr(),
-        };
-        // SAFETY: the buffers have libica's CRT lengths.
-        let rc = unsafe { ica_emu::ica_rsa_crt(0, input.as_ptr(), &mut key, out.as_mut_ptr()) };
-        assert_eq!(rc, 0);
-        // The test's own key copies go; the library's must be gone.
-        for b in &mut bufs {
-            zeroize::Zeroize::zeroize(b);
-        }
-        let copies = copies_in_memory("self", &inverted);
-        assert_eq!(copies, 0, "copies of p in the client's memory");
-        return;
-    }
+fn no_copy_of_p_is_left_in_the_card() {
     let key = generate_key(128);
     let dir = Dir::new();
     let card = Card::start(&dir, &["--cards", "1", "--unit-us", "1"]);
-    let envs: Vec<(&str, String)> = KEY_VARS
-        .iter()
-        .zip(&key)
-        .map(|(k, v)| (*k, hex(v)))
-        .chain([("LIBICA_EMU_CARD", card.socket.display().to_string())])
-        .collect();
-    in_child(
-        "no_copy_of_p_is_left_in_the_client_or_the_card",
-        &envs,
-        Duration::from_secs(120),
-    );
-    let stats = card.ctl("stats");
-    assert!(stats.contains("\"type\":\"crt\""), "{stats}");
     // The card, with the connection still open (its thread alive, so its
     // heap is not trimmed away): the request has been answered, and
-    // dropped, once the answer is here.
+    // dropped, once the answer is here. (The emulated libica's side:
+    // libica-emu/tests/card_client.rs.)
     let mut s = UnixStream::connect(&card.socket).unwrap();
     let mut frame = Vec::new();
     wire::write_header(
@@ -640,39 +464,24 @@ fn no_copy_of_p_is_left_in_the_client_or_the_card() {
     let copies = copies_in_memory(&card.pid().to_string(), &inverted);
     assert_eq!(copies, 0, "copies of p in the card's memory");
     drop(s);
+    let stats = card.ctl("stats");
+    assert!(stats.contains("\"type\":\"crt\""), "{stats}");
 }
 
-/// A CRT key of `kl` bytes from the emulator (in this process, no card):
-/// input, p, q, dp, dq, qInverse in libica's lengths.
+/// A CRT key of `kl` bytes from the card's arithmetic: input, p, q, dp,
+/// dq, qInverse in libica's lengths.
 fn generate_key(kl: usize) -> Vec<Vec<u8>> {
     let half = kl / 2;
     let mut n = vec![0u8; kl];
-    let mut e = vec![0u8; kl];
-    e[kl - 3..].copy_from_slice(&[1, 0, 1]);
     let mut parts: Vec<Vec<u8>> = [half + 8, half, half + 8, half, half + 8]
         .iter()
         .map(|&l| vec![0u8; l])
         .collect();
-    let mut public = ica_rsa_key_mod_expo_t {
-        key_length: kl as u32,
-        modulus: n.as_mut_ptr(),
-        exponent: e.as_mut_ptr(),
-    };
     let [p, q, dp, dq, qinv] = &mut parts[..] else {
         unreachable!()
     };
-    let mut private = ica_rsa_key_crt_t {
-        key_length: kl as u32,
-        p: p.as_mut_ptr(),
-        q: q.as_mut_ptr(),
-        dp: dp.as_mut_ptr(),
-        dq: dq.as_mut_ptr(),
-        q_inverse: qinv.as_mut_ptr(),
-    };
-    // SAFETY: buffers of libica's lengths for a key of kl bytes.
-    let rc =
-        unsafe { ica_emu::ica_rsa_key_generate_crt(0, (kl * 8) as u32, &mut public, &mut private) };
-    assert_eq!(rc, 0);
+    let mut key = arith::CrtParts { p, q, dp, dq, qinv };
+    assert_eq!(arith::generate((kl * 8) as u32, 65537, &mut n, &mut key), 0);
     let mut input = vec![0u8; kl];
     input[kl - 1] = 5;
     let mut all = vec![input];
@@ -799,4 +608,100 @@ fn status_reports_each_cards_pending_requests() {
     assert_eq!(card.ctl("status"), "cards 2 depth 8 online 0 1 pending 0 1");
     card.ctl("resume 1.0");
     assert_eq!(t.join().unwrap(), libc::ETIME as u32);
+}
+
+// ---------------------------------------------------------------------
+// 48: the card takes requests of their real length, from 1 byte, and CRT
+// operands of the kernel's lengths for an odd key length.
+
+/// Sends one frame of `kind` and `length`, then `payload`; the card's
+/// errno and `length` bytes of result.
+fn request(socket: &Path, kind: u8, length: usize, payload: &[u8]) -> (u32, Vec<u8>) {
+    let mut s = UnixStream::connect(socket).unwrap();
+    let mut frame = Vec::new();
+    wire::write_header(
+        &mut frame,
+        &wire::Header {
+            kind,
+            pid: 0,
+            length,
+        },
+    )
+    .unwrap();
+    frame.extend_from_slice(payload);
+    s.write_all(&frame).unwrap();
+    let rc = wire::read_u32(&mut s).expect("the card closed the connection");
+    let mut out = vec![0u8; length];
+    s.read_exact(&mut out).unwrap();
+    (rc, out)
+}
+
+#[test]
+fn requests_under_8_bytes_and_odd_crt_lengths_are_served() {
+    let dir = Dir::new();
+    let card = Card::start(&dir, &["--cards", "1", "--unit-us", "1"]);
+    // 5 ^ 3 mod 0x80001d, 3 bytes each.
+    let (rc, out) = request(
+        &card.socket,
+        wire::KIND_MOD_EXPO,
+        3,
+        &[0, 0, 5, 0x80, 0, 0x1d, 0, 0, 3],
+    );
+    assert_eq!((rc, out), (0, vec![0, 0, 125]));
+    // CRT, 3 bytes: p = 4093, q = 4091 in (3 + 1) / 2 = 2 bytes, the long
+    // operands 8 more; x = 7, e = 65537.
+    let (p, q, x) = (4093u64, 4091u64, 7u64);
+    let lambda = (p - 1) / 2 * (q - 1);
+    let d = inverse(65537, lambda);
+    // `v` big-endian in `len` bytes (zeros in front past 8).
+    let be = |v: u64, len: usize| {
+        let mut b = vec![0u8; len.saturating_sub(8)];
+        b.extend_from_slice(&v.to_be_bytes()[8 - len.min(8)..]);
+        b
+    };
+    let mut payload = be(x, 3);
+    for (v, len) in [
+        (p, 10),
+        (q, 2),
+        (d % (p - 1), 10),
+        (d % (q - 1), 2),
+        (inverse(q, p), 10),
+    ] {
+        payload.extend(be(v, len));
+    }
+    let (rc, out) = request(&card.socket, wire::KIND_CRT, 3, &payload);
+    assert_eq!(rc, 0);
+    assert_eq!(out, be(power(x, d, p * q), 3));
+    // Counted at their real sizes.
+    let stats = card.ctl("stats");
+    assert!(
+        stats.contains("\"type\":\"me\",\"bits\":24,\"outcome\":\"ok\""),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("\"type\":\"crt\",\"bits\":24,\"outcome\":\"ok\""),
+        "{stats}"
+    );
+}
+
+fn power(b: u64, mut e: u64, m: u64) -> u64 {
+    let (mut r, mut b, m) = (1u128, (b % m) as u128, m as u128);
+    while e > 0 {
+        if e & 1 == 1 {
+            r = r * b % m;
+        }
+        b = b * b % m;
+        e >>= 1;
+    }
+    r as u64
+}
+
+fn inverse(a: u64, m: u64) -> u64 {
+    let (mut t, mut new_t, mut r, mut new_r) = (0i128, 1i128, m as i128, a as i128);
+    while new_r != 0 {
+        let q = r / new_r;
+        (t, new_t) = (new_t, t - q * new_t);
+        (r, new_r) = (new_r, r - q * new_r);
+    }
+    t.rem_euclid(m as i128) as u64
 }

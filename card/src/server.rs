@@ -1,14 +1,8 @@
-//! rustica-card: a crypto card model as a process of its own, shared by
-//! every process whose emulated libica has `LIBICA_EMU_CARD` set to its
-//! socket. A test tool, never packaged (docs/card-model.md).
-//!
-//! rustica-card --socket PATH [--cards N] [--domains N] [--engines K]
-//!              [--unit-us U] [--overhead-us U] [--sysfs DIR]
-//!              [--max-connections N] [--idle-timeout-ms MS]
-//! rustica-card --socket PATH --ctl COMMAND...
-
-mod model;
-mod sysfs;
+//! The card process's socket: it binds the socket (a private directory,
+//! mode 0600), accepts connections (a bounded number, idle ones closed),
+//! reads the frames (crate::wire), takes each request through the model
+//! (crate::model) with the arithmetic (crate::arith) and answers it.
+//! docs/card-model.md, "Run it", has the rules.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -19,100 +13,63 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ica_emu::{arith, wire};
-use model::{Card, Config, Kind, Verdict};
 use zeroize::Zeroizing;
+
+use crate::model::{self, Card, Config, Kind, Verdict};
+use crate::{arith, sysfs, wire};
 
 /// The default time unit: one weight point of the CEX8A table. Chosen so
 /// that on a small x86 host the card, not the CPU, limits throughput (a
 /// 2048-bit CRT takes 54 units = 5.4 ms per queue); not a real card's speed.
-const DEFAULT_UNIT_US: u64 = 100;
+pub const DEFAULT_UNIT_US: u64 = 100;
 
 /// Engines per card by default: one, the model every recorded figure was
 /// measured with (one request in service per card with one domain).
 /// IBM publishes no engine count for a CEX8A; docs/card-model.md says why
 /// one stays the default.
-const DEFAULT_ENGINES: usize = 1;
+pub const DEFAULT_ENGINES: usize = 1;
 
 /// Connections served at once by default. The clients open one per call,
 /// so this is the number of requests in flight; past it, the connection
 /// idle the longest is closed, or the new one if none is idle.
-const DEFAULT_MAX_CONNECTIONS: usize = 256;
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// A connection that sends nothing for this long is closed.
-const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
 
-struct Args {
-    socket: PathBuf,
-    config: Config,
-    sysfs: Option<PathBuf>,
-    max_connections: usize,
-    idle_timeout: Duration,
-    ctl: Option<String>,
+/// How a card serves: its socket, its model and its limits.
+pub struct Options {
+    pub socket: PathBuf,
+    pub config: Config,
+    /// A directory in the role of /sys for the kernel's counters.
+    pub sysfs: Option<PathBuf>,
+    pub max_connections: usize,
+    pub idle_timeout: Duration,
 }
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: rustica-card --socket PATH [--cards N] [--domains N] [--engines K] \
-         [--unit-us U] [--overhead-us U] [--sysfs DIR] [--max-connections N] \
-         [--idle-timeout-ms MS]\n       \
-         rustica-card --socket PATH --ctl COMMAND..."
-    );
-    std::process::exit(2)
-}
-
-fn parse_args() -> Args {
-    let mut args = std::env::args().skip(1);
-    let mut socket = None;
-    let mut config = Config {
-        cards: 2,
-        domains: 1,
-        unit: Duration::from_micros(DEFAULT_UNIT_US),
-        engines: DEFAULT_ENGINES,
-        overhead: Duration::ZERO,
-    };
-    let mut sysfs = None;
-    let mut max_connections = DEFAULT_MAX_CONNECTIONS;
-    let mut idle_timeout = Duration::from_millis(DEFAULT_IDLE_TIMEOUT_MS);
-    let mut ctl = None;
-    let number = |v: Option<String>| -> u64 {
-        v.and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| usage())
-    };
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--socket" => socket = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
-            "--cards" => config.cards = number(args.next()).min(64) as usize,
-            "--domains" => config.domains = number(args.next()).min(85) as usize,
-            "--engines" => config.engines = number(args.next()).min(256) as usize,
-            "--unit-us" => config.unit = Duration::from_micros(number(args.next())),
-            "--overhead-us" => {
-                let v = args.next().and_then(|v| v.parse().ok());
-                config.overhead = Duration::from_micros(v.unwrap_or_else(|| usage()));
-            }
-            "--sysfs" => sysfs = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
-            "--max-connections" => max_connections = number(args.next()) as usize,
-            "--idle-timeout-ms" => idle_timeout = Duration::from_millis(number(args.next())),
-            "--ctl" => {
-                ctl = Some(args.by_ref().collect::<Vec<_>>().join(" "));
-            }
-            _ => usage(),
+impl Options {
+    /// The defaults: 2 cards × 1 domain, one engine each, 100 µs units,
+    /// no overhead, no sysfs tree.
+    pub fn new(socket: PathBuf) -> Options {
+        Options {
+            socket,
+            config: Config {
+                cards: 2,
+                domains: 1,
+                unit: Duration::from_micros(DEFAULT_UNIT_US),
+                engines: DEFAULT_ENGINES,
+                overhead: Duration::ZERO,
+            },
+            sysfs: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: Duration::from_millis(DEFAULT_IDLE_TIMEOUT_MS),
         }
     }
-    Args {
-        socket: socket.unwrap_or_else(|| usage()),
-        config,
-        sysfs,
-        max_connections,
-        idle_timeout,
-        ctl,
-    }
 }
 
-fn die(message: String) -> ! {
-    eprintln!("rustica-card: {message}");
-    std::process::exit(1)
+/// Sends one control command to the card at `socket`; its answer.
+pub fn control(socket: &Path, line: &str) -> std::io::Result<String> {
+    UnixStream::connect(socket).and_then(|mut s| wire::control(&mut s, line))
 }
 
 /// The socket's directory must be the card's own (or root's) and writable
@@ -157,33 +114,23 @@ fn bind(socket: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-fn main() {
-    let args = parse_args();
-    if let Some(line) = args.ctl {
-        let answer =
-            UnixStream::connect(&args.socket).and_then(|mut s| wire::control(&mut s, &line));
-        match answer {
-            Ok(text) if text.starts_with("error:") => {
-                eprintln!("{text}");
-                std::process::exit(1)
-            }
-            Ok(text) => println!("{text}"),
-            Err(e) => die(format!("{}: {e}", args.socket.display())),
-        }
-        return;
-    }
-    if let Err(e) = check_directory(&args.socket) {
-        die(e);
-    }
+/// Serves the card until a `quit` command, which ends the process; an
+/// error (the directory, the socket, the sysfs tree) if it cannot start.
+/// Prints `rustica-card: listening on ...` once it accepts connections.
+pub fn run(args: Options) -> Result<std::convert::Infallible, String> {
+    check_directory(&args.socket)?;
     // Never remove an existing file: the path is the caller's to choose.
     let listener = match bind(&args.socket) {
         Ok(l) => l,
-        Err(e) => die(format!("bind {}: {e}", args.socket.display())),
+        Err(e) => return Err(format!("bind {}: {e}", args.socket.display())),
     };
-    let sysfs = args.sysfs.as_ref().map(|dir| {
-        sysfs::Sysfs::create(dir, args.config.cards, args.config.domains)
-            .unwrap_or_else(|e| die(format!("--sysfs {}: {e}", dir.display())))
-    });
+    let sysfs = match &args.sysfs {
+        Some(dir) => Some(
+            sysfs::Sysfs::create(dir, args.config.cards, args.config.domains)
+                .map_err(|e| format!("--sysfs {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     println!(
         "rustica-card: listening on {} ({} cards x {} domains, {} engines per card, \
          queue depth {}, unit {} us, overhead {} us)",
@@ -382,7 +329,7 @@ fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<
         let Some(len) = wire::payload_len(header.kind, header.length) else {
             return Ok(());
         };
-        if header.length < 8 {
+        if header.length == 0 {
             return Ok(());
         }
         // Key material: wiped when dropped, whatever the way out.
@@ -428,23 +375,28 @@ fn answer(
             arith::mod_expo(input, n, e, &mut out)
         })
     } else {
-        let half = key_length / 2;
+        let half = wire::crt_half(key_length);
         let (input, rest) = p.split_at_mut(key_length);
         let (prime_p, rest) = rest.split_at_mut(half + 8);
         let (prime_q, rest) = rest.split_at_mut(half);
         let (dp, rest) = rest.split_at_mut(half + 8);
         let (dq, qinv) = rest.split_at_mut(half);
         let bits = bit_length(prime_p) + bit_length(prime_q);
+        let mut key = arith::CrtParts {
+            p: prime_p,
+            q: prime_q,
+            dp,
+            dq,
+            qinv,
+        };
         card.submit(pid, Kind::Crt, size, bits, 0, || {
-            arith::crt(input, [prime_p, prime_q, dp, dq, qinv], &mut out)
+            arith::crt(input, &mut key, &mut out).0
         })
     };
     match verdict {
         Verdict::Answer => (0, out),
         Verdict::Corrupt => {
-            if let Some(b) = out.last_mut() {
-                *b ^= 1;
-            }
+            model::faults::corrupt(&mut out);
             (0, out)
         }
         Verdict::Errno(e) => (e, Zeroizing::new(vec![0; key_length])),
@@ -472,5 +424,10 @@ mod tests {
         );
         assert_eq!(wire::payload_len(wire::KIND_MOD_EXPO, 256), Some(768));
         assert_eq!(wire::payload_len(wire::KIND_CONTROL, 256), None);
+        // An odd length: the kernel's half, rounded up (3: 2 and 10).
+        assert_eq!(
+            wire::payload_len(wire::KIND_CRT, 3),
+            Some(3 + 3 * 10 + 2 * 2)
+        );
     }
 }

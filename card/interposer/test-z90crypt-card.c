@@ -145,7 +145,7 @@ static const uint64_t P = 4294967291u, Q = 4294967279u, E = 65537;
 static int crt(int fd, size_t len, uint64_t p, uint64_t q, uint64_t x, unsigned char *out,
                unsigned int out_len, unsigned int *stated, int *err)
 {
-    size_t half = len / 2;
+    size_t half = (len + 1) / 2; /* the kernel's, for an odd len too */
     unsigned char in[64], np[64], nq[64], bp[64], bq[64], u[64];
     uint64_t lambda = (p - 1) / 2 * (q - 1); /* a multiple of lcm(p-1, q-1) */
     uint64_t d = mod_inv(E, lambda);
@@ -190,7 +190,8 @@ enum fake_mode { FAKE_STATUS, FAKE_EAGAIN, FAKE_SILENT, FAKE_RECORD };
 struct fake_card {
     pid_t pid;
     char path[108];
-    volatile unsigned int *shared; /* [0] requests seen, [1] bytes received */
+    /* [0] requests seen, [1] bytes received, [2] the last RSA length */
+    volatile unsigned int *shared;
 };
 
 static int read_n(int s, unsigned char *b, size_t n)
@@ -231,11 +232,13 @@ static void fake_serve(int conn, enum fake_mode mode, const char *status, unsign
         head[0] = buf[0];
         if (read_n(conn, head + 1, 8) != 0)
             return;
-        uint32_t len = get_le32(head + 5), half = len / 2, payload;
+        uint32_t len = get_le32(head + 5), half = (len + 1) / 2, payload;
         payload = head[0] == 1 ? 3 * len : head[0] == 2 ? len + 3 * (half + 8) + 2 * half : len;
         if (payload > sizeof(buf) || read_n(conn, buf, payload) != 0)
             return;
         shared[0]++;
+        if (head[0] != 3)
+            shared[2] = len;
         if (mode == FAKE_SILENT) {
             pause();
             return;
@@ -400,6 +403,13 @@ static void test_lengths(void)
     CHECK(rc == 0, "CRT of 2 bytes: rc %d, %s", rc, strerror(err));
     CHECK(rc != 0 || get_be(out, 2) == crt_expected(13, 11, 7), "CRT of 2 bytes: got %llu want %llu",
           (unsigned long long)get_be(out, 2), (unsigned long long)crt_expected(13, 11, 7));
+    /* 48: an odd CRT length, as the kernel takes it: (3 + 1) / 2 = 2-byte
+     * primes, p = 4093, q = 4091, a 3-byte modulus. */
+    rc = crt(fd, 3, 4093, 4091, 7, out, 3, &stated, &err);
+    CHECK(rc == 0, "CRT of 3 bytes: rc %d, %s", rc, strerror(err));
+    CHECK(rc != 0 || get_be(out, 3) == crt_expected(4093, 4091, 7), "CRT of 3 bytes: got %llu want %llu",
+          (unsigned long long)get_be(out, 3), (unsigned long long)crt_expected(4093, 4091, 7));
+    CHECK(rc != 0 || stated == 3, "CRT of 3 bytes: outputdatalength %u", stated);
     rc = me(fd, 0, 0, 3, 0, out, 0, &stated, &err);
     CHECK(rc == -1 && err == EINVAL, "ME of 0 bytes: rc %d, %s", rc, strerror(err));
     rc = me(fd, 513, 5, 3, 0x1d, out, 1024, &stated, &err);
@@ -407,6 +417,26 @@ static void test_lengths(void)
     rc = me(fd, 1024, 5, 3, 0x1d, out, 1024, &stated, &err);
     CHECK(rc == -1 && err == ENODEV, "ME of 1024 bytes: rc %d, %s (want ENODEV)", rc, strerror(err));
     close(fd);
+}
+
+/* 48: a request under 8 bytes reaches the card with its own length. */
+static void test_short_frames(void)
+{
+    struct fake_card f;
+    unsigned char out[8];
+    unsigned int stated;
+    int fd, err, rc;
+
+    fake_start(&f, FAKE_STATUS, "", 0, -1);
+    fd = open_card(0);
+    rc = me(fd, 3, 5, 3, 0x80001d, out, 3, &stated, &err);
+    CHECK(rc == 0, "ME of 3 bytes: rc %d, %s", rc, strerror(err));
+    CHECK(f.shared[2] == 3, "ME of 3 bytes went to the card as %u bytes", f.shared[2]);
+    rc = crt(fd, 3, 4093, 4091, 7, out, 3, &stated, &err);
+    CHECK(rc == 0, "CRT of 3 bytes: rc %d, %s", rc, strerror(err));
+    CHECK(f.shared[2] == 3, "CRT of 3 bytes went to the card as %u bytes", f.shared[2]);
+    close(fd);
+    fake_stop(&f);
 }
 
 /* 48.4: the card's EAGAIN is retried; 10 attempts, then EIO. */
@@ -698,7 +728,7 @@ static const struct test tests[] = {
     {"qdepth", test_qdepth},             {"malformed-status", test_malformed_status},
     {"descriptors", test_descriptors},   {"fork", test_fork},
     {"exec", test_exec},                 {"peer-uid", test_peer_uid},
-    {"timeout", test_timeout},
+    {"timeout", test_timeout},           {"short-frames", test_short_frames},
 };
 
 static int run_one(const struct test *t)
