@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The layering check: every module of provider/, of ibmca-shim/src/ and of
-harness/src/lab/ may use only modules of a lower layer, so none has an
-import circle.
+"""The layering check: every module of provider/, of ibmca-shim/src/, of
+harness/src/ and of harness/src/lab/ may use only modules of a lower layer,
+so none has an import circle.
 
 It reads the paths the code writes (`crate::X`, `$crate::X`, in the lab also
 `super::X` and `crate::lab::X`, braces included), not rustc's resolution:
@@ -48,6 +48,20 @@ LAB = {
     "report": 9, "summary": 9,
     "markdown": 10, "svg": 10, "forest": 10,
     "mod": 11,
+}
+
+# harness/src/: a file or directory is one module (lab/ included, whose
+# rooms have their own tables above); main.rs, the crate root, is the top.
+HARNESS = {
+    "utc": 0, "paths": 0,
+    "system": 1,
+    "safe_fs": 2,
+    "sysconf": 3,
+    "lab": 4, "stats_cmd": 4, "config_cmd": 4, "install_cmd": 4, "doctor": 4,
+    "compare_cmd": 5,
+    "cli": 6,
+    "manpage": 7,
+    "main": 8,
 }
 
 # ibmca-shim/src/: a directory (bn/, rsa/, ...) is one module; the crate
@@ -196,6 +210,17 @@ def shim_target(prefix, name):
     return None if name in ("self", "super") else name
 
 
+def harness_module(rel):
+    return rel.split(os.sep)[0].removesuffix(".rs")
+
+
+def harness_target(prefix, name):
+    if name in ("self", "super"):
+        return None
+    # Anything else the crate root declares is an item of main.rs, the top.
+    return name if name in HARNESS else "main"
+
+
 def lab_module(rel):
     return rel.removesuffix(".rs")
 
@@ -259,6 +284,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     problems = check(root, "provider", PROVIDER, provider_module, ["crate::"], provider_target)
     problems += check(root, "ibmca-shim/src", SHIM, shim_module, ["crate::"], shim_target)
+    problems += check(root, "harness/src", HARNESS, harness_module, ["crate::"], harness_target)
     problems += check(
         root,
         "harness/src/lab",
@@ -275,7 +301,8 @@ def main():
             print("  " + p, file=sys.stderr)
         sys.exit(1)
     print(
-        "check-layers: provider/, ibmca-shim/src/ and harness/src/lab/ use only lower layers;"
+        "check-layers: provider/, ibmca-shim/src/, harness/src/ and harness/src/lab/ use only"
+        " lower layers;"
         " no circle among sibling files"
     )
 
