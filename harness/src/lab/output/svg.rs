@@ -2,7 +2,7 @@
 //! left) and B (dashed, right) side by side at each key size.
 
 use super::report::dur;
-use super::results::{Kind, Row, Side, Status, Unit};
+use crate::lab::measure::results::{Kind, Row, Side, Status, Unit};
 use std::fmt::Write as _;
 
 /// One colour per column kind (Kind::ALL order).
@@ -393,7 +393,7 @@ fn legend_box(svg: &mut String, legend: &[(&str, &str)], with_c: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::report::tests::sample_rows;
+    use crate::lab::output::report::tests::sample_rows;
 
     #[test]
     fn chart_has_both_sides_and_marks_invalid_rows() {

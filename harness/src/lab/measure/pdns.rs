@@ -9,12 +9,14 @@
 //! speed test, dies in 4.7.3 and 4.9 with "Trying to deposit into unknown
 //! StatBag key 'signatures'", measured here and in the Debian 13 chroot.)
 
-use super::axfr;
-use super::columns::{strings, Paths};
-use super::dns_tools::{self, algorithm, find_program, tool, zone_dir, zone_text, ORIGIN};
 use super::matrix::{Ctx, Outcome, RunFail};
-use super::openssl::{free_port, run_timed, RunError, Server, Side};
-use super::skips::multi_processes;
+use crate::lab::dns::axfr;
+use crate::lab::dns::dns_tools::{
+    self, algorithm, find_program, tool, zone_dir, zone_text, ORIGIN,
+};
+use crate::lab::plan::columns::{strings, Paths};
+use crate::lab::plan::openssl::{free_port, run_timed, RunError, Server, Side};
+use crate::lab::plan::skips::multi_processes;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,17 +6,22 @@
 //! installed (`dnssec`); PowerDNS's row says why it cannot run, measured
 //! (`dns_tools::pdns_applies`).
 
-use super::columns::{ColumnSpec, Counted, CrossCheck, Expect, Per, Reduce, Run, StepSpec};
 use super::dns_tools::{self, algorithm};
-use super::options::{Kind, Options, SkipWhat};
-use super::skips::multi_processes;
+use crate::lab::plan::columns::{
+    ColumnSpec, Counted, CrossCheck, Expect, Per, Reduce, Run, StepSpec,
+};
+use crate::lab::plan::options::{Kind, Options, SkipWhat};
+use crate::lab::plan::skips::multi_processes;
 use ibmca_shim::stats::Op;
 
 fn reps(o: &Options, _bits: u32) -> usize {
     o.reps
 }
 
-fn nothing_needed(_p: &super::columns::Paths, _n: usize) -> Result<(), super::columns::Unmet> {
+fn nothing_needed(
+    _p: &crate::lab::plan::columns::Paths,
+    _n: usize,
+) -> Result<(), crate::lab::plan::columns::Unmet> {
     Ok(())
 }
 

@@ -6,8 +6,8 @@
 //! ratios from rounds where B ran first, over those where A ran first
 //! (docs/lab.md, "The order within a pair").
 
-use super::effect::Comparison;
-use super::results::{summarize, Column, Row, Status};
+use crate::lab::measure::results::{summarize, Column, Row, Status};
+use crate::lab::stats::effect::Comparison;
 
 /// The paired log ratios ln(b_i / a_i) of a cell, each with whether its
 /// round ran B first (odd rounds).
@@ -84,7 +84,7 @@ pub fn of_run(rows: &[Row]) -> RunOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::results::{Check, Kind, Sample};
+    use crate::lab::measure::results::{Check, Kind, Sample};
 
     fn sample(value: f64) -> Sample {
         Sample { value, cpu: 0.0 }

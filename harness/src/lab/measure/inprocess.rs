@@ -5,13 +5,13 @@
 //! the program's own operation counts, which B's counters are checked
 //! against.
 
-use super::columns::{strings, ColumnSpec, Paths};
-use super::counters::{parse_s_time, parse_speed, parse_speed_multi};
 use super::matrix::{Ctx, Outcome, RunFail, Stop};
-use super::openssl::{free_port, Mark, RunError, Server, Side};
-use super::options::SECLEVEL1_BELOW;
 use super::results::Sample;
 use super::steps;
+use crate::lab::plan::columns::{strings, ColumnSpec, Paths};
+use crate::lab::plan::counters::{parse_s_time, parse_speed, parse_speed_multi};
+use crate::lab::plan::openssl::{free_port, Mark, RunError, Server, Side};
+use crate::lab::plan::options::SECLEVEL1_BELOW;
 use std::path::Path;
 
 impl Ctx<'_> {

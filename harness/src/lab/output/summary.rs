@@ -3,7 +3,7 @@
 //! lines `rustica lab` prints when it ends.
 
 use super::explain::{self, Context};
-use super::results::{Pair, Row};
+use crate::lab::measure::results::{Pair, Row};
 
 /// The cells that count (they survive the family's control; valid rows
 /// only), each with its verdict and why B differs, from the counters.

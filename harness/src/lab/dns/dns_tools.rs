@@ -5,8 +5,8 @@
 //! its programs import. The step table (`dns_steps`) names these as its
 //! steps' `applies`.
 
-use super::openssl::{shell_quote, SideEnv, SCRUBBED_ENV};
-use super::options::Options;
+use crate::lab::plan::openssl::{shell_quote, SideEnv, SCRUBBED_ENV};
+use crate::lab::plan::options::Options;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

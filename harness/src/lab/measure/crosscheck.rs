@@ -1,11 +1,11 @@
 //! The row's key pair and the checks across the two sides that follow the
 //! steps of the column table: what A makes, B accepts, and the other way.
 
-use super::columns::{strings, CrossCheck, Paths, StepSpec};
-use super::dns_tools;
 use super::matrix::{Ctx, Flow, Stop, Tally};
-use super::openssl::{RunError, Side};
 use super::results::{Check, Kind, Row};
+use crate::lab::dns::dns_tools;
+use crate::lab::plan::columns::{strings, CrossCheck, Paths, StepSpec};
+use crate::lab::plan::openssl::{RunError, Side};
 use ibmca_shim::stats::Op;
 use std::fs;
 use std::path::Path;

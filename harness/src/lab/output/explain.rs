@@ -7,7 +7,7 @@
 //! say software (docs/lab.md, "Why B differs").
 
 use super::method;
-use super::results::{Column, Kind, Row, Side, Status};
+use crate::lab::measure::results::{Column, Kind, Row, Side, Status};
 use std::collections::BTreeMap;
 
 /// One cell's explanation: the figures and the sentence made from them.
@@ -240,7 +240,7 @@ pub fn of_measured(row: &Row, c: &Column, cx: Context) -> Option<Explanation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::results::Sample;
+    use crate::lab::measure::results::Sample;
 
     fn column(kind: Kind, counted: &[(&str, &str, u64)]) -> Column {
         let mut c = Column::new(kind, 100);

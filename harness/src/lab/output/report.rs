@@ -3,11 +3,11 @@
 //! shows a B number: its B cells say INVALID (the JSON keeps the raw
 //! samples, under a name that says they are not validated).
 
-use super::effect::Comparison;
 use super::explain::{self, Context};
 use super::method;
-use super::results::{summary_json, Column, Pair, Row, Side, Status};
-use super::sampling::PRECISION_TARGET_PCT;
+use crate::lab::measure::results::{summary_json, Column, Pair, Row, Side, Status};
+use crate::lab::stats::effect::Comparison;
+use crate::lab::stats::sampling::PRECISION_TARGET_PCT;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -264,7 +264,7 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         "aa": info.aa,
         "family_control": {
             "method": "Holm step-down over the two-sided p-values of every cell's rank test, one family per comparison (B/A; C/A and B/C with a side C)",
-            "family_wise_alpha": super::effect::FAMILY_ALPHA,
+            "family_wise_alpha": crate::lab::stats::effect::FAMILY_ALPHA,
         },
         "rows": rows.iter().map(|r| row_json(r, info.explain_context())).collect::<Vec<_>>(),
         "order_effect": order_json(rows),
@@ -403,8 +403,8 @@ pub fn csv(rows: &[Row], cx: Context) -> String {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::lab::markdown::markdown;
-    use crate::lab::results::{Check, Column, Kind, Sample};
+    use crate::lab::measure::results::{Check, Column, Kind, Sample};
+    use crate::lab::output::markdown::markdown;
 
     pub fn sample_rows() -> Vec<Row> {
         let mk = |bits: u32, ok: bool| {
@@ -471,7 +471,7 @@ pub mod tests {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lab-report");
         let (mut rows, info) = (sample_rows(), sample_info());
-        crate::lab::family::decide(&mut rows);
+        crate::lab::output::family::decide(&mut rows);
         let outputs = [
             ("report.md", markdown(&info, &rows)),
             (
@@ -481,7 +481,10 @@ pub mod tests {
             ("report.csv", csv(&rows, info.explain_context())),
             (
                 "chart.svg",
-                crate::lab::svg::chart(&rows, "RSA cost by key size: time per operation (median)"),
+                crate::lab::output::svg::chart(
+                    &rows,
+                    "RSA cost by key size: time per operation (median)",
+                ),
             ),
         ];
         let record = std::env::var_os("RUSTICA_RECORD_REPORT").is_some();

@@ -8,7 +8,7 @@
 //! made on libica or in software, and its software key generation applies
 //! the default provider's rule.
 
-use super::results::{Column, Kind, Row, Status};
+use crate::lab::measure::results::{Column, Kind, Row, Status};
 use std::collections::BTreeMap;
 
 pub const SP800_56B: &str =
@@ -142,7 +142,7 @@ pub fn of_row(row: &Row) -> Vec<(Kind, String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::results::Sample;
+    use crate::lab::measure::results::Sample;
 
     #[test]
     fn the_default_providers_rule() {

@@ -7,7 +7,7 @@
 //! that each verdict is about.
 
 use super::report::num;
-use super::results::{Column, Kind, Pair, Row, Status};
+use crate::lab::measure::results::{Column, Kind, Pair, Row, Status};
 use std::fmt::Write as _;
 
 const W: f64 = 980.0;
@@ -60,8 +60,8 @@ fn entry(bits: u32, c: &Column, pair: Pair) -> Option<Entry> {
     // base's, so that left of 1× is always better. A rate's cost is its
     // inverse (time per operation); a linearity's shortfall likewise.
     let (ratio, lo, hi) = match c.better() {
-        super::effect::Better::Lower => (k.ratio, k.lo, k.hi),
-        super::effect::Better::Higher => (1.0 / k.ratio, 1.0 / k.hi, 1.0 / k.lo),
+        crate::lab::stats::effect::Better::Lower => (k.ratio, k.lo, k.hi),
+        crate::lab::stats::effect::Better::Higher => (1.0 / k.ratio, 1.0 / k.hi, 1.0 / k.lo),
     };
     let label = match pair {
         Pair::BOverA => format!("{bits} bits, {}", c.kind.op_name()),
@@ -276,8 +276,8 @@ pub fn chart(rows: &[Row], aa: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::family::decide;
-    use crate::lab::results::{Check, Sample};
+    use crate::lab::measure::results::{Check, Sample};
+    use crate::lab::output::family::decide;
 
     fn samples(values: &[f64]) -> Vec<Sample> {
         values

@@ -2,12 +2,12 @@
 //! How sampling ends is `sampling`; which cells count, in words, is
 //! `family` and `explain`; the JSON of a row is `report`.
 
-use super::columns::{ColumnSpec, Reduce};
-use super::effect::{Better, Comparison};
-pub use super::openssl::Side;
-pub use super::options::Kind;
-use super::sampling::PRECISION_TARGET_PCT;
 use super::steps;
+use crate::lab::plan::columns::{ColumnSpec, Reduce};
+pub use crate::lab::plan::openssl::Side;
+pub use crate::lab::plan::options::Kind;
+use crate::lab::stats::effect::{Better, Comparison};
+use crate::lab::stats::sampling::PRECISION_TARGET_PCT;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -406,7 +406,7 @@ impl Column {
             let what = if self.unpaired() { "keys" } else { "samples" };
             return format!("not enough {what} to tell");
         };
-        let x = |v: f64| crate::lab::effect::times(v);
+        let x = |v: f64| crate::lab::stats::effect::times(v);
         if !k.differs() {
             let within = ((1.0 - k.lo).max(k.hi - 1.0) * 100.0).max(0.0);
             format!("no difference detected (±{within:.1} %)")

@@ -1,19 +1,19 @@
 //! The matrix as data: the table of steps, in row order, written in the
 //! types of `columns`. `matrix` runs every entry the same way.
 
-use super::columns::{
+use crate::lab::dns::dns_steps;
+use crate::lab::plan::columns::{
     ColumnSpec, Counted, CrossCheck, Expect, Paths, Per, Reduce, Run, StepSpec, TlsClient, Unmet,
 };
-use super::commands::{
+use crate::lab::plan::commands::{
     certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
     verified_ok, verify_args,
 };
-use super::dns_steps;
-use super::openssl::Side;
-use super::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW};
-use super::progress::{est_cert, est_keygen, est_sign, est_verify};
-pub use super::skips::multi_processes;
-use super::skips::{
+use crate::lab::plan::openssl::Side;
+use crate::lab::plan::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW};
+use crate::lab::plan::progress::{est_cert, est_keygen, est_sign, est_verify};
+pub use crate::lab::plan::skips::multi_processes;
+use crate::lab::plan::skips::{
     always, key_not_reused, multi_applies, some_new_key_certificates, speed_size, tls_applies,
 };
 use ibmca_shim::stats::Op;
@@ -102,7 +102,7 @@ pub const LOAD_COST: StepSpec = StepSpec {
     }],
     run: Run::Process {
         program: "rand",
-        args: |_, _, _| super::commands::strings(&["-hex", "16"]),
+        args: |_, _, _| crate::lab::plan::commands::strings(&["-hex", "16"]),
         accept: exit_status_is_enough,
     },
     skip: Some(SkipWhat::LoadCost),
@@ -405,7 +405,7 @@ pub fn column(kind: Kind) -> &'static ColumnSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::commands::strings;
+    use crate::lab::plan::commands::strings;
     use std::path::PathBuf;
 
     fn options() -> Options {

@@ -5,8 +5,8 @@
 //! Holm's step-down over their p-values keeps the chance that any listed
 //! difference is a chance one at 5 % (docs/lab.md, "The family of cells").
 
-use super::effect::{holm, FAMILY_ALPHA};
-use super::results::{Decision, Pair, Row, Status};
+use crate::lab::measure::results::{Decision, Pair, Row, Status};
+use crate::lab::stats::effect::{holm, FAMILY_ALPHA};
 
 /// Decides every family of the run and records each cell's standing in
 /// it. Only valid rows' measured cells with an interval take part: an
@@ -99,7 +99,7 @@ pub fn p_text(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::results::{Check, Column, Kind, Sample, Side};
+    use crate::lab::measure::results::{Check, Column, Kind, Sample, Side};
 
     fn samples(values: impl Iterator<Item = f64>) -> Vec<Sample> {
         values.map(|value| Sample { value, cpu: 0.0 }).collect()

@@ -2,16 +2,18 @@
 //! table (`columns`) through one runner, A and B alternating, with the
 //! counter checks and cross-checks that make B's numbers trustworthy.
 
-use super::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
-use super::counters::compare;
-use super::openssl::{run_timed, run_timed_marked, Finished, RunError, Scratch, Side, SideEnv};
-use super::options::Options;
-use super::progress::Progress;
 use super::results::{Check, Column, Row, Sample, Status};
-use super::sampling::SamplingRule;
-use super::setup;
 use super::steps;
-use super::zcrypt;
+use crate::lab::plan::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
+use crate::lab::plan::counters::compare;
+use crate::lab::plan::openssl::{
+    run_timed, run_timed_marked, Finished, RunError, Scratch, Side, SideEnv,
+};
+use crate::lab::plan::options::Options;
+use crate::lab::plan::progress::Progress;
+use crate::lab::plan::setup;
+use crate::lab::plan::zcrypt;
+use crate::lab::stats::sampling::SamplingRule;
 use columns::Expect;
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::PathBuf;

@@ -10,13 +10,13 @@
 //! row's size, and the zone `$INCLUDE`s them, as a zone signed with
 //! `dnssec-signzone` does.
 
-use super::card_use::{self, RunUse};
-use super::columns::{strings, Paths};
-use super::dns_tools::{self, algorithm, tool, zone_dir, zone_text, ORIGIN};
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop};
-use super::openssl::{run_timed, Finished, RunError, Side};
 use super::results::{Check, Row};
-use super::skips::multi_processes;
+use crate::lab::dns::dns_tools::{self, algorithm, tool, zone_dir, zone_text, ORIGIN};
+use crate::lab::plan::card_use::{self, RunUse};
+use crate::lab::plan::columns::{strings, Paths};
+use crate::lab::plan::openssl::{run_timed, Finished, RunError, Side};
+use crate::lab::plan::skips::multi_processes;
 use ibmca_shim::stats::Op;
 use std::fmt::Write as _;
 use std::fs;
@@ -251,7 +251,7 @@ impl Ctx<'_> {
             same_records(&a_text, &b_text),
             format!(
                 "{sigs} RRSIGs ({}); comments left out",
-                super::dns_steps::keys_in_words(paths.bits)
+                crate::lab::dns::dns_steps::keys_in_words(paths.bits)
             ),
         ));
         let Ok([_, _, verify]) = dns_tools::bind_tools() else {

@@ -1,8 +1,8 @@
 //! The report's standing notes: what each step runs and how it is timed,
 //! with the run's counts (the DNSSEC step's own note from `dns_steps`).
 
-use super::dns_steps;
-use super::options::Options;
+use crate::lab::dns::dns_steps;
+use crate::lab::plan::options::Options;
 
 /// The notes every report carries, for a run of `o` over `sizes`.
 /// `wall_rates`: whether `openssl speed` ran with `-elapsed`.

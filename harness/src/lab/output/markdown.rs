@@ -6,13 +6,13 @@ use super::family::standing;
 use super::method;
 use super::order;
 use super::report::{all_valid, dur, num, RunInfo};
-use super::results::{Column, Kind, Pair, Row, Side, Status, Unit};
-use super::sampling::PRECISION_TARGET_PCT;
 use super::summary::{cpu_differences, differences, side_c_differences};
+use crate::lab::measure::results::{Column, Kind, Pair, Row, Side, Status, Unit};
+use crate::lab::stats::sampling::PRECISION_TARGET_PCT;
 use std::fmt::Write as _;
 
 /// A ratio's two table cells, "1.05×" and "1.02–1.08", or dashes.
-fn ratio_and_interval(k: Option<super::effect::Comparison>) -> (String, String) {
+fn ratio_and_interval(k: Option<crate::lab::stats::effect::Comparison>) -> (String, String) {
     match k {
         Some(k) => (
             format!("{}×", num(k.ratio)),
@@ -595,7 +595,7 @@ fn md_side_c(md: &mut String, info: &RunInfo, rows: &[Row]) {
         "| RSA bits | column | C | C/A [95 %] | C against A | counts | B/C [95 %] | B against C | counts | libica calls B | libica calls C |"
     );
     let _ = writeln!(md, "|---:|---|---:|---|---|---|---|---|---|---|---|");
-    let interval = |k: Option<super::effect::Comparison>| match k {
+    let interval = |k: Option<crate::lab::stats::effect::Comparison>| match k {
         Some(k) => format!("{}× [{}–{}]", num(k.ratio), num(k.lo), num(k.hi)),
         None => "-".into(),
     };

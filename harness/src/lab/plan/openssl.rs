@@ -218,7 +218,7 @@ impl SideEnv {
 }
 
 /// `s` as one word for a POSIX shell: as it is when it needs no quoting.
-pub(super) fn shell_quote(s: &str) -> String {
+pub(in crate::lab) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))

@@ -10,13 +10,13 @@
 //! and its figures answer another question (how far one thread keeps an
 //! adapter busy), so it has its own small report.
 
-use super::counters::{compare, parse_speed};
-use super::effect::{Better, Comparison};
 use super::matrix::Ctx;
-use super::openssl::{RunError, Side};
-use super::options::SPEED_SIZES;
-use super::sampling::SamplingRule;
-use crate::lab::columns::{strings, Expect};
+use crate::lab::plan::columns::{strings, Expect};
+use crate::lab::plan::counters::{compare, parse_speed};
+use crate::lab::plan::openssl::{RunError, Side};
+use crate::lab::plan::options::SPEED_SIZES;
+use crate::lab::stats::effect::{Better, Comparison};
+use crate::lab::stats::sampling::SamplingRule;
 use ibmca_shim::stats::{Backend, Op, Snapshot};
 use serde_json::{json, Value};
 use std::fmt::Write as _;

@@ -166,102 +166,102 @@ pub enum SkipWhat {
 pub struct LabArgs {
     /// Output directory [default: lab-results/<date-time>/].
     #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
-    pub(super) out: Option<PathBuf>,
+    pub(in crate::lab) out: Option<PathBuf>,
     /// Add 7680 and 15360 bits to the default sizes (slow: use --keys).
     #[arg(long)]
-    pub(super) full: bool,
+    pub(in crate::lab) full: bool,
     /// Key sizes, comma separated [default: 1024,2048,3072,4096].
     #[arg(long, value_delimiter = ',', value_name = "BITS")]
-    pub(super) sizes: Vec<u32>,
+    pub(in crate::lab) sizes: Vec<u32>,
     /// A/B rounds of the TLS and `openssl speed` columns.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(super) reps: u32,
+    pub(in crate::lab) reps: u32,
     /// Key generations per side, A and B alternating [default: 40 up to
     /// 2048 bits, 15 up to 4096, 3 up to 7680, 1 above].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(super) keygen_reps: Option<u32>,
+    pub(in crate::lab) keygen_reps: Option<u32>,
     /// Processes per side for signatures, verifications and certificates
     /// (overrides the lab's 100, 100 and 10).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub(super) count: Option<u32>,
+    pub(in crate::lab) count: Option<u32>,
     /// Signatures per side [default: 100].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub(super) signatures: Option<u32>,
+    pub(in crate::lab) signatures: Option<u32>,
     /// Verifications per side [default: 100].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub(super) verifications: Option<u32>,
+    pub(in crate::lab) verifications: Option<u32>,
     /// Certificates per side, reusing the key [default: 10].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub(super) certs: Option<u32>,
+    pub(in crate::lab) certs: Option<u32>,
     /// Certificates per side with a new key each (`req -x509 -newkey`)
     /// [default: as --certs up to 4096 bits, 1 above].
     #[arg(long, value_name = "N")]
-    pub(super) newkey_certs: Option<u32>,
+    pub(in crate::lab) newkey_certs: Option<u32>,
     /// Seconds of each `openssl s_time` run (whole seconds).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
-    pub(super) tls_seconds: u32,
+    pub(in crate::lab) tls_seconds: u32,
     /// Seconds a cell may sample (beyond its planned runs) until its B/A
     /// interval is within ±5 %; 0 keeps the planned runs.
     #[arg(long, default_value_t = 20, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
-    pub(super) cell_budget: u32,
+    pub(in crate::lab) cell_budget: u32,
     /// Seconds of each `openssl speed` measurement.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=600))]
-    pub(super) speed_seconds: u32,
+    pub(in crate::lab) speed_seconds: u32,
     /// Reuse private-N.pem from DIR (e.g. an earlier run's output) instead
     /// of generating keys; key generation is then not measured for N.
     #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
-    pub(super) keys: Option<PathBuf>,
+    pub(in crate::lab) keys: Option<PathBuf>,
     /// How side B loads rustica.
     #[arg(long, value_enum, default_value = "config")]
-    pub(super) load: LoadMode,
+    pub(in crate::lab) load: LoadMode,
     /// rustica's backend for side B.
     #[arg(long, value_parser = ["auto", "software", "libica"])]
-    pub(super) backend: Option<String>,
+    pub(in crate::lab) backend: Option<String>,
     /// libica library for side B (path or soname).
     #[arg(long, value_name = "PATH", value_parser = paths::parse_path_or_name)]
-    pub(super) libica: Option<String>,
+    pub(in crate::lab) libica: Option<String>,
     /// The rustica module [default: $RUSTICA_MODULE, else rustica.so or
     /// librustica.so beside this program, else the installed one].
     #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
-    pub(super) module: Option<PathBuf>,
+    pub(in crate::lab) module: Option<PathBuf>,
     /// TCP port for the TLS servers on 127.0.0.1 [default: a free one].
     #[arg(long)]
-    pub(super) port: Option<u16>,
+    pub(in crate::lab) port: Option<u16>,
     /// Columns to leave out, comma separated.
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub(super) skip: Vec<SkipWhat>,
+    pub(in crate::lab) skip: Vec<SkipWhat>,
     /// Owner names of the DNSSEC step's generated zone (one A record each;
     /// about twice as many RRsets are signed, with their NSEC records)
     /// [default: 10,000; the quick lab: 1,000 at 1024 bits, 500 at 2048,
     /// 30 at 4096].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000000))]
-    pub(super) dnssec_names: Option<u32>,
+    pub(in crate::lab) dnssec_names: Option<u32>,
     /// Also run `openssl speed -async_jobs N` on A and B after the matrix
     /// (needs --backend libica); results in async-jobs.md and .json.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub(super) async_jobs: Option<u32>,
+    pub(in crate::lab) async_jobs: Option<u32>,
     /// Side C: run every step a third time, under this openssl.cnf (e.g.
     /// one that loads the ibmca ENGINE), alternating with A and B; its
     /// results are reported as C/A and B/C.
     #[arg(long, value_name = "FILE", value_parser = paths::parse_path, conflicts_with = "c_engine")]
-    pub(super) c_config: Option<PathBuf>,
+    pub(in crate::lab) c_config: Option<PathBuf>,
     /// Side C: stock OpenSSL's configuration with `-engine ID` on every
     /// command line (OpenSSL 3 only: 4.0 has no engines).
     #[arg(long, value_name = "ID")]
-    pub(super) c_engine: Option<String>,
+    pub(in crate::lab) c_engine: Option<String>,
     /// What side C is, for the reports [default: the file or engine].
     #[arg(long, value_name = "TEXT")]
-    pub(super) c_name: Option<String>,
+    pub(in crate::lab) c_name: Option<String>,
     /// Count the libica calls of sides B and C from the emulated libica's
     /// call log (LIBICA_EMU_COUNTS, one file per side and run): for runs on
     /// libica_emu.so, which both sides must load.
     #[arg(long)]
-    pub(super) count_libica_calls: bool,
+    pub(in crate::lab) count_libica_calls: bool,
     /// A/A: side B is stock OpenSSL too, without rustica, through the same
     /// alternation, sampling and checks. Nothing differs, so the summary
     /// must list nothing: the lab's test of its own false calls.
     #[arg(long, conflicts_with_all = ["c_config", "c_engine", "async_jobs", "backend", "libica"])]
-    pub(super) aa: bool,
+    pub(in crate::lab) aa: bool,
     /// Side B on a shared crypto card: SOCKET of a running `rustica-card`,
     /// or `start` for one the lab starts in its output directory and stops
     /// at the end (with its kernel-style counters under card/sys, read as
@@ -269,17 +269,17 @@ pub struct LabArgs {
     /// this program, unless --libica) with --backend libica (unless
     /// given): the offload A/B of an IBM Z host, on any machine.
     #[arg(long, value_name = "SOCKET|start", conflicts_with = "aa")]
-    pub(super) card: Option<String>,
+    pub(in crate::lab) card: Option<String>,
     /// With `--card start`: the card's time unit in microseconds (one
     /// weight point; a 2048-bit CRT is 54 units) [default: the card's].
     #[arg(long, value_name = "US", requires = "card", value_parser = clap::value_parser!(u32).range(1..=100000))]
-    pub(super) card_unit_us: Option<u32>,
+    pub(in crate::lab) card_unit_us: Option<u32>,
     /// The directory playing /sys whose zcrypt request counters
     /// (devices/ap/cardNN/request_count) prove each side's offload
     /// [default: /sys; with `--card start`, the card's own].
     #[arg(long, value_name = "DIR", value_parser = paths::parse_path)]
-    pub(super) sysfs: Option<PathBuf>,
+    pub(in crate::lab) sysfs: Option<PathBuf>,
     /// The openssl program [default: `openssl` on PATH].
     #[arg(long, value_name = "PATH", default_value = "openssl", value_parser = paths::parse_program)]
-    pub(super) openssl: PathBuf,
+    pub(in crate::lab) openssl: PathBuf,
 }
