@@ -64,7 +64,9 @@ LAB_ROOMS = {
         "method": 0, "family": 0, "order": 0,
         "explain": 1,
         "report": 2, "summary": 2, "notes": 2,
-        "markdown": 3, "svg": 3, "forest": 3,
+        "md_cells": 3, "svg": 3, "forest": 3,
+        "md_load": 4, "md_record": 4,
+        "markdown": 5,
     }),
 }
 # One rank per module: (room, layer), compared as a pair.
