@@ -43,9 +43,9 @@ LAB_ROOMS = {
         "sampling": 2,
     }),
     "plan": (1, {
-        "zcrypt": 0,
+        "zcrypt": 0, "cnf": 0,
         "openssl": 1, "progress": 1,
-        "options": 2,
+        "options": 2, "server": 2,
         "commands": 3, "skips": 3, "card_use": 3,
         "columns": 4, "setup": 4,
         "counters": 5,

@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(l.libica.as_deref(), Some("libica.so.4"));
         assert_eq!(l.openssl, PathBuf::from("openssl"));
         // The config B gets carries the absolute path.
-        let conf = plan::openssl::config_b(
+        let conf = plan::cnf::config_b(
             &cwd.join("m/rustica.so"),
             Some("libica"),
             Lab::try_parse_from(["lab", "--libica", "lib/libica_emu.so"])

@@ -10,8 +10,9 @@ use super::results::Sample;
 use super::steps;
 use crate::lab::plan::columns::{strings, ColumnSpec, Paths};
 use crate::lab::plan::counters::{parse_s_time, parse_speed, parse_speed_multi};
-use crate::lab::plan::openssl::{free_port, Mark, RunError, Server, Side};
+use crate::lab::plan::openssl::{Mark, RunError, Side};
 use crate::lab::plan::options::SECLEVEL1_BELOW;
+use crate::lab::plan::server::{free_port, Server};
 use std::path::Path;
 
 impl Ctx<'_> {

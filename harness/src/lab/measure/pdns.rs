@@ -15,7 +15,8 @@ use crate::lab::dns::dns_tools::{
     self, algorithm, find_program, tool, zone_dir, zone_text, ORIGIN,
 };
 use crate::lab::plan::columns::{strings, Paths};
-use crate::lab::plan::openssl::{free_port, run_timed, RunError, Server, Side};
+use crate::lab::plan::openssl::{run_timed, RunError, Side};
+use crate::lab::plan::server::{free_port, Server};
 use crate::lab::plan::skips::multi_processes;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,15 +1,13 @@
-//! Running the stock `openssl` command for side A or side B: the
-//! configuration files the lab writes, timed one-shot processes, and local
-//! `s_server` instances that are always stopped.
+//! Running the stock `openssl` command for side A or side B: the sides,
+//! their environments and timed one-shot processes (the configuration
+//! files they load: `cnf`; local `s_server` instances: `server`).
 
 use std::fs::{self, File};
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The two sides of the A/B comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,100 +63,6 @@ pub const SCRUBBED_ENV: &[&str] = &[
     "RUSTICA_LIBICA",
     "RUSTICA_DEBUG",
 ];
-
-/// The `[req]` part shared by both configuration files: the lab's
-/// certificate extensions.
-const REQ_SECTIONS: &str = "\
-[req]
-distinguished_name = req_dn
-x509_extensions = v3_lab
-
-[req_dn]
-
-[v3_lab]
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always,issuer
-basicConstraints = critical, CA:TRUE
-";
-
-/// Side A's openssl.cnf: only the default provider, whatever the host's
-/// own configuration says.
-pub fn config_a() -> String {
-    format!(
-        "# rustica lab, side A: stock OpenSSL, default provider only.\n\
-         openssl_conf = openssl_init\n\n\
-         [openssl_init]\n\
-         providers = provider_sect\n\n\
-         [provider_sect]\n\
-         default = default_sect\n\n\
-         [default_sect]\n\
-         activate = 1\n\n\
-         {REQ_SECTIONS}"
-    )
-}
-
-/// Side B's openssl.cnf in config mode: the system-wide form that routes
-/// `dgst`, `req`, `s_server` and `speed` to rustica.
-pub fn config_b(module: &Path, backend: Option<&str>, libica: Option<&str>) -> String {
-    let mut rustica = format!("module = {}\nactivate = 1\n", module.display());
-    if let Some(b) = backend {
-        rustica.push_str(&format!("backend = {b}\n"));
-    }
-    if let Some(l) = libica {
-        rustica.push_str(&format!("libica = {l}\n"));
-    }
-    format!(
-        "# rustica lab, side B: rustica loaded system-wide style.\n\
-         openssl_conf = openssl_init\n\n\
-         [openssl_init]\n\
-         providers = provider_sect\n\
-         alg_section = evp_properties\n\n\
-         [provider_sect]\n\
-         default = default_sect\n\
-         rustica = rustica_sect\n\n\
-         [default_sect]\n\
-         activate = 1\n\n\
-         [rustica_sect]\n\
-         {rustica}\n\
-         [evp_properties]\n\
-         default_properties = ?provider=rustica\n\n\
-         {REQ_SECTIONS}"
-    )
-}
-
-/// Side C's openssl.cnf for `--c-config FILE`: the user's file, included
-/// as it is, and the lab's certificate sections after it (what `req -x509`
-/// of the certificate columns uses on every side).
-pub fn config_c(user: &Path) -> String {
-    format!(
-        "# rustica lab, side C: the configuration named by --c-config.\n\
-         .include {}\n\n\
-         {REQ_SECTIONS}",
-        user.display()
-    )
-}
-
-/// Side B's configuration for `openssl speed` in flags mode. `speed`
-/// decodes its RSA keys with `d2i_PrivateKey` and makes their contexts
-/// with `EVP_PKEY_CTX_new(key, NULL)`: the default properties, never the
-/// `-propquery` of its command line (3.0 to 4.0). With the flags loading
-/// rustica and the default provider, this file's one job is to make
-/// `?provider=rustica` the default properties.
-pub fn config_speed_b() -> String {
-    "# rustica lab, side B in flags mode, for `openssl speed` only: speed applies\n\
-     # -propquery to ciphers, digests and MACs but not to its RSA keys, so the\n\
-     # property query goes into the default properties here. The providers\n\
-     # come from the command line (-provider-path, -provider).\n\
-     openssl_conf = openssl_init\n\n\
-     [openssl_init]\n\
-     alg_section = evp_properties\n\n\
-     [evp_properties]\n\
-     default_properties = ?provider=rustica\n"
-        .to_string()
-}
-
-/// The name of `openssl speed`'s configuration file in flags mode.
-pub const SPEED_CONF_NAME: &str = "openssl-B-speed.cnf";
 
 /// Everything needed to start an `openssl` process for one side.
 #[derive(Clone, Debug)]
@@ -326,9 +230,9 @@ impl Scratch {
 }
 
 /// Result of reaping a child: its wait status and CPU seconds.
-struct Reaped {
+pub(super) struct Reaped {
     status: libc::c_int,
-    cpu: f64,
+    pub(super) cpu: f64,
 }
 
 fn tv_secs(tv: libc::timeval) -> f64 {
@@ -337,7 +241,7 @@ fn tv_secs(tv: libc::timeval) -> f64 {
 
 /// Waits for `pid` with `wait4`, so its own resource usage comes back with
 /// it. On Ctrl-C the child is killed and the wait goes on until it is gone.
-fn reap(pid: u32) -> io::Result<(Reaped, bool)> {
+pub(super) fn reap(pid: u32) -> io::Result<(Reaped, bool)> {
     let mut killed = false;
     loop {
         let mut status: libc::c_int = 0;
@@ -376,7 +280,7 @@ fn describe_status(status: libc::c_int) -> String {
 }
 
 /// The last few lines of a process's error output, for messages.
-fn tail(text: &str, lines: usize) -> String {
+pub(super) fn tail(text: &str, lines: usize) -> String {
     let v: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let start = v.len().saturating_sub(lines);
     v[start..].join("\n    ")
@@ -496,157 +400,9 @@ fn run(
     })
 }
 
-// ---------------------------------------------------------------------------
-// Servers
-
-/// A free TCP port on 127.0.0.1 (bound, read and released).
-pub fn free_port() -> io::Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Whether `port` on 127.0.0.1 can be bound now.
-pub fn port_free(port: u16) -> bool {
-    TcpListener::bind(("127.0.0.1", port)).is_ok()
-}
-
-/// A running `openssl s_server`. Dropping it kills and reaps the process,
-/// so no server outlives the lab, whichever way the lab ends.
-pub struct Server {
-    child: Option<Child>,
-    // Held open: s_server stops when its standard input reaches end of file.
-    _stdin: Option<std::process::ChildStdin>,
-    pub port: u16,
-    err_path: PathBuf,
-}
-
-impl Server {
-    /// Starts `cmd` (an `s_server` command accepting on 127.0.0.1:`port`)
-    /// and waits until it accepts connections.
-    pub fn start(
-        mut cmd: Command,
-        port: u16,
-        err_path: &Path,
-        what: &str,
-    ) -> Result<Server, RunError> {
-        if interrupted() {
-            return Err(RunError::Interrupted);
-        }
-        let err_path = err_path.to_path_buf();
-        let err = File::create(&err_path)
-            .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", err_path.display())))?;
-        cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(err);
-        // SAFETY: the closure runs in the forked child before exec and only
-        // calls prctl, which is async-signal-safe; it asks the kernel to kill
-        // the server if the lab process dies without cleaning up.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
-        let stdin = child.stdin.take();
-        let mut server = Server {
-            child: Some(child),
-            _stdin: stdin,
-            port,
-            err_path,
-        };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if interrupted() {
-                return Err(RunError::Interrupted);
-            }
-            if let Some(c) = server.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    server.child = None;
-                    let stderr = fs::read_to_string(&server.err_path).unwrap_or_default();
-                    let mut msg =
-                        format!("`{what}` exited before accepting connections ({status})");
-                    if stderr.contains("in use") {
-                        msg.push_str(&format!(": port {port} on 127.0.0.1 is in use"));
-                    }
-                    let t = tail(&stderr, 4);
-                    if !t.is_empty() {
-                        msg.push_str(&format!(":\n    {t}"));
-                    }
-                    return Err(RunError::Failed(msg));
-                }
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(server);
-            }
-            if Instant::now() > deadline {
-                return Err(RunError::Failed(format!(
-                    "`{what}` did not accept connections on 127.0.0.1:{port} within 30 s"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Stops the server; returns its CPU seconds.
-    pub fn stop(mut self) -> f64 {
-        self.kill_and_reap()
-    }
-
-    fn kill_and_reap(&mut self) -> f64 {
-        let Some(mut child) = self.child.take() else {
-            return 0.0;
-        };
-        let _ = child.kill();
-        match reap(child.id()) {
-            Ok((r, _)) => r.cpu,
-            Err(_) => {
-                let _ = child.wait();
-                0.0
-            }
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill_and_reap();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn configs_load_what_they_say() {
-        let a = config_a();
-        assert!(a.contains("default = default_sect"));
-        assert!(!a.contains("rustica_sect") && !a.contains("module ="));
-        assert!(a.contains("basicConstraints = critical, CA:TRUE"));
-        let b = config_b(
-            Path::new("/x/rustica.so"),
-            Some("software"),
-            Some("/lib/libica.so.4"),
-        );
-        assert!(b.contains("module = /x/rustica.so"));
-        assert!(b.contains("backend = software"));
-        assert!(b.contains("libica = /lib/libica.so.4"));
-        assert!(b.contains("default_properties = ?provider=rustica"));
-        // The speed file sets the properties and loads no provider (the
-        // flags do).
-        let s = config_speed_b();
-        assert!(s.contains("alg_section = evp_properties"));
-        assert!(s.contains("\ndefault_properties = ?provider=rustica\n"));
-        assert!(!s.contains("providers =") && !s.contains("module ="));
-    }
 
     #[test]
     fn speed_alone_takes_the_speed_configuration() {

@@ -2,8 +2,10 @@
 //! checked, the two sides' environments built (A stock, B with rustica,
 //! loaded by configuration file or by flags), and B is seen to load rustica.
 
+use super::cnf;
 use super::openssl::{self, LoadMode, SideEnv};
 use super::options::{LabArgs, FULL_EXTRA, QUICK_SIZES};
+use super::server;
 use crate::{paths, safe_fs};
 use std::fs;
 use std::io::Write;
@@ -71,7 +73,7 @@ pub fn check_setup(args: &LabArgs) -> Result<Setup, String> {
         return Err(format!("key size {b} is outside 512..16384"));
     }
     if let Some(p) = args.port {
-        if !openssl::port_free(p) {
+        if !server::port_free(p) {
             return Err(format!("port {p} on 127.0.0.1 is in use; choose another with --port, or leave --port out to pick a free one"));
         }
     }
@@ -216,7 +218,7 @@ fn write(out: &Path, name: &str, text: &str) -> Result<(), String> {
 
 /// Side A: stock openssl, default provider only (openssl-A.cnf).
 pub fn side_a(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
-    write(out, "openssl-A.cnf", &openssl::config_a())?;
+    write(out, "openssl-A.cnf", &cnf::config_a())?;
     Ok(SideEnv {
         openssl: setup.openssl.clone(),
         conf: out.join("openssl-A.cnf"),
@@ -230,7 +232,7 @@ pub fn side_a(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
 /// its own (the same text as A's), so that the two sides differ in nothing
 /// but their turn.
 pub fn side_b_stock(setup: &Setup, out: &Path) -> Result<SideEnv, String> {
-    write(out, "openssl-B.cnf", &openssl::config_a())?;
+    write(out, "openssl-B.cnf", &cnf::config_a())?;
     Ok(SideEnv {
         openssl: setup.openssl.clone(),
         conf: out.join("openssl-B.cnf"),
@@ -254,7 +256,7 @@ pub fn side_b(
     env.extend(libica_log_env(args, out, openssl::Side::B));
     let (conf, speed_conf, extra_args) = match args.load {
         LoadMode::Config => {
-            let conf = openssl::config_b(
+            let conf = cnf::config_b(
                 &setup.module,
                 args.backend.as_deref(),
                 args.libica.as_deref(),
@@ -312,7 +314,7 @@ pub fn side_c(
                 paths::absolute(file).map_err(|e| format!("--c-config {}: {e}", file.display()))?;
             safe_fs::trusted_config(&absolute)
                 .map_err(|e| format!("--c-config {}: not used: {e}", file.display()))?;
-            write(out, "openssl-C.cnf", &openssl::config_c(file))?;
+            write(out, "openssl-C.cnf", &cnf::config_c(file))?;
             let what = format!("OpenSSL under {}", file.display());
             (out.join("openssl-C.cnf"), Vec::new(), what)
         }
@@ -389,12 +391,12 @@ fn speed_config(dir: &Path) -> Result<PathBuf, String> {
             dir.display()
         )
     })?;
-    let conf = private.join(openssl::SPEED_CONF_NAME);
+    let conf = private.join(cnf::SPEED_CONF_NAME);
     fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&conf)
-        .and_then(|mut f| f.write_all(openssl::config_speed_b().as_bytes()))
+        .and_then(|mut f| f.write_all(cnf::config_speed_b().as_bytes()))
         .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
     Ok(conf)
 }
