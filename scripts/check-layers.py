@@ -57,7 +57,7 @@ LAB_ROOMS = {
     "measure": (3, {
         "steps": 0,
         "results": 1,
-        "matrix": 2,
+        "matrix": 2, "verdicts": 2,
         "crosscheck": 3, "async_jobs": 3, "inprocess": 3, "dnssec": 3, "pdns": 3,
     }),
     "output": (4, {

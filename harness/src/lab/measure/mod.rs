@@ -2,7 +2,8 @@
 //! row by row (`matrix`), the runs that are not one timed process
 //! (`inprocess`: TLS and `openssl speed`; `dnssec` and `pdns`: the DNS
 //! signers; `async_jobs`: `--async-jobs`), the checks across the sides
-//! (`crosscheck`), and the data all of it produces (`results`).
+//! (`crosscheck`), and the data all of it produces (`results`, with each
+//! cell's comparisons and verdicts in `verdicts`).
 //!
 //! It may use the statistics, plan and DNS rooms; the output room reads
 //! what it produces.
@@ -15,3 +16,4 @@ pub mod matrix;
 pub mod pdns;
 pub mod results;
 pub mod steps;
+pub mod verdicts;
