@@ -55,10 +55,11 @@ LAB_ROOMS = {
         "dns_steps": 1,
     }),
     "measure": (3, {
-        "steps": 0,
-        "results": 1,
-        "matrix": 2, "verdicts": 2,
-        "crosscheck": 3, "async_jobs": 3, "inprocess": 3, "dnssec": 3, "pdns": 3,
+        "inprocess_steps": 0,
+        "steps": 1,
+        "results": 2,
+        "matrix": 3, "verdicts": 3,
+        "crosscheck": 4, "async_jobs": 4, "inprocess": 4, "dnssec": 4, "pdns": 4,
     }),
     "output": (4, {
         "method": 0, "family": 0, "order": 0,

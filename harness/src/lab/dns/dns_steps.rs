@@ -8,26 +8,12 @@
 
 use super::dns_tools::{self, algorithm};
 use crate::lab::plan::columns::{
-    ColumnSpec, Counted, CrossCheck, Expect, Per, Reduce, Run, StepSpec,
+    no_note, nothing_needed, reps, ColumnSpec, Counted, CrossCheck, Expect, Per, Reduce, Run,
+    StepSpec,
 };
 use crate::lab::plan::options::{Kind, Options, SkipWhat};
 use crate::lab::plan::skips::multi_processes;
 use ibmca_shim::stats::Op;
-
-fn reps(o: &Options, _bits: u32) -> usize {
-    o.reps
-}
-
-fn nothing_needed(
-    _p: &crate::lab::plan::columns::Paths,
-    _n: usize,
-) -> Result<(), crate::lab::plan::columns::Unmet> {
-    Ok(())
-}
-
-fn no_note(_bits: u32) -> Option<String> {
-    None
-}
 
 /// What signs at `bits`, in words.
 pub fn keys_in_words(bits: u32) -> String {

@@ -1,5 +1,5 @@
-//! The lab's measure room: the step table (`steps`), the one runner of it,
-//! row by row (`matrix`), the runs that are not one timed process
+//! The lab's measure room: the step table (`steps`, `inprocess_steps`),
+//! the one runner of it, row by row (`matrix`), the runs that are not one timed process
 //! (`inprocess`: TLS and `openssl speed`; `dnssec` and `pdns`: the DNS
 //! signers; `async_jobs`: `--async-jobs`), the checks across the sides
 //! (`crosscheck`), and the data all of it produces (`results`, with each
@@ -12,6 +12,7 @@ pub mod async_jobs;
 pub mod crosscheck;
 pub mod dnssec;
 pub mod inprocess;
+pub mod inprocess_steps;
 pub mod matrix;
 pub mod pdns;
 pub mod results;

@@ -1,30 +1,24 @@
 //! The matrix as data: the table of steps, in row order, written in the
-//! types of `columns`. `matrix` runs every entry the same way.
+//! types of `columns` (the TLS and speed steps are in `inprocess_steps`,
+//! the DNS signers' in `dns_steps`). `matrix` runs every entry the same
+//! way.
 
+use super::inprocess_steps::{MULTI, SPEED, TLS};
 use crate::lab::dns::dns_steps;
 use crate::lab::plan::columns::{
-    ColumnSpec, Counted, CrossCheck, Expect, Paths, Per, Reduce, Run, StepSpec, TlsClient, Unmet,
+    no_note, nothing_needed, ColumnSpec, Counted, CrossCheck, Paths, Per, Reduce, Run, StepSpec,
+    Unmet,
 };
 use crate::lab::plan::commands::{
     certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
     verified_ok, verify_args,
 };
 use crate::lab::plan::openssl::Side;
-use crate::lab::plan::options::{Kind, Options, SkipWhat, SECLEVEL1_BELOW};
+use crate::lab::plan::options::{Kind, SkipWhat};
 use crate::lab::plan::progress::{est_cert, est_keygen, est_sign, est_verify};
 pub use crate::lab::plan::skips::multi_processes;
-use crate::lab::plan::skips::{
-    always, key_not_reused, multi_applies, some_new_key_certificates, speed_size, tls_applies,
-};
+use crate::lab::plan::skips::{always, key_not_reused, some_new_key_certificates};
 use ibmca_shim::stats::Op;
-
-fn no_note(_bits: u32) -> Option<String> {
-    None
-}
-
-fn nothing_needed(_p: &Paths, _runs: usize) -> Result<(), Unmet> {
-    Ok(())
-}
 
 fn signatures_made(p: &Paths, runs: usize) -> Result<(), Unmet> {
     if p.signature(Side::A).is_file() && p.signature(Side::B).is_file() {
@@ -32,27 +26,6 @@ fn signatures_made(p: &Paths, runs: usize) -> Result<(), Unmet> {
     } else {
         Err(("no signature to verify (signatures failed)".into(), runs))
     }
-}
-
-fn certificate_made(p: &Paths, _runs: usize) -> Result<(), Unmet> {
-    match p.served_certificate() {
-        Some(_) => Ok(()),
-        None => Err(("no certificate to serve".into(), 0)),
-    }
-}
-
-fn tls_note(bits: u32) -> Option<String> {
-    (bits < SECLEVEL1_BELOW).then(|| format!(
-        "{bits}-bit keys need `-cipher DEFAULT:@SECLEVEL=1` (TLS 1.2: appended to the cipher) on server and client: Debian's security level 2 refuses them"
-    ))
-}
-
-fn speed_note(_bits: u32) -> Option<String> {
-    Some("openssl speed's own counts and times (in-process, one core)".into())
-}
-
-fn reps(o: &Options, _bits: u32) -> usize {
-    o.reps
 }
 
 /// The key generation step: first, because every other step uses its key.
@@ -240,148 +213,10 @@ pub const MEASURED: [StepSpec; 7] = [
         },
         cross_check: CrossCheck::NewKeyCertificateVerifies,
     },
-    StepSpec {
-        columns: &[
-            ColumnSpec {
-                kind: Kind::Tls13,
-                key: "tls13_handshakes",
-                op_name: "TLS 1.3 handshake",
-                heading: "TLS 1.3 handshakes/s",
-                reduce: Reduce::Rate,
-                progress: "TLS 1.3 handshake server",
-                client: Some(TlsClient {
-                    protocol: "-tls1_3",
-                    cipher: None,
-                }),
-                note: tls_note,
-            },
-            ColumnSpec {
-                kind: Kind::Tls12,
-                key: "tls12_ecdhe_rsa_handshakes",
-                op_name: "TLS 1.2 ECDHE-RSA handshake",
-                heading: "TLS 1.2 ECDHE-RSA handshakes/s",
-                reduce: Reduce::Rate,
-                progress: "TLS 1.2 ECDHE-RSA handshake server",
-                client: Some(TlsClient {
-                    protocol: "-tls1_2",
-                    cipher: Some("ECDHE-RSA-AES128-GCM-SHA256"),
-                }),
-                note: tls_note,
-            },
-        ],
-        run: Run::Handshakes,
-        skip: Some(SkipWhat::Tls),
-        applies: tls_applies,
-        needs: certificate_made,
-        runs: reps,
-        estimate: |o, _| o.tls_seconds as f64 + 0.6,
-        counted: Counted {
-            ops: &[Op::Sign],
-            per: Per::Run(Expect::Exactly),
-            check: "B servers' signatures counted by rustica",
-        },
-        cross_check: CrossCheck::HandshakesCompleted,
-    },
-    StepSpec {
-        columns: &[
-            ColumnSpec {
-                kind: Kind::SpeedSign,
-                key: "speed_sign",
-                op_name: "speed sign (in-process)",
-                heading: "speed sign/s",
-                reduce: Reduce::Rate,
-                progress: "openssl speed",
-                client: None,
-                note: speed_note,
-            },
-            ColumnSpec {
-                kind: Kind::SpeedVerify,
-                key: "speed_verify",
-                op_name: "speed verify (in-process)",
-                heading: "speed verify/s",
-                reduce: Reduce::Rate,
-                progress: "openssl speed",
-                client: None,
-                note: no_note,
-            },
-        ],
-        run: Run::Speed,
-        skip: Some(SkipWhat::Speed),
-        applies: speed_size,
-        needs: nothing_needed,
-        runs: reps,
-        estimate: |o, _| 2.0 * o.speed_seconds as f64 + 0.1,
-        counted: Counted {
-            ops: &[Op::Sign, Op::Verify],
-            per: Per::Run(Expect::AtLeast),
-            check: "B's openssl speed run counted by rustica",
-        },
-        cross_check: CrossCheck::None,
-    },
+    TLS,
+    SPEED,
     MULTI,
 ];
-
-/// The `openssl speed -multi` step: per-core signing, the figure DNSSEC
-/// operators quote, whether it scales with the cores, and the CPU each
-/// signature costs (where an adapter wins even when wall time does not).
-pub const MULTI: StepSpec = StepSpec {
-    columns: &[
-        ColumnSpec {
-            kind: Kind::SpeedPerCore,
-            key: "speed_sign_per_core",
-            op_name: "speed -multi sign per core",
-            heading: "per-core speed -multi sign/s",
-            reduce: Reduce::Rate,
-            progress: "openssl speed -multi",
-            client: None,
-            note: multi_note,
-        },
-        ColumnSpec {
-            kind: Kind::SpeedLinearity,
-            key: "speed_linearity",
-            op_name: "speed -multi linearity",
-            heading: "speed -multi linearity",
-            reduce: Reduce::Ratio,
-            progress: "openssl speed -multi",
-            client: None,
-            note: no_note,
-        },
-        ColumnSpec {
-            kind: Kind::SpeedCpuPerSign,
-            key: "speed_cpu_per_sign",
-            op_name: "CPU per signature (speed -multi)",
-            heading: "CPU per signature",
-            reduce: Reduce::Median,
-            progress: "openssl speed -multi",
-            client: None,
-            note: no_note,
-        },
-    ],
-    run: Run::SpeedMulti,
-    skip: Some(SkipWhat::Multi),
-    applies: multi_applies,
-    needs: nothing_needed,
-    runs: reps,
-    // Two speed runs (1 process, then one per core), each timing signing
-    // and verification (OpenSSL 3.4 and later time more: the progress line
-    // corrects itself).
-    estimate: |o, _| 4.0 * o.speed_seconds as f64 + 0.2,
-    counted: Counted {
-        ops: &[Op::Sign, Op::Verify],
-        per: Per::Run(Expect::AtLeast),
-        check: "B's openssl speed -multi runs counted by rustica",
-    },
-    cross_check: CrossCheck::None,
-};
-
-fn multi_note(_bits: u32) -> Option<String> {
-    let n = multi_processes();
-    Some(format!(
-        "`openssl speed -elapsed -multi N` at N = 1 and N = {n} (the cores): sign/s per core at N = {n}; \
-         linearity = the rate at {n} over {n} times the rate at 1; CPU = user + system of the speed processes \
-         per signature at N = {n}, the signing phase's share by speed's own phase times"
-    ))
-}
 
 /// The DNS signers' steps (`dns_steps`), after the `openssl` ones.
 pub const DNS: [&StepSpec; 2] = [&dns_steps::DNSSEC, &dns_steps::POWERDNS];
@@ -405,7 +240,9 @@ pub fn column(kind: Kind) -> &'static ColumnSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::plan::columns::Expect;
     use crate::lab::plan::commands::strings;
+    use crate::lab::plan::options::Options;
     use std::path::PathBuf;
 
     fn options() -> Options {

@@ -181,6 +181,24 @@ impl StepSpec {
     }
 }
 
+// What most steps of the tables (`steps`, `dns_steps`, `inprocess_steps`)
+// say for a note, a need and a run count.
+
+/// No note for the column.
+pub fn no_note(_bits: u32) -> Option<String> {
+    None
+}
+
+/// The step needs no file of an earlier step.
+pub fn nothing_needed(_p: &Paths, _runs: usize) -> Result<(), Unmet> {
+    Ok(())
+}
+
+/// The step runs `--reps` times.
+pub fn reps(o: &Options, _bits: u32) -> usize {
+    o.reps
+}
+
 /// The `--skip` value as typed (clap's name: `load-cost`).
 pub fn skip_name(w: SkipWhat) -> String {
     use clap::ValueEnum;
