@@ -48,7 +48,7 @@ LAB_ROOMS = {
         "options": 2, "server": 2,
         "commands": 3, "skips": 3, "card_use": 3,
         "columns": 4, "setup": 4,
-        "counters": 5,
+        "counters": 5, "host": 5,
     }),
     "dns": (2, {
         "axfr": 0, "dns_tools": 0,

@@ -5,7 +5,8 @@
 //! what a column and a step are (`columns`) with their command lines
 //! (`commands`) and when they run (`skips`), reading rustica's counters
 //! (`counters`), the kernel's and the shared card's request counts
-//! (`zcrypt`, `card_use`) and the progress line (`progress`).
+//! (`zcrypt`, `card_use`), the progress line (`progress`) and what the
+//! report records about the host and the run (`host`).
 //!
 //! It may use the statistics room only (scripts/check-layers.py gives the
 //! order inside).
@@ -15,6 +16,7 @@ pub mod cnf;
 pub mod columns;
 pub mod commands;
 pub mod counters;
+pub mod host;
 pub mod openssl;
 pub mod options;
 pub mod progress;
