@@ -392,27 +392,13 @@ mod tests {
 
     fn options(quick: bool, names: Option<usize>) -> Options {
         Options {
-            reps: 3,
-            keygen_reps: None,
             signatures: 1,
             verifications: 1,
             certs: 1,
-            newkey_certs: None,
-            tls_seconds: 1,
-            speed_seconds: 1,
             cell_budget: 20.0,
-            keys: None,
-            port: None,
-            skip: Vec::new(),
-            backend: None,
-            sides: 2,
-            count_libica_calls: false,
-            aa: false,
             quick,
-            family_size: 1,
             dnssec_names: names,
-            load_flags: false,
-            other_openssl: None,
+            ..Options::for_tests()
         }
     }
 

@@ -246,29 +246,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn options() -> Options {
-        Options {
-            reps: 3,
-            keygen_reps: None,
-            signatures: 7,
-            verifications: 8,
-            certs: 9,
-            newkey_certs: None,
-            tls_seconds: 1,
-            speed_seconds: 1,
-            cell_budget: 0.0,
-            keys: None,
-            port: None,
-            skip: Vec::new(),
-            backend: None,
-            sides: 2,
-            count_libica_calls: false,
-            aa: false,
-            quick: false,
-            family_size: 1,
-            dnssec_names: None,
-            load_flags: false,
-            other_openssl: None,
-        }
+        Options::for_tests()
     }
 
     #[test]

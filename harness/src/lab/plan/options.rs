@@ -108,6 +108,37 @@ pub struct Options {
     pub other_openssl: Option<PathBuf>,
 }
 
+#[cfg(test)]
+impl Options {
+    /// The lab tests' run: small counts, two sides, no time budget, the
+    /// full lab; a test changes what it is about with `..Options::for_tests()`.
+    pub fn for_tests() -> Options {
+        Options {
+            reps: 3,
+            keygen_reps: None,
+            signatures: 7,
+            verifications: 8,
+            certs: 9,
+            newkey_certs: None,
+            tls_seconds: 1,
+            speed_seconds: 1,
+            cell_budget: 0.0,
+            keys: None,
+            port: None,
+            skip: Vec::new(),
+            backend: None,
+            sides: 2,
+            count_libica_calls: false,
+            aa: false,
+            quick: false,
+            family_size: 1,
+            dnssec_names: None,
+            load_flags: false,
+            other_openssl: None,
+        }
+    }
+}
+
 impl Options {
     /// Key generations per side for `bits`.
     pub fn keygen_count(&self, bits: u32) -> usize {
