@@ -60,6 +60,7 @@ LAB_ROOMS = {
         "results": 2,
         "matrix": 3, "verdicts": 3,
         "crosscheck": 4, "async_jobs": 4, "inprocess": 4, "dnssec": 4, "pdns": 4,
+        "turns": 4,
     }),
     "output": (4, {
         "method": 0, "family": 0, "order": 0,

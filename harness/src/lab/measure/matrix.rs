@@ -1,6 +1,7 @@
 //! Running one row of the matrix (one key size): every step of the column
 //! table (`columns`) through one runner, A and B alternating, with the
 //! counter checks and cross-checks that make B's numbers trustworthy.
+//! How a step is sampled, round by round and turn by turn, is `turns`.
 
 use super::results::{Check, Column, Row, Sample, Status};
 use super::steps;
@@ -12,12 +13,9 @@ use crate::lab::plan::openssl::{
 use crate::lab::plan::options::Options;
 use crate::lab::plan::progress::Progress;
 use crate::lab::plan::setup;
-use crate::lab::plan::zcrypt;
-use crate::lab::stats::sampling::SamplingRule;
 use columns::Expect;
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::path::PathBuf;
-use std::time::Instant;
 
 impl Options {
     /// Estimated seconds of one row (for the progress ETA): every step
@@ -121,8 +119,8 @@ impl Outcome {
 pub struct Tally {
     /// Sum of B's first reported count (TLS: handshakes).
     pub b_reported: u64,
-    per_run_ok: bool,
-    per_run: Vec<String>,
+    pub(super) per_run_ok: bool,
+    pub(super) per_run: Vec<String>,
 }
 
 pub struct Ctx<'a> {
@@ -168,7 +166,7 @@ impl Ctx<'_> {
     }
 
     /// `--count-libica-calls`: empties `side`'s call log before a run.
-    fn clear_libica_log(&self, side: Side) {
+    pub(super) fn clear_libica_log(&self, side: Side) {
         if self.opts.count_libica_calls && side != Side::A {
             let _ = std::fs::write(setup::libica_call_log(&self.out, side), b"");
         }
@@ -176,7 +174,7 @@ impl Ctx<'_> {
 
     /// `--count-libica-calls`: adds the calls `side`'s last run logged (one
     /// line `SEQ PID FUNCTION BITS OUTCOME` each) to `cols`.
-    fn add_libica_calls(&self, side: Side, cols: &mut [Column]) {
+    pub(super) fn add_libica_calls(&self, side: Side, cols: &mut [Column]) {
         if !self.opts.count_libica_calls || side == Side::A {
             return;
         }
@@ -255,7 +253,7 @@ impl Ctx<'_> {
     /// Compares the counter delta since `before` with the B operations
     /// that ran in between, and adds B's operations by backend to the row
     /// and to `cols` (the columns those operations were measured for).
-    fn count(
+    pub(super) fn count(
         &self,
         row: &mut Row,
         cols: &mut [Column],
@@ -397,145 +395,8 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// `runs` rounds; in each, every turn (a column, or the columns one run
-    /// fills) runs on A then on B, or on B then on A in odd rounds. A
-    /// failed turn is not run again.
-    fn take_turns(
-        &mut self,
-        row: &mut Row,
-        step: &StepSpec,
-        paths: &Paths,
-        runs: usize,
-        cols: &mut [Column],
-        tally: &mut Tally,
-    ) -> Flow {
-        let turns = step.turns();
-        let width = cols.len() / turns;
-        // Sampling until the answer is clear. Key generation and new-key
-        // certificates keep their planned count: their heavy tails would
-        // spend any budget, and their verdict says how many keys it needs.
-        // The budget is per cell: a step with several cells has as many
-        // (but see StepSpec::budget_cells).
-        let rule = SamplingRule::new(
-            runs,
-            self.opts.cell_budget * step.budget_cells(),
-            cols.iter().all(|c| !c.unpaired()),
-            self.opts.family_size,
-        );
-        let started = Instant::now();
-        let mut round = 0;
-        let ended = loop {
-            let cells = || {
-                cols.iter()
-                    .filter(|c| !c.failed())
-                    .map(Column::comparison)
-                    .collect()
-            };
-            if let Some(why) = rule.ended(round, started.elapsed().as_secs_f64(), cells) {
-                break Some(why);
-            }
-            if cols.iter().all(|c| c.failed()) {
-                break None;
-            }
-            let planned = runs.max(round + 1);
-            for turn in 0..turns {
-                let first = turn * width;
-                let filled = first..first + width;
-                if cols[first].failed() {
-                    continue;
-                }
-                for &side in self.sides(round) {
-                    if side == Side::C && cols[first].c_failed.is_some() {
-                        continue;
-                    }
-                    let checked =
-                        side == Side::B && matches!(step.counted.per, Per::Run(_)) && !self.opts.aa;
-                    let before = checked.then(|| self.snap());
-                    let commands = (round == 0).then_some(&mut cols[first].commands);
-                    let spec = &step.columns[first];
-                    self.clear_libica_log(side);
-                    let requests_before = self.zcrypt.as_deref().and_then(zcrypt::total);
-                    let outcome =
-                        match self.run_once(step, spec, paths, side, (round, planned), commands) {
-                            Ok(o) => o,
-                            Err(RunFail::Stop) => return Err(Stop),
-                            // C's failure is C's: A and B go on.
-                            Err(RunFail::Failed(m)) if side == Side::C => {
-                                for c in &mut cols[filled.clone()] {
-                                    c.c_failed = Some(m.clone());
-                                }
-                                continue;
-                            }
-                            Err(RunFail::Failed(m)) => {
-                                for c in &mut cols[filled.clone()] {
-                                    c.status = Status::Failed(m.clone());
-                                }
-                                break;
-                            }
-                        };
-                    let requests_after = self.zcrypt.as_deref().and_then(zcrypt::total);
-                    if let (Some(before), Some(after)) = (requests_before, requests_after) {
-                        let whole = after.saturating_sub(before);
-                        for (i, c) in cols[filled.clone()].iter_mut().enumerate() {
-                            let ops = outcome.ops.get(i).copied().unwrap_or(0);
-                            let requests = outcome
-                                .requests
-                                .as_ref()
-                                .and_then(|r| r.get(i).copied())
-                                .unwrap_or(whole);
-                            if ops > 0 {
-                                c.add_card_requests(side, requests, ops);
-                            }
-                        }
-                    }
-                    for (c, s) in cols[filled.clone()].iter_mut().zip(outcome.samples) {
-                        c.side_mut(side).push(s);
-                    }
-                    self.add_libica_calls(side, &mut cols[filled.clone()]);
-                    if side != Side::B {
-                        continue;
-                    }
-                    tally.b_reported += outcome.reported.first().copied().unwrap_or(0);
-                    if let (Per::Run(how), Some(before)) = (step.counted.per, before) {
-                        let expected: Vec<(Op, u64)> = step
-                            .counted
-                            .ops
-                            .iter()
-                            .copied()
-                            .zip(outcome.reported.iter().copied())
-                            .collect();
-                        let (ok, detail) = self.count(
-                            row,
-                            &mut cols[filled.clone()],
-                            &before,
-                            paths.bits,
-                            &expected,
-                            how,
-                        );
-                        tally.per_run_ok &= ok;
-                        // Name the column when several take turns.
-                        let when = if turns > 1 {
-                            format!("{} round {}", spec.op_name, round + 1)
-                        } else {
-                            format!("round {}", round + 1)
-                        };
-                        tally.per_run.push(format!("{when}: {detail}"));
-                    }
-                }
-            }
-            round += 1;
-        };
-        for c in cols.iter_mut() {
-            c.sampling = match ended {
-                Some(why) => why.describe(c.comparison().as_ref()),
-                None => "failed".into(),
-            };
-        }
-        Ok(())
-    }
-
     /// One run of `step` on `side` (for TLS: the side's server, A's client).
-    fn run_once(
+    pub(super) fn run_once(
         &mut self,
         step: &StepSpec,
         spec: &ColumnSpec,
