@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The layering check: every module of provider/, of ibmca-shim/src/, of
-harness/src/ and of harness/src/lab/ may use only modules of a lower layer,
-so none has an import circle.
+"""The layering check: every module of provider/, of ibmca-shim/src/ and of
+harness/src/lab/ may use only modules of a lower layer, so none has an
+import circle.
 
 It reads the paths the code writes (`crate::X`, `$crate::X`, in the lab also
 `super::X` and `crate::lab::X`, braces included), not rustc's resolution:
@@ -75,8 +75,9 @@ LAB_ROOMS = {
 LAB = {m: (room, layer) for room, layers in LAB_ROOMS.values() for m, layer in layers.items()}
 LAB["mod"] = (len(LAB_ROOMS), 0)
 
-# harness/src/: a file or directory is one module (lab/ included, whose
-# rooms have their own tables above); main.rs, the crate root, is the top.
+# harness/src/ is checked too: a file or directory is one module (lab/
+# included, whose rooms have their own tables above); main.rs, the crate
+# root, is the top, so nothing may reach up into it.
 HARNESS = {
     "utc": 0, "paths": 0,
     "system": 1,
@@ -330,8 +331,7 @@ def main():
             print("  " + p, file=sys.stderr)
         sys.exit(1)
     print(
-        "check-layers: provider/, ibmca-shim/src/, harness/src/ and harness/src/lab/ use only"
-        " lower layers;"
+        "check-layers: provider/, ibmca-shim/src/ and harness/src/lab/ use only lower layers;"
         " no circle among sibling files"
     )
 
