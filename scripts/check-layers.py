@@ -32,22 +32,62 @@ PROVIDER = {
     "prov": 8,
 }
 
-LAB = {
-    "zcrypt": -1,
-    "openssl": 0, "progress": 0, "ranks": 0, "axfr": 0,
-    "options": 1, "effect": 1,
-    "commands": 2, "sampling": 2, "skips": 2, "dns_tools": 2,
-    "card_use": 2,
-    "columns": 3, "setup": 3,
-    "dns_steps": 4, "counters": 4,
-    "steps": 5, "notes": 5,
-    "results": 6,
-    "method": 7, "matrix": 7, "family": 7, "order": 7,
-    "crosscheck": 8, "async_jobs": 8, "explain": 8, "inprocess": 8, "dnssec": 8,
-    "pdns": 8,
-    "report": 9, "summary": 9,
-    "markdown": 10, "svg": 10, "forest": 10,
-    "mod": 11,
+# harness/src/lab/ is in rooms (subdirectories), lowest first. A module may
+# use any module of a lower room, and in its own room only modules of a
+# lower layer. A room's mod.rs only declares its modules; lab/mod.rs, the
+# lab's top, may use every room.
+LAB_ROOMS = {
+    "stats": (0, {
+        "ranks": 0,
+        "effect": 1,
+        "sampling": 2,
+    }),
+    "plan": (1, {
+        "zcrypt": 0, "cnf": 0,
+        "openssl": 1, "progress": 1,
+        "options": 2, "server": 2,
+        "commands": 3, "skips": 3, "card_use": 3,
+        "columns": 4, "setup": 4,
+        "counters": 5, "host": 5,
+    }),
+    "dns": (2, {
+        "axfr": 0, "dns_tools": 0,
+        "dns_steps": 1,
+    }),
+    "measure": (3, {
+        "inprocess_steps": 0,
+        "steps": 1,
+        "results": 2,
+        "matrix": 3, "verdicts": 3,
+        "crosscheck": 4, "async_jobs": 4, "inprocess": 4, "dnssec": 4, "pdns": 4,
+        "turns": 4,
+    }),
+    "output": (4, {
+        "method": 0, "family": 0, "order": 0,
+        "explain": 1,
+        "report": 2, "summary": 2, "notes": 2,
+        "md_cells": 3, "svg": 3, "forest": 3,
+        "md_load": 4, "md_record": 4,
+        "markdown": 5,
+    }),
+}
+# One rank per module: (room, layer), compared as a pair.
+LAB = {m: (room, layer) for room, layers in LAB_ROOMS.values() for m, layer in layers.items()}
+LAB["mod"] = (len(LAB_ROOMS), 0)
+
+# harness/src/ is checked too: a file or directory is one module (lab/
+# included, whose rooms have their own tables above); main.rs, the crate
+# root, is the top, so nothing may reach up into it.
+HARNESS = {
+    "utc": 0, "paths": 0,
+    "system": 1,
+    "safe_fs": 2,
+    "sysconf": 3,
+    "lab": 4, "stats_cmd": 4, "config_cmd": 4, "install_cmd": 4, "doctor": 4,
+    "compare_cmd": 5,
+    "cli": 6,
+    "manpage": 7,
+    "main": 8,
 }
 
 # ibmca-shim/src/: a directory (bn/, rsa/, ...) is one module; the crate
@@ -220,18 +260,33 @@ def shim_target(prefix, name):
     return None if name in ("self", "super") else name
 
 
+def harness_module(rel):
+    return rel.split(os.sep)[0].removesuffix(".rs")
+
+
+def harness_target(prefix, name):
+    if name in ("self", "super"):
+        return None
+    # Anything else the crate root declares is an item of main.rs, the top.
+    return name if name in HARNESS else "main"
+
+
 def lab_module(rel):
-    return rel.removesuffix(".rs")
+    parts = rel.removesuffix(".rs").split(os.sep)
+    if len(parts) == 1:
+        return parts[0]  # lab/mod.rs
+    if parts[-1] == "mod":
+        return None  # a room's mod.rs only declares its modules
+    return parts[-1]
 
 
 def lab_target(prefix, name):
     if prefix == "crate::":
         return None  # the rest of the harness (paths, safe_fs, system)
-    if prefix == "crate::lab::":
-        return name if name in LAB else "mod"
-    # super:: from a lab file: a sibling module, or an item of lab/mod.rs.
-    if name in ("self", "*"):
-        return None
+    if name in ("self", "super", "*") or name in LAB_ROOMS:
+        return None  # a room: read by the room's own prefix
+    # crate::lab::ROOM::name or super::name from a room's file; anything that
+    # is not a module is an item of lab/mod.rs, the top.
     return name if name in LAB else "mod"
 
 
@@ -284,12 +339,13 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     problems = check(root, "provider", PROVIDER, provider_module, ["crate::"], provider_target)
     problems += check(root, "ibmca-shim/src", SHIM, shim_module, ["crate::"], shim_target)
+    problems += check(root, "harness/src", HARNESS, harness_module, ["crate::"], harness_target)
     problems += check(
         root,
         "harness/src/lab",
         LAB,
         lab_module,
-        ["crate::lab::", "super::"],
+        ["crate::lab::"] + [f"crate::lab::{room}::" for room in LAB_ROOMS] + ["super::"],
         lab_target,
     )
     problems += check(root, "card/src", CARD, shim_module, ["crate::"], shim_target)

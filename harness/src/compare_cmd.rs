@@ -2,7 +2,7 @@
 //! so the bench scripts report the same 95 % interval and verdict as the
 //! lab (docs/lab.md, "Intervals and verdicts") instead of a bare ratio.
 
-use crate::lab::effect::{Better, Comparison, MIN_PAIRS};
+use crate::lab::stats::effect::{Better, Comparison, MIN_PAIRS};
 use clap::Args;
 use std::io::{self, BufRead};
 

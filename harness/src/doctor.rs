@@ -272,10 +272,31 @@ fn trusted_config(config: &Path) -> Result<(), String> {
 /// The configuration loads rustica, and a signature made under it is
 /// counted by rustica.
 fn check_config(r: &mut Report, config: &Path) {
+    if !config_loads_rustica(r, config) {
+        return;
+    }
+    let cnf = std::fs::read_to_string(config).unwrap_or_default();
+    check_keys(r, &cnf);
+    check_routing(r, &cnf);
+    let work = match WorkDir::new() {
+        Ok(d) => d,
+        Err(e) => return r.fail("signature", e),
+    };
+    let stats_path = work.0.join("stats");
+    match sign_test_document(config, &work.0, &stats_path) {
+        Ok(()) => check_signature_counted(r, &stats_path),
+        Err(e) => r.fail("signature", e),
+    }
+}
+
+/// Whether `openssl list -providers` under `config` shows rustica; says
+/// so either way.
+fn config_loads_rustica(r: &mut Report, config: &Path) -> bool {
     let listed = system::openssl(Some(config), &[], &["list", "-providers"]);
     match &listed {
         Ok(o) if o.status.success() && text(o).contains("rustica") => {
-            r.ok("config", format!("{} loads rustica", config.display()))
+            r.ok("config", format!("{} loads rustica", config.display()));
+            true
         }
         Ok(o) => {
             r.fail(
@@ -286,15 +307,18 @@ fn check_config(r: &mut Report, config: &Path) {
                     text(o)
                 ),
             );
-            return;
+            false
         }
         Err(e) => {
             r.fail("config", format!("cannot run openssl: {e}"));
-            return;
+            false
         }
     }
-    let cnf = std::fs::read_to_string(config).unwrap_or_default();
-    if let Some((section, keys)) = sysconf::rustica_section(&cnf) {
+}
+
+/// Every key of the rustica section is one rustica knows.
+fn check_keys(r: &mut Report, cnf: &str) {
+    if let Some((section, keys)) = sysconf::rustica_section(cnf) {
         for (key, value) in keys {
             if !sysconf::known_key(&key) {
                 r.fail(
@@ -307,7 +331,12 @@ fn check_config(r: &mut Report, config: &Path) {
             }
         }
     }
-    if let Some(p) = sysconf::default_properties(&cnf).filter(|p| sysconf::requires_fips(p)) {
+}
+
+/// The default properties send RSA to rustica: no fips=yes, and
+/// `?provider=rustica` said.
+fn check_routing(r: &mut Report, cnf: &str) {
+    if let Some(p) = sysconf::default_properties(cnf).filter(|p| sysconf::requires_fips(p)) {
         r.fail(
             "routing",
             format!(
@@ -324,26 +353,44 @@ fn check_config(r: &mut Report, config: &Path) {
             "no `default_properties = ?provider=rustica`: OpenSSL will pick the default provider's RSA",
         );
     }
+}
 
-    let work = match WorkDir::new() {
-        Ok(d) => d,
-        Err(e) => return r.fail("signature", e),
-    };
-    let stats_path = work.0.join("stats");
-    let key = work.0.join("key.pem");
-    let doc = work.0.join("doc.txt");
-    let sig = work.0.join("doc.sig");
+/// A 2048-bit key made and a document signed under `config` in `dir`,
+/// counted in `stats_path`; the error says which step failed.
+fn sign_test_document(config: &Path, dir: &Path, stats_path: &Path) -> Result<(), String> {
+    let key = dir.join("key.pem");
+    let doc = dir.join("doc.txt");
+    let sig = dir.join("doc.sig");
     if let Err(e) = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&doc)
         .and_then(|mut f| std::io::Write::write_all(&mut f, b"rustica doctor"))
     {
-        return r.fail("signature", format!("cannot write {}: {e}", doc.display()));
+        return Err(format!("cannot write {}: {e}", doc.display()));
     }
-    let env = [("RUSTICA_STATS_PATH", stats_path.as_path())];
+    let env = [("RUSTICA_STATS_PATH", stats_path)];
+    for (what, argv) in signature_commands(&key, &sig, &doc) {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        match system::openssl(Some(config), &env, &argv) {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                return Err(format!(
+                    "openssl {what} failed under {}:\n{}",
+                    config.display(),
+                    text(&o)
+                ));
+            }
+            Err(e) => return Err(format!("cannot run openssl: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// The test signature's two openssl commands: make the key, sign.
+fn signature_commands(key: &Path, sig: &Path, doc: &Path) -> [(&'static str, Vec<String>); 2] {
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let steps: [(&str, Vec<String>); 2] = [
+    [
         (
             "genpkey",
             vec![
@@ -353,7 +400,7 @@ fn check_config(r: &mut Report, config: &Path) {
                 "-pkeyopt".into(),
                 "rsa_keygen_bits:2048".into(),
                 "-out".into(),
-                s(&key),
+                s(key),
             ],
         ),
         (
@@ -362,31 +409,18 @@ fn check_config(r: &mut Report, config: &Path) {
                 "dgst".into(),
                 "-sha256".into(),
                 "-sign".into(),
-                s(&key),
+                s(key),
                 "-out".into(),
-                s(&sig),
-                s(&doc),
+                s(sig),
+                s(doc),
             ],
         ),
-    ];
-    for (what, argv) in steps {
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        match system::openssl(Some(config), &env, &argv) {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => {
-                return r.fail(
-                    "signature",
-                    format!(
-                        "openssl {what} failed under {}:\n{}",
-                        config.display(),
-                        text(&o)
-                    ),
-                );
-            }
-            Err(e) => return r.fail("signature", format!("cannot run openssl: {e}")),
-        }
-    }
-    match stats::snapshot(&stats_path) {
+    ]
+}
+
+/// The test signature was counted by rustica, once.
+fn check_signature_counted(r: &mut Report, stats_path: &Path) {
+    match stats::snapshot(stats_path) {
         Ok(snap) => {
             let signed: u64 = [Backend::Libica, Backend::Software, Backend::Fallback]
                 .iter()

@@ -125,7 +125,7 @@ rustica lab \-\-sizes 2048 \-\-count 10
 
 /// The whole page.
 pub fn render() -> std::io::Result<Vec<u8>> {
-    let mut cmd = crate::cli();
+    let mut cmd = crate::cli::cli();
     cmd.build();
     let version = cmd.get_version().unwrap_or_default().to_string();
     let man = Man::new(cmd.clone());

@@ -3,67 +3,37 @@
 //! validated from rustica's counters and across the two sides, reported as
 //! report.md, report.json, report.csv and chart.svg.
 //!
-//! - `options`: the command line, a run's options, the column kinds.
-//! - `setup`: the openssl program, the module, sides A and B.
-//! - `openssl`: configuration files, timed processes, servers.
-//! - `columns`: what a column and a step are (what each column runs on A
-//!   and B, what B's counters must show, how its samples reduce, which
-//!   cross-check follows); `steps`: the table of steps; `commands`: their
-//!   command lines.
-//! - `matrix`: the one runner of that table, row by row (key size);
-//!   `counters`: B's counter deltas against B's operations; `crosscheck`:
-//!   the row's key pair and the checks across the two sides.
-//! - `inprocess`: the runs that are not one timed process (TLS, speed);
-//!   `dnssec`: the DNS signers' runs (`dns_steps`, `dns_tools`; the shared
-//!   card's use, `card_use`).
-//! - `results`: the data; `sampling`: when a cell has enough; `family`:
-//!   which cells count across the run (Holm); `explain`: why B differs,
-//!   from the counters; `notes`, `report`, `markdown`, `svg`, `forest`:
-//!   the outputs.
+//! This file is the top: the run, its output directory and the summary it
+//! prints. The rest is in rooms, lowest first, each saying in its mod.rs
+//! what it holds:
 //!
-//! Each module uses only lower ones (docs/architecture.md, "Layers";
-//! scripts/check-layers.py).
+//! - `stats`: B/A intervals and verdicts, rank statistics, the sampling
+//!   rule; plain numbers, nothing else of the lab.
+//! - `plan`: the command line and options, the sides and their `openssl`,
+//!   what a column and a step are, their command lines and skips, the
+//!   counters, the progress line.
+//! - `dns`: the DNS signers' tools, zone and steps.
+//! - `measure`: the step table and its one runner, row by row, the runs
+//!   that are not one timed process (DNS signers included), the checks
+//!   across the sides and the results.
+//! - `output`: which cells count and why B differs, report.json,
+//!   report.csv, report.md and the charts.
+//!
+//! A room uses only lower rooms, and inside a room a module uses only
+//! lower ones (docs/architecture.md, "Layers"; scripts/check-layers.py).
 
-mod async_jobs;
-mod axfr;
-mod card_use;
-mod columns;
-mod commands;
-mod counters;
-mod crosscheck;
-mod dns_steps;
-mod dns_tools;
-mod dnssec;
-pub mod effect;
-mod explain;
-mod family;
-mod forest;
-mod inprocess;
-mod markdown;
-mod matrix;
-mod method;
-mod notes;
-mod openssl;
-mod options;
-mod order;
-mod pdns;
-mod progress;
-mod ranks;
-mod report;
-mod results;
-mod sampling;
-mod setup;
-mod skips;
-mod steps;
-mod summary;
-mod svg;
-mod zcrypt;
+mod dns;
+mod measure;
+mod output;
+mod plan;
+pub mod stats;
 
-use openssl::{Scratch, SideEnv};
-pub use options::LabArgs;
-use options::Options;
+use plan::host::{environment, options_json, speed_load};
+use plan::openssl::Scratch;
+pub use plan::options::LabArgs;
+use plan::options::Options;
+use plan::setup::{check_setup, Setup};
 use serde_json::{json, Value};
-use setup::{check_setup, Setup};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -80,14 +50,14 @@ fn fail(msg: impl std::fmt::Display) -> u8 {
 }
 
 pub fn run(args: LabArgs) -> u8 {
-    openssl::install_signal_handlers();
-    let args = match card_use::with_card(args) {
+    plan::openssl::install_signal_handlers();
+    let args = match plan::card_use::with_card(args) {
         Ok(a) => a,
         Err(m) => return fail(m),
     };
     if let Some(m) = args
         .async_jobs
-        .and_then(|n| async_jobs::refuse(args.backend.as_deref(), n))
+        .and_then(|n| measure::async_jobs::refuse(args.backend.as_deref(), n))
     {
         return fail(m);
     }
@@ -103,12 +73,12 @@ pub fn run(args: LabArgs) -> u8 {
 
 fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     let t0 = Instant::now();
-    let (stamp, started) = setup::local_time();
-    let out = setup::output_dir(args, &stamp)?;
+    let (stamp, started) = plan::setup::local_time();
+    let out = plan::setup::output_dir(args, &stamp)?;
     // `--card start`: the card every B process of the run shares, stopped
     // when the lab ends, whichever way.
     let card = match args.card.as_deref() {
-        Some("start") => Some(card_use::Started::start(
+        Some("start") => Some(plan::card_use::Started::start(
             &out.join("card"),
             args.card_unit_us,
         )?),
@@ -126,23 +96,23 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         .clone()
         .or_else(|| card.as_ref().map(|c| c.sysfs.clone()))
         .unwrap_or_else(|| std::path::PathBuf::from("/sys"));
-    let zcrypt_dir = zcrypt::total(&zcrypt_dir).map(|_| zcrypt_dir);
-    let a = setup::side_a(&setup, &out)?;
+    let zcrypt_dir = plan::zcrypt::total(&zcrypt_dir).map(|_| zcrypt_dir);
+    let a = plan::setup::side_a(&setup, &out)?;
     // Side B, with its private counters file.
     let stats_path = out.join("B").join("rustica-stats");
     let _ = fs::remove_file(&stats_path);
     let (b, (provider_name, listing)) = if args.aa {
-        let b = setup::side_b_stock(&setup, &out)?;
+        let b = plan::setup::side_b_stock(&setup, &out)?;
         (
             b,
             ("none (--aa: B is stock OpenSSL)".to_string(), String::new()),
         )
     } else {
-        let b = setup::side_b(args, &setup, &out, &stats_path)?;
-        let loaded = setup::rustica_loads(args, &setup, &b)?;
+        let b = plan::setup::side_b(args, &setup, &out, &stats_path)?;
+        let loaded = plan::setup::rustica_loads(args, &setup, &b)?;
         (b, loaded)
     };
-    let c = setup::side_c(args, &setup, &out)?;
+    let c = plan::setup::side_c(args, &setup, &out)?;
     let c_name = c.as_ref().map(|(_, name)| name.clone());
     let mut notes = Vec::new();
     if !args.aa && !provider_name.to_lowercase().contains("rustica") {
@@ -154,14 +124,14 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     }
 
     let document = out.join("document-3MiB.bin");
-    setup::write_document(&document)
+    plan::setup::write_document(&document)
         .map_err(|e| format!("cannot write {}: {e}", document.display()))?;
     let opts = matrix_options(args, &setup.sizes);
     let environment = environment(args, &setup, &a, &provider_name, &listing, &mut notes);
     let options = options_json(args, &setup, &opts, &out);
-    let wall_rates = setup::wall_rates(
+    let wall_rates = plan::setup::wall_rates(
         args.backend.as_deref(),
-        card_use::socket(&b.env).is_some(),
+        plan::card_use::socket(&b.env).is_some(),
         environment["a_arch"] == "s390x",
         environment["a_rsa_path"].as_str().unwrap_or(""),
     );
@@ -171,20 +141,20 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     } else {
         "per CPU second (user time): both sides compute in software"
     });
-    notes.extend(notes::standard(&opts, &setup.sizes, wall_rates));
+    notes.extend(output::notes::standard(&opts, &setup.sizes, wall_rates));
 
     let total: f64 = setup.sizes.iter().map(|&b| opts.estimate(b)).sum();
-    let mut prog = progress::Progress::new(total);
+    let mut prog = plan::progress::Progress::new(total);
     let scratch = Scratch::new(out.join("logs").join("last"))
         .map_err(|e| format!("cannot create scratch directory: {e}"))?;
     environment["zcrypt_counters"] = match &zcrypt_dir {
         Some(d) => json!({
             "dir": d.to_string_lossy(),
-            "cards": zcrypt::cards(d).iter().map(|c| json!({"card": c.name, "request_count": c.requests, "queues": c.queues})).collect::<Vec<_>>(),
+            "cards": plan::zcrypt::cards(d).iter().map(|c| json!({"card": c.name, "request_count": c.requests, "queues": c.queues})).collect::<Vec<_>>(),
         }),
         None => json!("no card: no zcrypt request counters under the sysfs directory"),
     };
-    let mut ctx = matrix::Ctx {
+    let mut ctx = measure::matrix::Ctx {
         wall_rates,
         zcrypt: zcrypt_dir,
         a,
@@ -197,7 +167,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         opts,
         progress: &mut prog,
     };
-    let mut info = report::RunInfo {
+    let mut info = output::report::RunInfo {
         started,
         duration_s: 0.0,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
@@ -218,8 +188,8 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     for &bits in &setup.sizes {
         let (row, r) = ctx.run_row(bits);
         rows.push(row);
-        family::decide(&mut rows);
-        info.interrupted = r.is_err() || openssl::interrupted();
+        output::family::decide(&mut rows);
+        info.interrupted = r.is_err() || plan::openssl::interrupted();
         info.duration_s = t0.elapsed().as_secs_f64();
         // Reports after every row, so an interrupted run keeps its results.
         write_reports(&out, &mut info, &rows, &stats_path)?;
@@ -228,7 +198,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         }
     }
     let async_valid = match args.async_jobs.filter(|_| !info.interrupted) {
-        Some(n) => async_jobs::run_and_write(&mut ctx, &out, &setup.sizes, n)?,
+        Some(n) => measure::async_jobs::run_and_write(&mut ctx, &out, &setup.sizes, n)?,
         None => true,
     };
     prog.finish();
@@ -240,22 +210,6 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
     } else {
         code
     })
-}
-
-/// How side B runs `openssl speed`, for the report.
-fn speed_load(b: &SideEnv, out: &Path) -> String {
-    match &b.speed_conf {
-        None => format!(
-            "config ({}), as every other column",
-            b.conf.strip_prefix(out).unwrap_or(&b.conf).display()
-        ),
-        Some(conf) => format!(
-            "flags (-provider-path DIR -provider rustica -provider default) + config properties \
-             ?provider=rustica (`{}`: OPENSSL_CONF with default_properties only) for openssl speed, \
-             which applies -propquery to ciphers, digests and MACs but not to its RSA keys",
-            conf.strip_prefix(out).unwrap_or(conf).display()
-        ),
-    }
 }
 
 /// The counts and switches of the matrix, from the command line, for a
@@ -287,93 +241,18 @@ fn matrix_options(args: &LabArgs, sizes: &[u32]) -> Options {
         quick: !args.full && args.sizes.is_empty(),
         family_size: 0,
         dnssec_names: args.dnssec_names.map(|n| n as usize),
-        load_flags: args.load == openssl::LoadMode::Flags,
-        other_openssl: dns_tools::other_openssl(&args.openssl),
+        load_flags: args.load == plan::openssl::LoadMode::Flags,
+        other_openssl: dns::dns_tools::other_openssl(&args.openssl),
     };
     o.family_size = o.planned_cells(sizes);
     o
 }
 
-/// The host, the programs and B's provider, for the report; adds the note
-/// on side A's RSA path.
-fn environment(
-    args: &LabArgs,
-    setup: &Setup,
-    a: &SideEnv,
-    provider_name: &str,
-    listing: &str,
-    notes: &mut Vec<String>,
-) -> Value {
-    let s390xcap = std::env::var("OPENSSL_s390xcap").ok();
-    let version_a = setup::run_capture(a, "version", &["-a"]).1;
-    // A's openssl may be another architecture's than this program (the
-    // s390x lane's qemu wrapper): its own platform line says which.
-    let a_arch = version_a
-        .lines()
-        .find_map(|l| l.strip_prefix("platform:"))
-        .filter(|p| p.contains("s390x"))
-        .map_or(std::env::consts::ARCH, |_| "s390x");
-    let s390x = a_arch == "s390x";
-    // The device node, or (for a program under qemu, whose /dev/z90crypt
-    // the card model answers) cards in the zcrypt counters the run reads.
-    let z90crypt = Path::new("/dev/z90crypt").exists()
-        || (s390x && args.sysfs.as_deref().and_then(zcrypt::total).is_some());
-    let mut environment = json!({
-        "openssl": setup.openssl.to_string_lossy(),
-        "openssl_version": setup.openssl_version,
-        "openssl_version_a": version_a.trim(),
-        "a_arch": a_arch,
-        "cpu": setup::cpu_model(),
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        "arch": std::env::consts::ARCH,
-        "kernel": fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
-        "module": setup.module.to_string_lossy(),
-        "provider_name": provider_name,
-        "providers_b": listing.trim(),
-        "load": args.load.name(),
-        "backend_requested": args.backend,
-        "libica_requested": args.libica,
-        "OPENSSL_s390xcap": s390xcap,
-    });
-    let a_path = stock_rsa_path(
-        a_arch,
-        &setup.openssl_version,
-        s390xcap.as_deref(),
-        z90crypt,
-    );
-    environment["a_rsa_path"] = json!(a_path);
-    environment["z90crypt"] = json!(z90crypt);
-    notes.push(format!("A's RSA path: {a_path}"));
-    if s390x {
-        let nocex = s390xcap.as_deref().is_some_and(|v| v.contains("nocex"));
-        environment["s390x_a_cex_disabled"] = json!(nocex);
-    }
-    environment
-}
-
-/// The options of the run, as the report records them.
-fn options_json(args: &LabArgs, setup: &Setup, opts: &Options, out: &Path) -> Value {
-    json!({
-        "sizes": setup.sizes,
-        "reps": opts.reps,
-        "keygen_reps": setup.sizes.iter().map(|&b| (b.to_string(), json!(opts.keygen_count(b)))).collect::<serde_json::Map<String, Value>>(),
-        "signatures": opts.signatures,
-        "verifications": opts.verifications,
-        "certificates": opts.certs,
-        "certificates_new_key": setup.sizes.iter().map(|&b| (b.to_string(), json!(opts.newkey_count(b)))).collect::<serde_json::Map<String, Value>>(),
-        "tls_seconds": opts.tls_seconds,
-        "speed_seconds": opts.speed_seconds,
-        "keys": args.keys.as_ref().map(|k| k.to_string_lossy().to_string()),
-        "skip": args.skip.iter().map(|&s| columns::skip_name(s)).collect::<Vec<_>>(),
-        "out": out.to_string_lossy(),
-    })
-}
-
 /// The verdict on standard output, row by row; the exit code.
-fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
+fn summarize(out: &Path, rows: &[measure::results::Row], info: &output::report::RunInfo) -> u8 {
     let mut so = std::io::stdout().lock();
     let _ = writeln!(so, "rustica lab: results in {}", out.display());
-    let differences = summary::differences(rows, info.explain_context());
+    let differences = output::summary::differences(rows, info.explain_context());
     if differences.is_empty() {
         let _ = writeln!(so, "  differences that count: none");
     } else {
@@ -382,7 +261,7 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
             let _ = writeln!(so, "    {d}");
         }
     }
-    let cpu = summary::cpu_differences(rows);
+    let cpu = output::summary::cpu_differences(rows);
     if !cpu.is_empty() {
         let _ = writeln!(
             so,
@@ -404,7 +283,7 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
             let _ = writeln!(so, "      failed check: {}: {}", c.name, c.detail);
         }
         for c in &r.columns {
-            if let results::Status::Failed(m) = &c.status {
+            if let measure::results::Status::Failed(m) = &c.status {
                 let _ = writeln!(
                     so,
                     "      failed: {}: {}",
@@ -420,11 +299,11 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
             "rustica lab: interrupted; partial results kept, no server left running"
         );
         EXIT_INTERRUPTED
-    } else if report::all_valid(rows) {
+    } else if output::report::all_valid(rows) {
         let _ = writeln!(
             so,
             "rustica lab: every row is valid ({})",
-            progress::clock(info.duration_s)
+            plan::progress::clock(info.duration_s)
         );
         0
     } else {
@@ -436,53 +315,10 @@ fn summarize(out: &Path, rows: &[results::Row], info: &report::RunInfo) -> u8 {
     }
 }
 
-/// Which path stock OpenSSL (side A) can take for RSA on this host, in
-/// words for the report. OpenSSL 3.2 and later on s390x send RSA ME/CRT to
-/// a CEX adapter themselves (crypto/bn/bn_s390x.c) when /dev/z90crypt is
-/// there, unless `OPENSSL_s390xcap` contains `nocex`: then A is already
-/// hardware and the A/B compares two offloads, not software and offload.
-fn stock_rsa_path(
-    arch: &str,
-    openssl_version: &str,
-    s390xcap: Option<&str>,
-    z90crypt: bool,
-) -> String {
-    if arch != "s390x" {
-        return format!(
-            "software (libcrypto on {arch}; no crypto adapter offload on this architecture)"
-        );
-    }
-    // "OpenSSL 3.5.7 1 Jul 2026 ..." -> (3, 5)
-    let (major, minor) = openssl_version
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| {
-            let mut it = v.split('.').map(|p| p.parse::<u32>().ok());
-            Some((it.next()??, it.next()??))
-        })
-        .unwrap_or((0, 0));
-    let cap = s390xcap.unwrap_or("(unset)");
-    if (major, minor) < (3, 2) {
-        format!("software (OpenSSL {major}.{minor} has no built-in CEX offload; OPENSSL_s390xcap={cap})")
-    } else if s390xcap.is_some_and(|v| v.contains("nocex")) {
-        format!("software (OpenSSL's own CEX offload disabled: OPENSSL_s390xcap={cap})")
-    } else if !z90crypt {
-        format!(
-            "software (OpenSSL {major}.{minor} could offload to CEX, but /dev/z90crypt is absent)"
-        )
-    } else {
-        format!(
-            "possibly hardware: OpenSSL {major}.{minor} offloads RSA to CEX itself through \
-             /dev/z90crypt (OPENSSL_s390xcap={cap}); run the lab with OPENSSL_s390xcap=nocex \
-             for a software baseline"
-        )
-    }
-}
-
 fn write_reports(
     out: &Path,
-    info: &mut report::RunInfo,
-    rows: &[results::Row],
+    info: &mut output::report::RunInfo,
+    rows: &[measure::results::Row],
     stats_path: &Path,
 ) -> Result<(), String> {
     info.b_counters = ibmca_shim::stats::snapshot(stats_path)
@@ -500,18 +336,21 @@ fn write_reports(
         fs::write(out.join(name), text)
             .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))
     };
-    w("report.md", &markdown::markdown(info, rows))?;
-    let j = report::json_report(info, rows);
+    w("report.md", &output::markdown::markdown(info, rows))?;
+    let j = output::report::json_report(info, rows);
     w(
         "report.json",
         &(serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"),
     )?;
-    w("report.csv", &report::csv(rows, info.explain_context()))?;
+    w(
+        "report.csv",
+        &output::report::csv(rows, info.explain_context()),
+    )?;
     w(
         "chart.svg",
-        &svg::chart(rows, "RSA cost by key size: time per operation (median)"),
+        &output::svg::chart(rows, "RSA cost by key size: time per operation (median)"),
     )?;
-    w("forest.svg", &forest::chart(rows, info.aa))?;
+    w("forest.svg", &output::forest::chart(rows, info.aa))?;
     Ok(())
 }
 
@@ -561,7 +400,7 @@ mod tests {
         assert_eq!(l.libica.as_deref(), Some("libica.so.4"));
         assert_eq!(l.openssl, PathBuf::from("openssl"));
         // The config B gets carries the absolute path.
-        let conf = openssl::config_b(
+        let conf = plan::cnf::config_b(
             &cwd.join("m/rustica.so"),
             Some("libica"),
             Lab::try_parse_from(["lab", "--libica", "lib/libica_emu.so"])
@@ -603,25 +442,5 @@ mod tests {
         assert!(quick(&["lab"]));
         assert!(!quick(&["lab", "--full"]));
         assert!(!quick(&["lab", "--sizes", "2048"]));
-    }
-
-    #[test]
-    fn stock_rsa_path_says_when_side_a_is_already_hardware() {
-        let v30 = "OpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19 27 Jan 2026)";
-        let v35 = "OpenSSL 3.5.7 1 Jul 2026";
-        assert!(
-            stock_rsa_path("x86_64", v35, None, false).starts_with("software (libcrypto on x86_64")
-        );
-        assert!(
-            stock_rsa_path("s390x", v30, None, true).contains("OpenSSL 3.0 has no built-in CEX")
-        );
-        let hw = stock_rsa_path("s390x", v35, None, true);
-        assert!(
-            hw.starts_with("possibly hardware") && hw.contains("OPENSSL_s390xcap=nocex"),
-            "{hw}"
-        );
-        assert!(stock_rsa_path("s390x", v35, Some("nocex"), true).contains("offload disabled"));
-        assert!(stock_rsa_path("s390x", "OpenSSL 4.0.3 x", None, false)
-            .contains("/dev/z90crypt is absent"));
     }
 }

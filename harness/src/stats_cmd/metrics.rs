@@ -4,7 +4,7 @@
 //! Prometheus text format (what node_exporter's textfile collector reads)
 //! names it with `_total`. The samples are the same in both.
 
-use super::{AllUsers, Section};
+use super::all_users::{AllUsers, Section};
 use ibmca_shim::stats::{self, Backend, Op, Snapshot};
 use std::fmt::Write as _;
 

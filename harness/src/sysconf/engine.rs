@@ -251,8 +251,28 @@ const ALL: [&str; 4] = ["RSA", "RAND", "CIPHERS", "DIGESTS"];
 pub fn migrate(text: &str) -> Result<Migration, String> {
     let e =
         loaded(text).ok_or("the file loads no engine (no `engines` line in its init section)")?;
-    let ibmca = e
-        .engines
+    let ibmca = find_ibmca(&e)?;
+    let mut mapped = Vec::new();
+    let mut keys = Vec::new();
+    for (k, v) in &ibmca.settings {
+        map_setting(k, v, &mut mapped, &mut keys);
+    }
+    let mut doc = Doc::parse(text);
+    comment_ibmca_line(&mut doc, &e, &ibmca);
+    mapped.push(engines_line(&mut doc, &e, &ibmca));
+    comment_section(&mut doc, &ibmca.section);
+    let mut out = doc.lines.join("\n");
+    out.push('\n');
+    Ok(Migration {
+        text: out,
+        keys,
+        mapped,
+    })
+}
+
+/// The ibmca engine among those `e` loads.
+fn find_ibmca(e: &Engines) -> Result<Engine, String> {
+    e.engines
         .iter()
         .find(|g| g.is_ibmca())
         .cloned()
@@ -265,98 +285,112 @@ pub fn migrate(text: &str) -> Result<Migration, String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             )
-        })?;
-    let mut mapped = Vec::new();
-    let mut keys = Vec::new();
-    for (k, v) in &ibmca.settings {
-        match k.as_str() {
-            "dynamic_path" => mapped.push(Mapped {
-                setting: format!("dynamic_path = {v}"),
-                becomes: "module = rustica's module (OpenSSL's modules directory)".into(),
-                carried: true,
-            }),
-            "engine_id" => mapped.push(Mapped {
-                setting: format!("engine_id = {v}"),
-                becomes: "no provider equivalent: a provider is named by its line in the \
-                          providers section (`rustica = ...`)"
-                    .into(),
-                carried: false,
-            }),
-            "init" => mapped.push(Mapped {
-                setting: format!("init = {v}"),
-                becomes: if v == "0" {
-                    "activate = 1 (the engine was loaded but not initialised, so it did no work; \
-                     rustica is activated: set activate = 0 to keep it idle)"
-                        .into()
+        })
+}
+
+/// What one setting of ibmca's section becomes, added to `mapped`; the
+/// rustica keys it carries, added to `keys`.
+fn map_setting(k: &str, v: &str, mapped: &mut Vec<Mapped>, keys: &mut Vec<(String, String)>) {
+    match k {
+        "dynamic_path" => mapped.push(Mapped {
+            setting: format!("dynamic_path = {v}"),
+            becomes: "module = rustica's module (OpenSSL's modules directory)".into(),
+            carried: true,
+        }),
+        "engine_id" => mapped.push(Mapped {
+            setting: format!("engine_id = {v}"),
+            becomes: "no provider equivalent: a provider is named by its line in the \
+                      providers section (`rustica = ...`)"
+                .into(),
+            carried: false,
+        }),
+        "init" => mapped.push(Mapped {
+            setting: format!("init = {v}"),
+            becomes: if v == "0" {
+                "activate = 1 (the engine was loaded but not initialised, so it did no work; \
+                 rustica is activated: set activate = 0 to keep it idle)"
+                    .into()
+            } else {
+                "activate = 1".into()
+            },
+            carried: true,
+        }),
+        "default_algorithms" => {
+            for a in v.split(',').filter(|a| !a.trim().is_empty()) {
+                if a.trim().eq_ignore_ascii_case("ALL") {
+                    mapped.extend(ALL.iter().map(|a| algorithm(a)));
                 } else {
-                    "activate = 1".into()
-                },
-                carried: true,
-            }),
-            "default_algorithms" => {
-                for a in v.split(',').filter(|a| !a.trim().is_empty()) {
-                    if a.trim().eq_ignore_ascii_case("ALL") {
-                        mapped.extend(ALL.iter().map(|a| algorithm(a)));
-                    } else {
-                        mapped.push(algorithm(a));
-                    }
+                    mapped.push(algorithm(a));
                 }
             }
-            "libica" => {
-                keys.push(("libica".to_string(), v.clone()));
-                mapped.push(Mapped {
-                    setting: format!("libica = {v}"),
-                    becomes: format!("libica = {v} (rustica's key of the same meaning)"),
-                    carried: true,
-                });
-            }
-            _ => mapped.push(Mapped {
-                setting: format!("{k} = {v}"),
-                becomes: "no rustica equivalent: an engine control command; rustica's keys \
-                          are in rustica-provider(7)"
-                    .into(),
-                carried: false,
-            }),
         }
+        "libica" => {
+            keys.push(("libica".to_string(), v.to_string()));
+            mapped.push(Mapped {
+                setting: format!("libica = {v}"),
+                becomes: format!("libica = {v} (rustica's key of the same meaning)"),
+                carried: true,
+            });
+        }
+        _ => mapped.push(Mapped {
+            setting: format!("{k} = {v}"),
+            becomes: "no rustica equivalent: an engine control command; rustica's keys \
+                      are in rustica-provider(7)"
+                .into(),
+            carried: false,
+        }),
     }
+}
 
-    let mut doc = Doc::parse(text);
-    let comment = |line: &str| format!("# rustica config --from-engine took out: {}", line.trim());
-    // The ibmca line of the engines section.
+/// A line of the configuration, commented out by the migration.
+fn comment(line: &str) -> String {
+    format!("# rustica config --from-engine took out: {}", line.trim())
+}
+
+/// The ibmca line of the engines section, commented out.
+fn comment_ibmca_line(doc: &mut Doc, e: &Engines, ibmca: &Engine) {
     let er = doc
         .range(Some(&e.section))
         .expect("the engines section was read");
-    let others = e.engines.iter().filter(|g| g.name != ibmca.name).count();
     for i in er {
         if key_value(&doc.lines[i]).is_some_and(|(k, _)| k == ibmca.name) {
             doc.lines[i] = comment(&doc.lines[i]);
         }
     }
+}
+
+/// The init section's `engines` line: taken out when no engine is left,
+/// else kept; what became of it.
+fn engines_line(doc: &mut Doc, e: &Engines, ibmca: &Engine) -> Mapped {
+    let others = e.engines.iter().filter(|g| g.name != ibmca.name).count();
     // No engine left: the `engines` line too (OpenSSL 4.0 stops at it).
     if others == 0 {
         let (at, _) = doc
             .find(Some(&e.init), "engines")
             .expect("the engines line was read");
         doc.lines[at] = comment(&doc.lines[at]);
-        mapped.push(Mapped {
+        Mapped {
             setting: format!("[{}] engines = {}", e.init, e.section),
             becomes: "taken out: no engine is left, and OpenSSL 4.0 stops reading the init \
                       section at an `engines` line"
                 .into(),
             carried: true,
-        });
+        }
     } else {
-        mapped.push(Mapped {
+        Mapped {
             setting: format!("[{}] engines = {}", e.init, e.section),
             becomes: format!(
                 "kept for the other {others} engine(s); OpenSSL 4.0 will still stop at it"
             ),
             carried: false,
-        });
+        }
     }
-    // ibmca's own section, unreferenced now: commented so nobody mistakes
-    // it for live configuration.
-    if let Some(r) = doc.range(Some(&ibmca.section)) {
+}
+
+/// ibmca's own section, unreferenced now: commented so nobody mistakes
+/// it for live configuration.
+fn comment_section(doc: &mut Doc, section: &str) {
+    if let Some(r) = doc.range(Some(section)) {
         let header = r.start - 1;
         for i in std::iter::once(header).chain(r) {
             let t = doc.lines[i].trim();
@@ -365,13 +399,6 @@ pub fn migrate(text: &str) -> Result<Migration, String> {
             }
         }
     }
-    let mut out = doc.lines.join("\n");
-    out.push('\n');
-    Ok(Migration {
-        text: out,
-        keys,
-        mapped,
-    })
 }
 
 #[cfg(test)]

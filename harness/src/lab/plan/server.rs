@@ -1,0 +1,134 @@
+//! Local `openssl s_server` instances the TLS and DNS steps talk to: a
+//! free port, and a server that is always stopped, whichever way the lab
+//! ends.
+
+use super::openssl::{interrupted, reap, tail, RunError};
+use std::fs::{self, File};
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free TCP port on 127.0.0.1 (bound, read and released).
+pub fn free_port() -> io::Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Whether `port` on 127.0.0.1 can be bound now.
+pub fn port_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A running `openssl s_server`. Dropping it kills and reaps the process,
+/// so no server outlives the lab, whichever way the lab ends.
+pub struct Server {
+    child: Option<Child>,
+    // Held open: s_server stops when its standard input reaches end of file.
+    _stdin: Option<std::process::ChildStdin>,
+    pub port: u16,
+    err_path: PathBuf,
+}
+
+impl Server {
+    /// Starts `cmd` (an `s_server` command accepting on 127.0.0.1:`port`)
+    /// and waits until it accepts connections.
+    pub fn start(
+        mut cmd: Command,
+        port: u16,
+        err_path: &Path,
+        what: &str,
+    ) -> Result<Server, RunError> {
+        if interrupted() {
+            return Err(RunError::Interrupted);
+        }
+        let err_path = err_path.to_path_buf();
+        let err = File::create(&err_path)
+            .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", err_path.display())))?;
+        cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(err);
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls prctl, which is async-signal-safe; it asks the kernel to kill
+        // the server if the lab process dies without cleaning up.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| RunError::Failed(format!("cannot start `{what}`: {e}")))?;
+        let stdin = child.stdin.take();
+        let mut server = Server {
+            child: Some(child),
+            _stdin: stdin,
+            port,
+            err_path,
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if interrupted() {
+                return Err(RunError::Interrupted);
+            }
+            if let Some(c) = server.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    server.child = None;
+                    let stderr = fs::read_to_string(&server.err_path).unwrap_or_default();
+                    let mut msg =
+                        format!("`{what}` exited before accepting connections ({status})");
+                    if stderr.contains("in use") {
+                        msg.push_str(&format!(": port {port} on 127.0.0.1 is in use"));
+                    }
+                    let t = tail(&stderr, 4);
+                    if !t.is_empty() {
+                        msg.push_str(&format!(":\n    {t}"));
+                    }
+                    return Err(RunError::Failed(msg));
+                }
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            if Instant::now() > deadline {
+                return Err(RunError::Failed(format!(
+                    "`{what}` did not accept connections on 127.0.0.1:{port} within 30 s"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server; returns its CPU seconds.
+    pub fn stop(mut self) -> f64 {
+        self.kill_and_reap()
+    }
+
+    fn kill_and_reap(&mut self) -> f64 {
+        let Some(mut child) = self.child.take() else {
+            return 0.0;
+        };
+        let _ = child.kill();
+        match reap(child.id()) {
+            Ok((r, _)) => r.cpu,
+            Err(_) => {
+                let _ = child.wait();
+                0.0
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
