@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The layering check: every module of provider/, of ibmca-shim/src/ and of
-harness/src/lab/ may use only modules of a lower layer, so none has an
+"""The layering check: every module of provider/, ibmca-shim/src/, harness/src/
+(its top level and the lab's rooms), card/src/, libica-emu/src/ and
+libica-abi/src/ may use only modules of a lower layer, so none has an
 import circle.
 
 It reads the paths the code writes (`crate::X`, `$crate::X`, in the lab also
@@ -358,10 +359,9 @@ def main():
         for p in problems:
             print("  " + p, file=sys.stderr)
         sys.exit(1)
-    print("check-layers: card/src/, libica-emu/src/ and libica-abi/src/ use only lower layers")
     print(
-        "check-layers: provider/, ibmca-shim/src/ and harness/src/lab/ use only lower layers;"
-        " no circle among sibling files"
+        "check-layers: provider/, ibmca-shim/src/, harness/src/ (with lab/), card/src/,"
+        " libica-emu/src/ and libica-abi/src/ use only lower layers; no circle among sibling files"
     )
 
 

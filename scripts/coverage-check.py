@@ -88,7 +88,7 @@ def main():
         print(f"coverage-check: Debian {a.release}: {c}", file=sys.stderr)
     if changed:
         print(f"coverage-check: Debian {a.release}: {len(changed)} row(s) differ from {a.doc}: "
-              "update the table there (and the README's list) if the change is real", file=sys.stderr)
+              "update the table there if the change is real", file=sys.stderr)
         return 1
     print(f"coverage-check: Debian {a.release}: all {len(got)} rows as {a.doc} says", file=sys.stderr)
     return 0

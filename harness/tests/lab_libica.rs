@@ -11,7 +11,7 @@ mod common;
 use common::lab::{column, emulated_libica, json, Lab};
 use common::{real_module, temp_dir, text};
 
-/// README's "B on the emulated libica" with paths typed relative to the
+/// docs/lab.md's "B on the emulated libica" with paths typed relative to the
 /// shell: --libica, --module, --out and --keys are resolved against the
 /// current directory. Before, the lab wrote the relative libica path into
 /// openssl-B.cnf (or RUSTICA_LIBICA) and exited 2: "rustica: not loaded:
@@ -147,7 +147,7 @@ fn real_lab_calls_a_known_slowdown_and_samples_until_clear() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// README's offload A/B without IBM Z: `--card start` runs B on the
+/// docs/lab.md's offload A/B without IBM Z: `--card start` runs B on the
 /// emulated libica through a rustica-card the lab starts and stops, and
 /// the card's kernel-style counters (request_count under the card's sysfs
 /// directory) prove each side's offload per operation: B's signatures one

@@ -1,4 +1,4 @@
-//! `rustica lab`: the workshop's RSA matrix (README "The lab") through the stock
+//! `rustica lab`: the workshop's RSA matrix (docs/lab.md) through the stock
 //! `openssl` command, without (A) and with (B) rustica, alternating A and B,
 //! validated from rustica's counters and across the two sides, reported as
 //! report.md, report.json, report.csv and chart.svg.

@@ -8,7 +8,7 @@ use crate::paths;
 use clap::Args;
 use std::path::PathBuf;
 
-/// The columns of the matrix (the workshop's lab, README "The lab", plus the in-process
+/// The columns of the matrix (the workshop's lab, docs/lab.md, plus the in-process
 /// `openssl speed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

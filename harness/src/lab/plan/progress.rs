@@ -1,7 +1,7 @@
 //! Progress with an ETA on stderr, only when stderr is a terminal.
 //!
 //! The plan is a sum of estimated seconds per step (from the stock figures
-//! measured on the project's machines, README "The lab"); the ETA rescales the remaining estimate by how fast the
+//! measured on the project's machines, docs/lab.md); the ETA rescales the remaining estimate by how fast the
 //! finished steps actually went.
 
 use std::io::{IsTerminal, Write};
