@@ -352,7 +352,7 @@ impl SigCtx {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {
-                let id = self.prov().digests().resolve(params::get_str(p)?)?;
+                let id = self.digests.resolve(params::get_str(p)?)?;
                 self.set_md(id)?;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PAD_MODE) {
@@ -470,7 +470,7 @@ impl SigCtx {
                 if self.pad != Pad::Pss {
                     return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
                 }
-                let id = self.prov().digests().resolve(params::get_str(p)?)?;
+                let id = self.digests.resolve(params::get_str(p)?)?;
                 self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
                 self.mgf1 = Some(id);
             }

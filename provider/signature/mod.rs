@@ -4,8 +4,9 @@
 use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
-use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::boundary::{free_object, guard, into_object, with_object};
 use crate::context::ProvCtx;
+use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
@@ -217,17 +218,18 @@ fn digest_init(
     // as the default provider does.
     let previous_md = c.md.filter(|_| provkey.is_null() && c.key.is_some());
     c.init(provkey, purpose, ptr::null())?;
-    let name = if mdname.is_null() {
-        previous_md
-            .map_or("SHA2-256", |md| md.info().aliases[0])
-            .to_string()
+    let id = if mdname.is_null() {
+        let id = previous_md.unwrap_or(DigestId::Sha256);
+        // Usable only where a provider offers it, as a name given is.
+        c.digests.md(id)?;
+        id
     } else {
         // SAFETY: OpenSSL passes a NUL-terminated digest name.
-        unsafe { CStr::from_ptr(mdname) }
-            .to_string_lossy()
-            .into_owned()
+        let name = unsafe { CStr::from_ptr(mdname) };
+        // The context's own cache: the digest is fetched once for the
+        // context (and kept for its hashing), not once more here.
+        c.digests.resolve_c(name)?
     };
-    let id = c.prov().digests().resolve(&name)?;
     c.set_md(id)?;
     c.set_params(params)?;
     Ok(1)
