@@ -333,18 +333,14 @@ impl DigestCache {
 
     /// A digest known by one of its aliases (any case), if `name` is one.
     fn resolve_alias(&self, name: &[u8]) -> Result<Option<DigestId>> {
-        let Some(d) = DIGESTS.iter().find(|d| {
-            d.aliases
-                .iter()
-                .any(|a| a.as_bytes().eq_ignore_ascii_case(name))
-        }) else {
+        let Some(id) = common_alias(name).or_else(|| table_alias(name)) else {
             return Ok(None);
         };
         // Known by name, but usable only where a provider offers it (MD4
         // without the legacy provider is refused here, as by the default
         // provider).
-        self.md(d.id)?;
-        Ok(Some(d.id))
+        self.md(id)?;
+        Ok(Some(id))
     }
 
     /// A name that is no alias of rustica's table: out of line, off the
@@ -400,6 +396,35 @@ impl Drop for DigestCache {
             unsafe { ffi::EVP_MD_free(md) };
         }
     }
+}
+
+/// The SHA-1 and SHA-2 names as OpenSSL and applications usually spell
+/// them (EVP_MD_get0_name's, and the short ones), matched against byte
+/// constants: a fresh context per signature finds its digest without
+/// walking DIGESTS and its alias lists. Any other spelling goes to
+/// [`table_alias`]; a unit test keeps the two in agreement.
+fn common_alias(name: &[u8]) -> Option<DigestId> {
+    Some(match name {
+        b"SHA2-256" | b"SHA256" | b"SHA-256" => DigestId::Sha256,
+        b"SHA2-384" | b"SHA384" | b"SHA-384" => DigestId::Sha384,
+        b"SHA2-512" | b"SHA512" | b"SHA-512" => DigestId::Sha512,
+        b"SHA2-224" | b"SHA224" | b"SHA-224" => DigestId::Sha224,
+        b"SHA1" | b"SHA-1" => DigestId::Sha1,
+        _ => return None,
+    })
+}
+
+/// A digest of DIGESTS by one of its aliases, in any case.
+#[inline(never)]
+fn table_alias(name: &[u8]) -> Option<DigestId> {
+    DIGESTS
+        .iter()
+        .find(|d| {
+            d.aliases
+                .iter()
+                .any(|a| a.as_bytes().eq_ignore_ascii_case(name))
+        })
+        .map(|d| d.id)
 }
 
 /// The error of a digest name rustica does not sign with.
@@ -541,5 +566,32 @@ impl Drop for Hasher {
     fn drop(&mut self) {
         // SAFETY: ctx was allocated by EVP_MD_CTX_new and is owned by us.
         unsafe { ffi::EVP_MD_CTX_free(self.ctx) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte-constant fast path names exactly what the alias table
+    /// does for each of its spellings, in upper and lower case.
+    #[test]
+    fn common_aliases_agree_with_the_table() {
+        let mut matched = 0;
+        for d in &DIGESTS {
+            for a in d.aliases {
+                if let Some(id) = common_alias(a.as_bytes()) {
+                    assert_eq!(id, d.id, "{a}");
+                    matched += 1;
+                }
+                assert_eq!(table_alias(a.as_bytes()), Some(d.id), "{a}");
+                let lower = a.to_ascii_lowercase();
+                assert_eq!(table_alias(lower.as_bytes()), Some(d.id), "{lower}");
+            }
+        }
+        assert_eq!(matched, 14);
+        for name in ["SHA2-256", "SHA256", "SHA-256", "SHA1", "SHA-1", "SHA2-512"] {
+            assert_eq!(common_alias(name.as_bytes()), table_alias(name.as_bytes()));
+        }
     }
 }
