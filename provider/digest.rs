@@ -458,6 +458,20 @@ fn unavailable(id: DigestId) -> Error {
 /// EVP_MAX_MD_SIZE: the longest digest OpenSSL produces.
 pub const MAX_DIGEST_LEN: usize = 64;
 
+/// A finished digest, held by value: a signature's hash needs no heap
+/// allocation between the hasher and the padding.
+pub struct Digest {
+    bytes: [u8; MAX_DIGEST_LEN],
+    len: usize,
+}
+
+impl std::ops::Deref for Digest {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 pub struct Hasher {
     ctx: *mut ffi::EVP_MD_CTX,
     id: DigestId,
@@ -524,6 +538,16 @@ impl Hasher {
             return Err(digest_error("update"));
         }
         Ok(())
+    }
+
+    /// Finishes into a [`Digest`] value (no allocation).
+    pub fn finish_digest(&mut self) -> Result<Digest> {
+        let mut d = Digest {
+            bytes: [0; MAX_DIGEST_LEN],
+            len: 0,
+        };
+        d.len = self.finish_into(&mut d.bytes)?;
+        Ok(d)
     }
 
     pub fn finish(&mut self) -> Result<Vec<u8>> {

@@ -10,7 +10,7 @@ use ibmca_shim::RsaKey;
 use super::salt::{default_salt_len, parse_salt_len, AUTO_SALT_FOR_VERIFY};
 use crate::boundary::ProviderObject;
 use crate::context::ProvCtx;
-use crate::digest::{DigestCache, DigestId, Hasher};
+use crate::digest::{Digest, DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
 use crate::key::{KeyKind, KeyObj, PssRestrictions};
@@ -289,7 +289,7 @@ impl SigCtx {
     }
 
     /// The digest of the whole message, ending the operation.
-    pub(super) fn finish_message(&mut self) -> Result<Vec<u8>> {
+    pub(super) fn finish_message(&mut self) -> Result<Digest> {
         self.check_message_open()?;
         self.stage = MessageStage::Finished;
         self.finish_hash()
@@ -502,8 +502,8 @@ impl SigCtx {
         Ok(self.hasher.as_mut().expect("set above"))
     }
 
-    pub(super) fn finish_hash(&mut self) -> Result<Vec<u8>> {
-        let digest = self.hasher()?.finish()?;
+    pub(super) fn finish_hash(&mut self) -> Result<Digest> {
+        let digest = self.hasher()?.finish_digest()?;
         self.hasher = None;
         self.hashing = false;
         Ok(digest)
