@@ -433,111 +433,27 @@ unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM)
 }
 
 pub static RSA_SIGNATURE: [OSSL_DISPATCH; 22] = [
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_NEWCTX,
-        ffi::OSSL_FUNC_signature_newctx_fn,
-        newctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_FREECTX,
-        ffi::OSSL_FUNC_signature_freectx_fn,
-        freectx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DUPCTX,
-        ffi::OSSL_FUNC_signature_dupctx_fn,
-        dupctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SIGN_INIT,
-        ffi::OSSL_FUNC_signature_sign_init_fn,
-        sign_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SIGN,
-        ffi::OSSL_FUNC_signature_sign_fn,
-        sign
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_INIT,
-        ffi::OSSL_FUNC_signature_verify_init_fn,
-        verify_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY,
-        ffi::OSSL_FUNC_signature_verify_fn,
-        verify
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
-        ffi::OSSL_FUNC_signature_verify_recover_init_fn,
-        verify_recover_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
-        ffi::OSSL_FUNC_signature_verify_recover_fn,
-        verify_recover
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,
-        ffi::OSSL_FUNC_signature_digest_sign_init_fn,
-        digest_sign_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,
-        ffi::OSSL_FUNC_signature_digest_sign_update_fn,
-        digest_update
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,
-        ffi::OSSL_FUNC_signature_digest_sign_final_fn,
-        digest_sign_final
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN,
-        ffi::OSSL_FUNC_signature_digest_sign_fn,
-        digest_sign
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,
-        ffi::OSSL_FUNC_signature_digest_verify_init_fn,
-        digest_verify_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,
-        ffi::OSSL_FUNC_signature_digest_verify_update_fn,
-        digest_update
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,
-        ffi::OSSL_FUNC_signature_digest_verify_final_fn,
-        digest_verify_final
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY,
-        ffi::OSSL_FUNC_signature_digest_verify_fn,
-        digest_verify
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_get_ctx_params_fn,
-        get_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_gettable_ctx_params_fn,
-        gettable_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_set_ctx_params_fn,
-        set_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_settable_ctx_params_fn,
-        settable_ctx_params
-    ),
+    dispatch!(SIGNATURE_NEWCTX: signature_newctx => newctx),
+    dispatch!(SIGNATURE_FREECTX: signature_freectx => freectx),
+    dispatch!(SIGNATURE_DUPCTX: signature_dupctx => dupctx),
+    dispatch!(SIGNATURE_SIGN_INIT: signature_sign_init => sign_init),
+    dispatch!(SIGNATURE_SIGN: signature_sign => sign),
+    dispatch!(SIGNATURE_VERIFY_INIT: signature_verify_init => verify_init),
+    dispatch!(SIGNATURE_VERIFY: signature_verify => verify),
+    dispatch!(SIGNATURE_VERIFY_RECOVER_INIT: signature_verify_recover_init => verify_recover_init),
+    dispatch!(SIGNATURE_VERIFY_RECOVER: signature_verify_recover => verify_recover),
+    dispatch!(SIGNATURE_DIGEST_SIGN_INIT: signature_digest_sign_init => digest_sign_init),
+    dispatch!(SIGNATURE_DIGEST_SIGN_UPDATE: signature_digest_sign_update => digest_update),
+    dispatch!(SIGNATURE_DIGEST_SIGN_FINAL: signature_digest_sign_final => digest_sign_final),
+    dispatch!(SIGNATURE_DIGEST_SIGN: signature_digest_sign => digest_sign),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_INIT: signature_digest_verify_init => digest_verify_init),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_UPDATE: signature_digest_verify_update => digest_update),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_FINAL: signature_digest_verify_final => digest_verify_final),
+    dispatch!(SIGNATURE_DIGEST_VERIFY: signature_digest_verify => digest_verify),
+    dispatch!(SIGNATURE_GET_CTX_PARAMS: signature_get_ctx_params => get_ctx_params),
+    dispatch!(SIGNATURE_GETTABLE_CTX_PARAMS: signature_gettable_ctx_params => gettable_ctx_params),
+    dispatch!(SIGNATURE_SET_CTX_PARAMS: signature_set_ctx_params => set_ctx_params),
+    dispatch!(SIGNATURE_SETTABLE_CTX_PARAMS: signature_settable_ctx_params => settable_ctx_params),
     DISPATCH_END,
 ];
 
