@@ -35,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
-case "${1:-}" in -*) sed -n '2,32p' "$0"; exit 2 ;; esac
+case "${1:-}" in -*) sed -n '2,33p' "$0"; exit 2 ;; esac
 sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || sizes=(1024 2048)
 command -v valgrind >/dev/null || { echo "bench-cache: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
