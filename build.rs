@@ -66,6 +66,8 @@ fn main() {
     bindings
         .write_to_file(out.join("ossl.rs"))
         .expect("write bindings");
+    std::fs::write(out.join("func.rs"), func_aliases(&bindings.to_string()))
+        .expect("write dispatch aliases");
 
     let mut build = cc::Build::new();
     build.file("provider/c/raise.c");
@@ -75,6 +77,38 @@ fn main() {
     build.compile("rustica_raise");
 
     static_unwinder(&out);
+}
+
+/// The body of `ffi::func`: every dispatch id `OSSL_FUNC_X` and function
+/// typedef `OSSL_FUNC_x_fn` of the bindings under its short name (`X`,
+/// `x`), so that `dispatch!` entries fit on one line and still name the
+/// typedef each function is checked against.
+fn func_aliases(bindings: &str) -> String {
+    let mut aliases = String::new();
+    for line in bindings.lines() {
+        let line = line.trim_start();
+        let (rest, is_type) = match line.strip_prefix("pub const OSSL_FUNC_") {
+            Some(rest) => (rest, false),
+            None => match line.strip_prefix("pub type OSSL_FUNC_") {
+                Some(rest) => (rest, true),
+                None => continue,
+            },
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let short = if is_type {
+            match name.strip_suffix("_fn") {
+                Some(short) => short,
+                None => continue,
+            }
+        } else {
+            &name
+        };
+        aliases.push_str(&format!("pub use super::OSSL_FUNC_{name} as {short};\n"));
+    }
+    aliases
 }
 
 /// Links the module's unwinder (the panic boundary's `catch_unwind` needs

@@ -74,26 +74,42 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `body`; on `Err` or panic raises the error through `prov` (when
-/// there is one) and returns `failure`.
+/// there is one) and returns `failure`. The two failure arms are out of
+/// line (`raise_error`, `raise_panic`): each entry point's instance of
+/// `guard` keeps only its success path, dense in the instruction cache.
 pub fn guard<T>(prov: Option<&ProvCtx>, failure: T, body: impl FnOnce() -> Result<T>) -> T {
     match catch(body) {
         Ok(Ok(value)) => value,
         Ok(Err(err)) => {
-            if let Some(p) = prov {
-                p.raise(&err);
-            }
+            raise_error(prov, err);
             failure
         }
         Err(panic) => {
-            let what = panic_message(&*panic);
-            if let Some(p) = prov {
-                p.raise(&Error::new(
-                    Reason::Internal,
-                    format!("internal error: {what}"),
-                ));
-            }
+            raise_panic(prov, panic);
             failure
         }
+    }
+}
+
+/// The `Err` arm of [`guard`].
+#[cold]
+#[inline(never)]
+fn raise_error(prov: Option<&ProvCtx>, err: Error) {
+    if let Some(p) = prov {
+        p.raise(&err);
+    }
+}
+
+/// The panic arm of [`guard`].
+#[cold]
+#[inline(never)]
+fn raise_panic(prov: Option<&ProvCtx>, panic: Box<dyn std::any::Any + Send>) {
+    let what = panic_message(&*panic);
+    if let Some(p) = prov {
+        p.raise(&Error::new(
+            Reason::Internal,
+            format!("internal error: {what}"),
+        ));
     }
 }
 

@@ -8,9 +8,9 @@
 
 use std::ffi::CStr;
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
-use crate::error::{fail, Error, Reason, Result};
+use crate::error::{Error, Reason, Result};
 use crate::ffi;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,23 +254,22 @@ impl DigestId {
 
 const FETCH_QUERY: &CStr = c"provider!=rustica";
 
-/// A fetched EVP_MD, freed with the cache.
-struct Md(*mut ffi::EVP_MD);
-// SAFETY: a fetched EVP_MD is immutable and reference counted by OpenSSL;
-// using it from several threads is what OpenSSL's fetch API is designed for.
-unsafe impl Send for Md {}
-// SAFETY: see Send.
-unsafe impl Sync for Md {}
-
 /// Digests fetched for one operation context (fetched at first use, freed
 /// with the context), so an operation never fetches per call and nothing
 /// fetched outlives the operations: provider teardown holds no EVP_MD.
+/// A slot is an atomic pointer (NULL until fetched): a fresh context per
+/// operation, as DNSSEC signers make, sets and frees one slot in a few
+/// instructions, with no once-cell machinery.
 pub struct DigestCache {
     libctx: *mut ffi::OSSL_LIB_CTX,
-    slots: [OnceLock<Md>; DIGEST_COUNT],
+    slots: [AtomicPtr<ffi::EVP_MD>; DIGEST_COUNT],
+    /// Bit i set: slot i holds a digest (what drop visits, no more).
+    held: AtomicU32,
 }
 // SAFETY: the library context pointer is only passed to EVP_MD_fetch, which
-// is thread-safe; the slots are OnceLocks.
+// is thread-safe; a slot holds a fetched EVP_MD, immutable and reference
+// counted by OpenSSL (usable from several threads by design), and is only
+// set through a compare-and-swap.
 unsafe impl Send for DigestCache {}
 // SAFETY: see Send.
 unsafe impl Sync for DigestCache {}
@@ -280,6 +279,7 @@ impl DigestCache {
         DigestCache {
             libctx,
             slots: Default::default(),
+            held: AtomicU32::new(0),
         }
     }
 
@@ -292,49 +292,62 @@ impl DigestCache {
     /// The EVP_MD for a known digest, fetched once.
     pub fn md(&self, id: DigestId) -> Result<*const ffi::EVP_MD> {
         let slot = &self.slots[id as usize];
-        if let Some(md) = slot.get() {
-            return Ok(md.0);
+        let held = slot.load(Ordering::Acquire);
+        if !held.is_null() {
+            return Ok(held);
         }
         let md = self.fetch(id.info().name);
         if md.is_null() {
-            return fail(
-                Reason::UnsupportedDigest,
-                format!(
-                    "digest {} is not available from any loaded provider",
-                    id.info().name.to_string_lossy()
-                ),
-            );
+            return Err(unavailable(id));
         }
-        if let Err(Md(lost)) = slot.set(Md(md)) {
-            // Another thread won the race; drop our copy.
-            // SAFETY: `lost` came from EVP_MD_fetch and is not shared.
-            unsafe { ffi::EVP_MD_free(lost) };
+        match slot.compare_exchange(ptr::null_mut(), md, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                self.held.fetch_or(1 << id as u32, Ordering::Relaxed);
+                Ok(md)
+            }
+            Err(won) => {
+                // Another thread set the slot first; drop our copy.
+                // SAFETY: `md` came from EVP_MD_fetch and is not shared.
+                unsafe { ffi::EVP_MD_free(md) };
+                Ok(won)
+            }
         }
-        Ok(slot.get().map(|m| m.0 as *const _).unwrap_or(ptr::null()))
     }
 
     /// Resolves a user-supplied digest name (any alias OpenSSL knows).
     pub fn resolve(&self, name: &str) -> Result<DigestId> {
-        let unknown = || {
-            Error::new(
-                Reason::UnsupportedDigest,
-                format!(
-                    "digest '{name}' is not supported for RSA signatures, or no loaded provider \
-                     offers it (the default provider's list: MD5, MD5-SHA1, SHA-1, SHA-2, SHA-3, \
-                     RIPEMD-160, SM3, and MD2, MD4, MDC2 from the legacy provider)"
-                ),
-            )
-        };
-        if let Some(d) = DIGESTS
-            .iter()
-            .find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(name)))
-        {
-            // Known by name, but usable only where a provider offers it (MD4
-            // without the legacy provider is refused here, as by the
-            // default provider).
-            self.md(d.id)?;
-            return Ok(d.id);
+        if let Some(id) = self.resolve_alias(name.as_bytes())? {
+            return Ok(id);
         }
+        self.resolve_other(name)
+    }
+
+    /// [`resolve`](Self::resolve) of a C string (an init call's digest
+    /// name): the aliases compare as bytes, no UTF-8 check or copy.
+    pub fn resolve_c(&self, name: &CStr) -> Result<DigestId> {
+        if let Some(id) = self.resolve_alias(name.to_bytes())? {
+            return Ok(id);
+        }
+        self.resolve_other(&name.to_string_lossy())
+    }
+
+    /// A digest known by one of its aliases (any case), if `name` is one.
+    fn resolve_alias(&self, name: &[u8]) -> Result<Option<DigestId>> {
+        let Some(id) = common_alias(name).or_else(|| table_alias(name)) else {
+            return Ok(None);
+        };
+        // Known by name, but usable only where a provider offers it (MD4
+        // without the legacy provider is refused here, as by the default
+        // provider).
+        self.md(id)?;
+        Ok(Some(id))
+    }
+
+    /// A name that is no alias of rustica's table: out of line, off the
+    /// path of the usual names.
+    #[inline(never)]
+    fn resolve_other(&self, name: &str) -> Result<DigestId> {
+        let unknown = || unknown_digest(name);
         // Other aliases (OIDs, lower-case spellings OpenSSL knows): ask the
         // digest's own provider which one it is.
         let cname = std::ffi::CString::new(name).map_err(|_| unknown())?;
@@ -373,19 +386,91 @@ impl Drop for DigestCache {
     /// the library context the digests came from is alive (applications
     /// free their operation contexts before their library contexts).
     fn drop(&mut self) {
-        for slot in &mut self.slots {
-            if let Some(Md(md)) = slot.take() {
-                // SAFETY: each slot holds its own reference from
-                // EVP_MD_fetch, released once here.
-                unsafe { ffi::EVP_MD_free(md) };
-            }
+        let mut held = *self.held.get_mut();
+        while held != 0 {
+            let i = held.trailing_zeros() as usize;
+            held &= held - 1;
+            let md = std::mem::replace(self.slots[i].get_mut(), ptr::null_mut());
+            // SAFETY: each slot holds its own reference from EVP_MD_fetch,
+            // released once here.
+            unsafe { ffi::EVP_MD_free(md) };
         }
     }
+}
+
+/// The SHA-1 and SHA-2 names as OpenSSL and applications usually spell
+/// them (EVP_MD_get0_name's, and the short ones), matched against byte
+/// constants: a fresh context per signature finds its digest without
+/// walking DIGESTS and its alias lists. Any other spelling goes to
+/// [`table_alias`]; a unit test keeps the two in agreement.
+fn common_alias(name: &[u8]) -> Option<DigestId> {
+    Some(match name {
+        b"SHA2-256" | b"SHA256" | b"SHA-256" => DigestId::Sha256,
+        b"SHA2-384" | b"SHA384" | b"SHA-384" => DigestId::Sha384,
+        b"SHA2-512" | b"SHA512" | b"SHA-512" => DigestId::Sha512,
+        b"SHA2-224" | b"SHA224" | b"SHA-224" => DigestId::Sha224,
+        b"SHA1" | b"SHA-1" => DigestId::Sha1,
+        _ => return None,
+    })
+}
+
+/// A digest of DIGESTS by one of its aliases, in any case.
+#[inline(never)]
+fn table_alias(name: &[u8]) -> Option<DigestId> {
+    DIGESTS
+        .iter()
+        .find(|d| {
+            d.aliases
+                .iter()
+                .any(|a| a.as_bytes().eq_ignore_ascii_case(name))
+        })
+        .map(|d| d.id)
+}
+
+/// The error of a digest name rustica does not sign with.
+#[cold]
+#[inline(never)]
+fn unknown_digest(name: &str) -> Error {
+    Error::new(
+        Reason::UnsupportedDigest,
+        format!(
+            "digest '{name}' is not supported for RSA signatures, or no loaded provider \
+             offers it (the default provider's list: MD5, MD5-SHA1, SHA-1, SHA-2, SHA-3, \
+             RIPEMD-160, SM3, and MD2, MD4, MDC2 from the legacy provider)"
+        ),
+    )
+}
+
+/// The error of a known digest that no loaded provider offers.
+#[cold]
+#[inline(never)]
+fn unavailable(id: DigestId) -> Error {
+    Error::new(
+        Reason::UnsupportedDigest,
+        format!(
+            "digest {} is not available from any loaded provider",
+            id.info().name.to_string_lossy()
+        ),
+    )
 }
 
 /// A running hash (digest-sign/verify update), duplicable for dupctx.
 /// EVP_MAX_MD_SIZE: the longest digest OpenSSL produces.
 pub const MAX_DIGEST_LEN: usize = 64;
+
+/// A finished digest, held by value: a signature's hash needs no heap
+/// allocation between the hasher and the padding.
+pub struct Digest {
+    bytes: [u8; MAX_DIGEST_LEN],
+    len: usize,
+}
+
+impl std::ops::Deref for Digest {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
 
 pub struct Hasher {
     ctx: *mut ffi::EVP_MD_CTX,
@@ -396,6 +481,8 @@ pub struct Hasher {
 // SAFETY: the EVP_MD_CTX is owned exclusively by this Hasher.
 unsafe impl Send for Hasher {}
 
+#[cold]
+#[inline(never)]
 fn digest_error(what: &str) -> Error {
     Error::new(Reason::Internal, format!("digest {what} failed"))
 }
@@ -453,6 +540,16 @@ impl Hasher {
         Ok(())
     }
 
+    /// Finishes into a [`Digest`] value (no allocation).
+    pub fn finish_digest(&mut self) -> Result<Digest> {
+        let mut d = Digest {
+            bytes: [0; MAX_DIGEST_LEN],
+            len: 0,
+        };
+        d.len = self.finish_into(&mut d.bytes)?;
+        Ok(d)
+    }
+
     pub fn finish(&mut self) -> Result<Vec<u8>> {
         let mut out = zeroize::Zeroizing::new([0u8; MAX_DIGEST_LEN]);
         let len = self.finish_into(&mut out)?;
@@ -493,5 +590,32 @@ impl Drop for Hasher {
     fn drop(&mut self) {
         // SAFETY: ctx was allocated by EVP_MD_CTX_new and is owned by us.
         unsafe { ffi::EVP_MD_CTX_free(self.ctx) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte-constant fast path names exactly what the alias table
+    /// does for each of its spellings, in upper and lower case.
+    #[test]
+    fn common_aliases_agree_with_the_table() {
+        let mut matched = 0;
+        for d in &DIGESTS {
+            for a in d.aliases {
+                if let Some(id) = common_alias(a.as_bytes()) {
+                    assert_eq!(id, d.id, "{a}");
+                    matched += 1;
+                }
+                assert_eq!(table_alias(a.as_bytes()), Some(d.id), "{a}");
+                let lower = a.to_ascii_lowercase();
+                assert_eq!(table_alias(lower.as_bytes()), Some(d.id), "{lower}");
+            }
+        }
+        assert_eq!(matched, 14);
+        for name in ["SHA2-256", "SHA256", "SHA-256", "SHA1", "SHA-1", "SHA2-512"] {
+            assert_eq!(common_alias(name.as_bytes()), table_alias(name.as_bytes()));
+        }
     }
 }

@@ -3,12 +3,18 @@
 //! `dispatch!` first coerces each function to its bindgen typedef
 //! (`OSSL_FUNC_keymgmt_new_fn`, ...), so a wrong signature fails to compile,
 //! and only then erases it to the generic pointer OSSL_DISPATCH stores.
+//! An entry is one line, `dispatch!(KEYMGMT_NEW: keymgmt_new => new)`: the
+//! id and the typedef by their short names in `ffi::func`, then the
+//! function (a syntax rustfmt leaves on its line).
 
 use std::ffi::c_char;
 
 use crate::ffi::{OSSL_ALGORITHM, OSSL_DISPATCH};
 
 macro_rules! dispatch {
+    ($id:ident: $typedef:ident => $func:expr) => {
+        $crate::dispatch::dispatch!($crate::ffi::func::$id, $crate::ffi::func::$typedef, $func)
+    };
     ($id:expr, $typedef:ty, $func:expr) => {
         $crate::ffi::OSSL_DISPATCH {
             function_id: $id as ::std::ffi::c_int,

@@ -100,6 +100,10 @@ pub struct Error {
 }
 
 impl Error {
+    /// Out of line and cold: errors are off every operation's success path,
+    /// whose code stays dense (fewer instruction-cache lines per operation).
+    #[cold]
+    #[inline(never)]
     #[track_caller]
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         Error {
@@ -110,6 +114,8 @@ impl Error {
     }
 
     /// The error of the RSA primitive `e`, its message after `prefix: `.
+    #[cold]
+    #[inline(never)]
     #[track_caller]
     pub fn from_rsa(prefix: &str, e: ibmca_shim::RsaError) -> Self {
         let mut err = Error::from(e);
@@ -121,6 +127,8 @@ impl Error {
 impl Error {
     /// The primitive's error during a verification: an input it refuses
     /// (a signature not below n) is an invalid signature.
+    #[cold]
+    #[inline(never)]
     #[track_caller]
     pub fn invalid_signature(e: ibmca_shim::RsaError) -> Self {
         if e.kind() == ibmca_shim::ErrorKind::BadInput {
@@ -141,6 +149,8 @@ impl fmt::Display for Error {
 
 /// The one place where the primitive's error kinds become reason codes.
 impl From<ibmca_shim::RsaError> for Error {
+    #[cold]
+    #[inline(never)]
     #[track_caller]
     fn from(e: ibmca_shim::RsaError) -> Self {
         use ibmca_shim::ErrorKind;
@@ -160,6 +170,8 @@ impl From<ibmca_shim::RsaError> for Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Shorthand for `Err(Error::new(reason, message))`.
+#[cold]
+#[inline(never)]
 #[track_caller]
 pub fn fail<T>(reason: Reason, message: impl Into<String>) -> Result<T> {
     Err(Error::new(reason, message))

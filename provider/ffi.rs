@@ -8,6 +8,28 @@
 #![allow(clippy::all)]
 include!(concat!(env!("OUT_DIR"), "/ossl.rs"));
 
+/// Every dispatch id and function typedef under its short name:
+/// `func::SIGNATURE_NEWCTX` is `OSSL_FUNC_SIGNATURE_NEWCTX`, and
+/// `func::signature_newctx` is `OSSL_FUNC_signature_newctx_fn` (generated
+/// by build.rs from the bindings; the message-signing ones below by hand).
+pub mod func {
+    include!(concat!(env!("OUT_DIR"), "/func.rs"));
+    pub use super::OSSL_FUNC_signature_query_key_types_fn as signature_query_key_types;
+    pub use super::OSSL_FUNC_signature_sign_message_final_fn as signature_sign_message_final;
+    pub use super::OSSL_FUNC_signature_sign_message_init_fn as signature_sign_message_init;
+    pub use super::OSSL_FUNC_signature_sign_message_update_fn as signature_sign_message_update;
+    pub use super::OSSL_FUNC_signature_verify_message_final_fn as signature_verify_message_final;
+    pub use super::OSSL_FUNC_signature_verify_message_init_fn as signature_verify_message_init;
+    pub use super::OSSL_FUNC_signature_verify_message_update_fn as signature_verify_message_update;
+    pub use super::OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES as SIGNATURE_QUERY_KEY_TYPES;
+    pub use super::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL as SIGNATURE_SIGN_MESSAGE_FINAL;
+    pub use super::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT as SIGNATURE_SIGN_MESSAGE_INIT;
+    pub use super::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE as SIGNATURE_SIGN_MESSAGE_UPDATE;
+    pub use super::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL as SIGNATURE_VERIFY_MESSAGE_FINAL;
+    pub use super::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT as SIGNATURE_VERIFY_MESSAGE_INIT;
+    pub use super::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE as SIGNATURE_VERIFY_MESSAGE_UPDATE;
+}
+
 // Parameter names that newer core_names.h define as aliases of other macros
 // (see build.rs); the strings are the same in every OpenSSL 3.x and 4.x.
 pub const OSSL_ASYM_CIPHER_PARAM_PAD_MODE: &[u8; 9] = b"pad-mode\0";

@@ -283,30 +283,10 @@ unsafe extern "C" fn get_reason_strings(_provctx: *mut c_void) -> *const ffi::OS
 }
 
 static PROVIDER_DISPATCH: [OSSL_DISPATCH; 6] = [
-    dispatch!(
-        ffi::OSSL_FUNC_PROVIDER_TEARDOWN,
-        ffi::OSSL_FUNC_provider_teardown_fn,
-        teardown
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_PROVIDER_GETTABLE_PARAMS,
-        ffi::OSSL_FUNC_provider_gettable_params_fn,
-        gettable_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_PROVIDER_GET_PARAMS,
-        ffi::OSSL_FUNC_provider_get_params_fn,
-        get_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_PROVIDER_QUERY_OPERATION,
-        ffi::OSSL_FUNC_provider_query_operation_fn,
-        query_operation
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_PROVIDER_GET_REASON_STRINGS,
-        ffi::OSSL_FUNC_provider_get_reason_strings_fn,
-        get_reason_strings
-    ),
+    dispatch!(PROVIDER_TEARDOWN: provider_teardown => teardown),
+    dispatch!(PROVIDER_GETTABLE_PARAMS: provider_gettable_params => gettable_params),
+    dispatch!(PROVIDER_GET_PARAMS: provider_get_params => get_params),
+    dispatch!(PROVIDER_QUERY_OPERATION: provider_query_operation => query_operation),
+    dispatch!(PROVIDER_GET_REASON_STRINGS: provider_get_reason_strings => get_reason_strings),
     DISPATCH_END,
 ];

@@ -224,6 +224,152 @@ fn load(explicit: Option<&str>) -> Result<Arc<Libica>, String> {
     Ok(l)
 }
 
+/// What [`Router::new`] chose: libica (when it routes to it), the status
+/// it reports, and why every operation fails (backend = libica without a
+/// loadable libica).
+struct Chosen {
+    libica: Option<Arc<Libica>>,
+    status: Status,
+    unavailable: Option<String>,
+}
+
+impl Chosen {
+    fn software(detail: String) -> Chosen {
+        Chosen {
+            libica: None,
+            status: Status {
+                name: "software",
+                detail,
+            },
+            unavailable: None,
+        }
+    }
+
+    fn libica(l: Arc<Libica>, detail: String) -> Chosen {
+        Chosen {
+            libica: Some(l),
+            status: Status {
+                name: "libica",
+                detail,
+            },
+            unavailable: None,
+        }
+    }
+}
+
+/// The backend `s` asks for, as this process can have it.
+fn choose(s: &Settings) -> Chosen {
+    if matches!(s.choice, Choice::Software) {
+        return Chosen::software("backend = software".into());
+    }
+    if let Some(why) = refuse_libica(crate::env::privileged(), &crate::env::libica_variables()) {
+        return Chosen::software(why);
+    }
+    let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
+    match s.choice {
+        Choice::Libica => choose_libica(s, &range),
+        _ => choose_auto(s, &range),
+    }
+}
+
+/// backend = auto: libica when it offers RSA in hardware, else software.
+fn choose_auto(s: &Settings, range: &str) -> Chosen {
+    // libica drives IBM Z's CPACF and crypto adapters and exists for s390x
+    // only: elsewhere, unless a libica is named, auto does not look for
+    // one. The search walks every library directory twice (libica.so.4,
+    // libica.so.3), about a hundred failing system calls and 0.2 ms in each
+    // process's first RSA operation.
+    if s.libica.is_none() && !cfg!(target_arch = "s390x") {
+        return Chosen::software(format!(
+            "backend = auto: software (libica is IBM Z's library, not looked for on {}; \
+             name one with the libica key or RUSTICA_LIBICA)",
+            std::env::consts::ARCH
+        ));
+    }
+    match load(s.libica.as_deref()) {
+        Ok(l) if l.rsa_hardware() => {
+            let detail = format!("backend = auto: libica {}; offload {range}", l.describe());
+            Chosen::libica(l, detail)
+        }
+        Ok(l) => Chosen::software(format!(
+            "backend = auto: software, libica {} (set backend = libica to use it anyway)",
+            l.describe()
+        )),
+        Err(e) => Chosen::software(format!("backend = auto: software, no libica ({e})")),
+    }
+}
+
+/// backend = libica: libica, or every operation fails saying why.
+fn choose_libica(s: &Settings, range: &str) -> Chosen {
+    match load(s.libica.as_deref()) {
+        Ok(l) => {
+            let detail = format!("backend = libica: {}; offload {range}", l.describe());
+            Chosen::libica(l, detail)
+        }
+        Err(e) => {
+            let msg = format!(
+                "backend = libica, but libica cannot be loaded ({e}); install libica, point the \
+                 'libica' key (or RUSTICA_LIBICA) at it, or use backend = auto or software"
+            );
+            Chosen {
+                libica: None,
+                status: Status {
+                    name: "unavailable",
+                    detail: msg.clone(),
+                },
+                unavailable: Some(msg),
+            }
+        }
+    }
+}
+
+/// The debug trace's sink; one that cannot be opened is off (said once on
+/// stderr).
+fn open_trace(trace: &Trace) -> TraceSink {
+    match trace {
+        Trace::Off => TraceSink::Off,
+        Trace::Stderr => TraceSink::Stderr,
+        Trace::Dir(dir) => match open_trace_file(dir).and_then(|f| {
+            use std::os::unix::fs::MetadataExt;
+            let m = f.metadata().map_err(|e| e.to_string())?;
+            Ok(TraceSink::File(f, (m.dev(), m.ino())))
+        }) {
+            Ok(sink) => sink,
+            Err(e) => {
+                say_on_stderr(&format!("debug trace off: {e}"));
+                TraceSink::Off
+            }
+        },
+    }
+}
+
+/// Decided once: libica in FIPS mode refuses RSA below 3072 bits, so such
+/// keys go to software by rule, not as a failure per call.
+fn fips_floor(libica: Option<&Libica>, min_bits: u32) -> Option<u32> {
+    libica
+        .and_then(|l| l.fips_status())
+        .filter(|st| st & crate::libica::abi::ICA_FIPS_MODE != 0)
+        .map(|_| crate::libica::abi::FIPS_MIN_RSA_BITS)
+        .filter(|floor| *floor > min_bits)
+}
+
+/// Whether libica calls inside ASYNC jobs go to the offload pool (its
+/// limits), and the status that says so or why not.
+fn async_route(libica: bool, s: &Settings) -> (Option<crate::pool::Limits>, String) {
+    match (libica, &s.async_unreachable) {
+        (false, _) => (None, "off (no libica route: nothing blocks)".to_string()),
+        _ if !s.asynchronous => (None, "off (async = off)".to_string()),
+        (_, Some(why)) => (None, format!("off ({why})")),
+        (true, None) => (
+            Some(s.async_limits),
+            format!(
+                "on (libica calls inside ASYNC jobs: up to {} offload threads, {} in flight)",
+                s.async_limits.threads, s.async_limits.max_inflight
+            ),
+        ),
+    }
+}
+
 impl Router {
     /// Loads libica as `s` asks (once per process and name) and opens the
     /// trace.
@@ -235,147 +381,24 @@ impl Router {
     /// reason ([`ErrorKind::BackendUnavailable`]), so the error reaches the
     /// user at first use.
     pub fn new(s: &Settings) -> Router {
-        let mut unavailable = None;
-        let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
-        let refused = match s.choice {
-            Choice::Software => None,
-            _ => refuse_libica(crate::env::privileged(), &crate::env::libica_variables()),
-        };
-        let (libica, status) = match s.choice {
-        _ if refused.is_some() => (
-            None,
-            Status {
-                name: "software",
-                detail: refused.unwrap_or_default(),
-            },
-        ),
-        Choice::Software => (
-            None,
-            Status {
-                name: "software",
-                detail: "backend = software".into(),
-            },
-        ),
-        // libica drives IBM Z's CPACF and crypto adapters and exists for
-        // s390x only: elsewhere, unless a libica is named, auto does not
-        // look for one. The search walks every library directory twice
-        // (libica.so.4, libica.so.3), about a hundred failing system calls
-        // and 0.2 ms in each process's first RSA operation.
-        Choice::Auto if s.libica.is_none() && !cfg!(target_arch = "s390x") => (
-            None,
-            Status {
-                name: "software",
-                detail: format!(
-                    "backend = auto: software (libica is IBM Z's library, not looked for on {}; \
-                     name one with the libica key or RUSTICA_LIBICA)",
-                    std::env::consts::ARCH
-                ),
-            },
-        ),
-        Choice::Auto => match load(s.libica.as_deref()) {
-            Ok(l) if l.rsa_hardware() => {
-                let detail = format!("backend = auto: libica {}; offload {range}", l.describe());
-                (
-                    Some(l),
-                    Status {
-                        name: "libica",
-                        detail,
-                    },
-                )
-            }
-            Ok(l) => (
-                None,
-                Status {
-                    name: "software",
-                    detail: format!(
-                        "backend = auto: software, libica {} (set backend = libica to use it anyway)",
-                        l.describe()
-                    ),
-                },
-            ),
-            Err(e) => (
-                None,
-                Status {
-                    name: "software",
-                    detail: format!("backend = auto: software, no libica ({e})"),
-                },
-            ),
-        },
-        Choice::Libica => match load(s.libica.as_deref()) {
-            Ok(l) => {
-                let detail = format!("backend = libica: {}; offload {range}", l.describe());
-                (
-                    Some(l),
-                    Status {
-                        name: "libica",
-                        detail,
-                    },
-                )
-            }
-            Err(e) => {
-                let msg = format!(
-                    "backend = libica, but libica cannot be loaded ({e}); install libica, \
-                     point the 'libica' key (or RUSTICA_LIBICA) at it, or use backend = auto \
-                     or software"
-                );
-                unavailable = Some(msg.clone());
-                (
-                    None,
-                    Status {
-                        name: "unavailable",
-                        detail: msg,
-                    },
-                )
-            }
-        },
-    };
-        let trace = match &s.trace {
-            Trace::Off => TraceSink::Off,
-            Trace::Stderr => TraceSink::Stderr,
-            Trace::Dir(dir) => match open_trace_file(dir).and_then(|f| {
-                use std::os::unix::fs::MetadataExt;
-                let m = f.metadata().map_err(|e| e.to_string())?;
-                Ok(TraceSink::File(f, (m.dev(), m.ino())))
-            }) {
-                Ok(sink) => sink,
-                Err(e) => {
-                    say_on_stderr(&format!("debug trace off: {e}"));
-                    TraceSink::Off
-                }
-            },
-        };
-        // Decided once: libica in FIPS mode refuses RSA below 3072 bits,
-        // so such keys go to software by rule, not as a failure per call.
-        let fips_floor = libica
-            .as_ref()
-            .and_then(|l| l.fips_status())
-            .filter(|st| st & crate::libica::abi::ICA_FIPS_MODE != 0)
-            .map(|_| crate::libica::abi::FIPS_MIN_RSA_BITS)
-            .filter(|floor| *floor > s.offload_min_bits);
-        let mut status = status;
+        let Chosen {
+            libica,
+            mut status,
+            unavailable,
+        } = choose(s);
+        let fips_floor = fips_floor(libica.as_deref(), s.offload_min_bits);
         if let Some(floor) = fips_floor {
             status.detail.push_str(&format!(
                 "; libica is in FIPS mode: keys below {floor} bits run in software (libica refuses them)"
             ));
         }
-        let (async_limits, async_status) = match (&libica, &s.async_unreachable) {
-            (None, _) => (None, "off (no libica route: nothing blocks)".to_string()),
-            _ if !s.asynchronous => (None, "off (async = off)".to_string()),
-            (_, Some(why)) => (None, format!("off ({why})")),
-            (Some(_), None) => (
-                Some(s.async_limits),
-                format!(
-                    "on (libica calls inside ASYNC jobs: up to {} offload threads, {} in flight)",
-                    s.async_limits.threads, s.async_limits.max_inflight
-                ),
-            ),
-        };
+        let (async_limits, async_status) = async_route(libica.is_some(), s);
         let router = Router {
             libica,
             unavailable,
             min_bits: s.offload_min_bits,
             max_bits: s.offload_max_bits,
-            trace,
+            trace: open_trace(&s.trace),
             status,
             async_limits,
             async_status,

@@ -182,7 +182,6 @@ impl CipherCtx {
     }
 
     pub(super) fn set_params(&mut self, params: *const OSSL_PARAM) -> Result<()> {
-        let prov = self.prov();
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_PAD_MODE) {
@@ -193,10 +192,10 @@ impl CipherCtx {
                 };
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST) {
-                self.oaep_md = Some(prov.digests().resolve(params::get_str(p)?)?);
+                self.oaep_md = Some(self.digests.resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST) {
-                self.mgf1 = Some(prov.digests().resolve(params::get_str(p)?)?);
+                self.mgf1 = Some(self.digests.resolve(params::get_str(p)?)?);
             }
             if let Some(p) = params::find(params, ffi::OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL) {
                 let label = params::get_octets(p)?;

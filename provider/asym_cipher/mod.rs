@@ -275,61 +275,17 @@ unsafe extern "C" fn settable_ctx_params(
 }
 
 pub static RSA_ASYM_CIPHER: [OSSL_DISPATCH; 12] = [
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_NEWCTX,
-        ffi::OSSL_FUNC_asym_cipher_newctx_fn,
-        newctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_FREECTX,
-        ffi::OSSL_FUNC_asym_cipher_freectx_fn,
-        freectx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_DUPCTX,
-        ffi::OSSL_FUNC_asym_cipher_dupctx_fn,
-        dupctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT,
-        ffi::OSSL_FUNC_asym_cipher_encrypt_init_fn,
-        encrypt_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_ENCRYPT,
-        ffi::OSSL_FUNC_asym_cipher_encrypt_fn,
-        encrypt
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT,
-        ffi::OSSL_FUNC_asym_cipher_decrypt_init_fn,
-        decrypt_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_DECRYPT,
-        ffi::OSSL_FUNC_asym_cipher_decrypt_fn,
-        decrypt
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS,
-        ffi::OSSL_FUNC_asym_cipher_get_ctx_params_fn,
-        get_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_asym_cipher_gettable_ctx_params_fn,
-        gettable_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS,
-        ffi::OSSL_FUNC_asym_cipher_set_ctx_params_fn,
-        set_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_asym_cipher_settable_ctx_params_fn,
-        settable_ctx_params
-    ),
+    dispatch!(ASYM_CIPHER_NEWCTX: asym_cipher_newctx => newctx),
+    dispatch!(ASYM_CIPHER_FREECTX: asym_cipher_freectx => freectx),
+    dispatch!(ASYM_CIPHER_DUPCTX: asym_cipher_dupctx => dupctx),
+    dispatch!(ASYM_CIPHER_ENCRYPT_INIT: asym_cipher_encrypt_init => encrypt_init),
+    dispatch!(ASYM_CIPHER_ENCRYPT: asym_cipher_encrypt => encrypt),
+    dispatch!(ASYM_CIPHER_DECRYPT_INIT: asym_cipher_decrypt_init => decrypt_init),
+    dispatch!(ASYM_CIPHER_DECRYPT: asym_cipher_decrypt => decrypt),
+    dispatch!(ASYM_CIPHER_GET_CTX_PARAMS: asym_cipher_get_ctx_params => get_ctx_params),
+    dispatch!(ASYM_CIPHER_GETTABLE_CTX_PARAMS: asym_cipher_gettable_ctx_params => gettable_ctx_params),
+    dispatch!(ASYM_CIPHER_SET_CTX_PARAMS: asym_cipher_set_ctx_params => set_ctx_params),
+    dispatch!(ASYM_CIPHER_SETTABLE_CTX_PARAMS: asym_cipher_settable_ctx_params => settable_ctx_params),
     DISPATCH_END,
 ];
 

@@ -323,106 +323,26 @@ unsafe extern "C" fn rsa_query_operation_name(_operation_id: c_int) -> *const c_
 macro_rules! keymgmt_table {
     ($new:ident, $types:ident, $gen_init:ident, $gen_settable:ident) => {
         [
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_NEW,
-                ffi::OSSL_FUNC_keymgmt_new_fn,
-                $new
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_FREE,
-                ffi::OSSL_FUNC_keymgmt_free_fn,
-                rsa_free
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_HAS,
-                ffi::OSSL_FUNC_keymgmt_has_fn,
-                rsa_has
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_MATCH,
-                ffi::OSSL_FUNC_keymgmt_match_fn,
-                rsa_match
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_VALIDATE,
-                ffi::OSSL_FUNC_keymgmt_validate_fn,
-                rsa_validate
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_IMPORT,
-                ffi::OSSL_FUNC_keymgmt_import_fn,
-                rsa_import
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_IMPORT_TYPES,
-                ffi::OSSL_FUNC_keymgmt_import_types_fn,
-                $types
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_EXPORT,
-                ffi::OSSL_FUNC_keymgmt_export_fn,
-                rsa_export
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_EXPORT_TYPES,
-                ffi::OSSL_FUNC_keymgmt_export_types_fn,
-                $types
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GET_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_get_params_fn,
-                rsa_get_params
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_gettable_params_fn,
-                rsa_gettable_params
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_SET_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_set_params_fn,
-                rsa_set_params
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_settable_params_fn,
-                rsa_settable_params
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_DUP,
-                ffi::OSSL_FUNC_keymgmt_dup_fn,
-                rsa_dup
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GEN_INIT,
-                ffi::OSSL_FUNC_keymgmt_gen_init_fn,
-                $gen_init
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_gen_set_params_fn,
-                rsa_gen_set_params
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS,
-                ffi::OSSL_FUNC_keymgmt_gen_settable_params_fn,
-                $gen_settable
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GEN,
-                ffi::OSSL_FUNC_keymgmt_gen_fn,
-                rsa_gen
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_GEN_CLEANUP,
-                ffi::OSSL_FUNC_keymgmt_gen_cleanup_fn,
-                rsa_gen_cleanup
-            ),
-            dispatch!(
-                ffi::OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME,
-                ffi::OSSL_FUNC_keymgmt_query_operation_name_fn,
-                rsa_query_operation_name
-            ),
+            dispatch!(KEYMGMT_NEW: keymgmt_new => $new),
+            dispatch!(KEYMGMT_FREE: keymgmt_free => rsa_free),
+            dispatch!(KEYMGMT_HAS: keymgmt_has => rsa_has),
+            dispatch!(KEYMGMT_MATCH: keymgmt_match => rsa_match),
+            dispatch!(KEYMGMT_VALIDATE: keymgmt_validate => rsa_validate),
+            dispatch!(KEYMGMT_IMPORT: keymgmt_import => rsa_import),
+            dispatch!(KEYMGMT_IMPORT_TYPES: keymgmt_import_types => $types),
+            dispatch!(KEYMGMT_EXPORT: keymgmt_export => rsa_export),
+            dispatch!(KEYMGMT_EXPORT_TYPES: keymgmt_export_types => $types),
+            dispatch!(KEYMGMT_GET_PARAMS: keymgmt_get_params => rsa_get_params),
+            dispatch!(KEYMGMT_GETTABLE_PARAMS: keymgmt_gettable_params => rsa_gettable_params),
+            dispatch!(KEYMGMT_SET_PARAMS: keymgmt_set_params => rsa_set_params),
+            dispatch!(KEYMGMT_SETTABLE_PARAMS: keymgmt_settable_params => rsa_settable_params),
+            dispatch!(KEYMGMT_DUP: keymgmt_dup => rsa_dup),
+            dispatch!(KEYMGMT_GEN_INIT: keymgmt_gen_init => $gen_init),
+            dispatch!(KEYMGMT_GEN_SET_PARAMS: keymgmt_gen_set_params => rsa_gen_set_params),
+            dispatch!(KEYMGMT_GEN_SETTABLE_PARAMS: keymgmt_gen_settable_params => $gen_settable),
+            dispatch!(KEYMGMT_GEN: keymgmt_gen => rsa_gen),
+            dispatch!(KEYMGMT_GEN_CLEANUP: keymgmt_gen_cleanup => rsa_gen_cleanup),
+            dispatch!(KEYMGMT_QUERY_OPERATION_NAME: keymgmt_query_operation_name => rsa_query_operation_name),
             DISPATCH_END,
         ]
     };

@@ -147,106 +147,26 @@ const fn table<const MD: usize>() -> [OSSL_DISPATCH; 21] {
         verify_recover,
     };
     [
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_NEWCTX,
-            ffi::OSSL_FUNC_signature_newctx_fn,
-            newctx
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_FREECTX,
-            ffi::OSSL_FUNC_signature_freectx_fn,
-            freectx
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_DUPCTX,
-            ffi::OSSL_FUNC_signature_dupctx_fn,
-            dupctx
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SIGN_INIT,
-            ffi::OSSL_FUNC_signature_sign_init_fn,
-            sign_init::<MD>
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SIGN,
-            ffi::OSSL_FUNC_signature_sign_fn,
-            sign
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_INIT,
-            ffi::OSSL_FUNC_signature_sign_message_init_fn,
-            sign_message_init::<MD>
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_UPDATE,
-            ffi::OSSL_FUNC_signature_sign_message_update_fn,
-            message_update
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SIGN_MESSAGE_FINAL,
-            ffi::OSSL_FUNC_signature_sign_message_final_fn,
-            sign_message_final
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_INIT,
-            ffi::OSSL_FUNC_signature_verify_init_fn,
-            verify_init::<MD>
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY,
-            ffi::OSSL_FUNC_signature_verify_fn,
-            verify
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_INIT,
-            ffi::OSSL_FUNC_signature_verify_message_init_fn,
-            verify_message_init::<MD>
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_UPDATE,
-            ffi::OSSL_FUNC_signature_verify_message_update_fn,
-            message_update
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_MESSAGE_FINAL,
-            ffi::OSSL_FUNC_signature_verify_message_final_fn,
-            verify_message_final
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
-            ffi::OSSL_FUNC_signature_verify_recover_init_fn,
-            verify_recover_init::<MD>
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
-            ffi::OSSL_FUNC_signature_verify_recover_fn,
-            verify_recover
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_QUERY_KEY_TYPES,
-            ffi::OSSL_FUNC_signature_query_key_types_fn,
-            query_key_types
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS,
-            ffi::OSSL_FUNC_signature_get_ctx_params_fn,
-            get_ctx_params
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
-            ffi::OSSL_FUNC_signature_gettable_ctx_params_fn,
-            gettable_ctx_params
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS,
-            ffi::OSSL_FUNC_signature_set_ctx_params_fn,
-            set_ctx_params
-        ),
-        dispatch!(
-            ffi::OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
-            ffi::OSSL_FUNC_signature_settable_ctx_params_fn,
-            settable_ctx_params
-        ),
+        dispatch!(SIGNATURE_NEWCTX: signature_newctx => newctx),
+        dispatch!(SIGNATURE_FREECTX: signature_freectx => freectx),
+        dispatch!(SIGNATURE_DUPCTX: signature_dupctx => dupctx),
+        dispatch!(SIGNATURE_SIGN_INIT: signature_sign_init => sign_init::<MD>),
+        dispatch!(SIGNATURE_SIGN: signature_sign => sign),
+        dispatch!(SIGNATURE_SIGN_MESSAGE_INIT: signature_sign_message_init => sign_message_init::<MD>),
+        dispatch!(SIGNATURE_SIGN_MESSAGE_UPDATE: signature_sign_message_update => message_update),
+        dispatch!(SIGNATURE_SIGN_MESSAGE_FINAL: signature_sign_message_final => sign_message_final),
+        dispatch!(SIGNATURE_VERIFY_INIT: signature_verify_init => verify_init::<MD>),
+        dispatch!(SIGNATURE_VERIFY: signature_verify => verify),
+        dispatch!(SIGNATURE_VERIFY_MESSAGE_INIT: signature_verify_message_init => verify_message_init::<MD>),
+        dispatch!(SIGNATURE_VERIFY_MESSAGE_UPDATE: signature_verify_message_update => message_update),
+        dispatch!(SIGNATURE_VERIFY_MESSAGE_FINAL: signature_verify_message_final => verify_message_final),
+        dispatch!(SIGNATURE_VERIFY_RECOVER_INIT: signature_verify_recover_init => verify_recover_init::<MD>),
+        dispatch!(SIGNATURE_VERIFY_RECOVER: signature_verify_recover => verify_recover),
+        dispatch!(SIGNATURE_QUERY_KEY_TYPES: signature_query_key_types => query_key_types),
+        dispatch!(SIGNATURE_GET_CTX_PARAMS: signature_get_ctx_params => get_ctx_params),
+        dispatch!(SIGNATURE_GETTABLE_CTX_PARAMS: signature_gettable_ctx_params => gettable_ctx_params),
+        dispatch!(SIGNATURE_SET_CTX_PARAMS: signature_set_ctx_params => set_ctx_params),
+        dispatch!(SIGNATURE_SETTABLE_CTX_PARAMS: signature_settable_ctx_params => settable_ctx_params),
         DISPATCH_END,
     ]
 }

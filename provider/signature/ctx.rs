@@ -10,7 +10,7 @@ use ibmca_shim::RsaKey;
 use super::salt::{default_salt_len, parse_salt_len, AUTO_SALT_FOR_VERIFY};
 use crate::boundary::ProviderObject;
 use crate::context::ProvCtx;
-use crate::digest::{DigestCache, DigestId, Hasher};
+use crate::digest::{Digest, DigestCache, DigestId, Hasher};
 use crate::error::{fail, Error, Reason, Result};
 use crate::ffi::{self, OSSL_PARAM};
 use crate::key::{KeyKind, KeyObj, PssRestrictions};
@@ -289,7 +289,7 @@ impl SigCtx {
     }
 
     /// The digest of the whole message, ending the operation.
-    pub(super) fn finish_message(&mut self) -> Result<Vec<u8>> {
+    pub(super) fn finish_message(&mut self) -> Result<Digest> {
         self.check_message_open()?;
         self.stage = MessageStage::Finished;
         self.finish_hash()
@@ -345,6 +345,8 @@ impl SigCtx {
         Ok(())
     }
 
+    /// The context's parameters, in OpenSSL's order: digest, padding, PSS
+    /// salt length, MGF1 digest (each checked as it is set).
     pub(super) fn set_params(&mut self, params: *const OSSL_PARAM) -> Result<()> {
         if self.composite.is_some() {
             return self.set_composite_params(params);
@@ -352,129 +354,158 @@ impl SigCtx {
         // SAFETY: `params` is the caller's terminated array (or NULL).
         unsafe {
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_DIGEST) {
-                let id = self.prov().digests().resolve(params::get_str(p)?)?;
+                let id = self.digests.resolve(params::get_str(p)?)?;
                 self.set_md(id)?;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PAD_MODE) {
-                let pad = if p.data_type == UTF8 {
-                    Pad::from_name(params::get_str(p)?)?
-                } else {
-                    Pad::from_int(params::get_int(p)?)?
-                };
-                if pad == Pad::Pss && self.purpose == Purpose::VerifyRecover {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "PSS padding cannot be used to recover data",
-                    );
-                }
-                if pad == Pad::X931 {
-                    return fail(
-                        Reason::Unsupported,
-                        "X9.31 padding is not supported by rustica",
-                    );
-                }
-                if self.pss_only && pad != Pad::Pss {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "RSA-PSS keys can only be used with PSS padding",
-                    );
-                }
-                if pad == Pad::None && self.md.is_some() {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "padding mode none cannot be used with a digest",
-                    );
-                }
-                if pad == Pad::Pss && self.md.is_some_and(|md| !md.has_oid()) {
-                    return fail(
-                        Reason::UnsupportedDigest,
-                        "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
-                    );
-                }
-                self.pad = pad;
-                // OpenSSL's default for PSS without a digest (a raw
-                // EVP_PKEY_sign/verify of a precomputed hash): SHA-1, and
-                // MGF1 with the same digest. A digest set later replaces it.
-                if pad == Pad::Pss && self.md.is_none() {
-                    self.md = Some(DigestId::Sha1);
-                }
+                self.set_pad_param(p)?;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_PSS_SALTLEN) {
-                if self.pad != Pad::Pss {
-                    return fail(
-                        Reason::InvalidParameter,
-                        "a PSS salt length needs PSS padding",
-                    );
-                }
-                let v = if p.data_type == UTF8 {
-                    parse_salt_len(params::get_str(p)?)?
-                } else {
-                    params::get_int(p)?
-                };
-                // "auto-digestmax" (-4) exists from OpenSSL 3.1 on.
-                let lowest = default_salt_len(self.core_version).min(SALT_MAX);
-                if v < lowest {
-                    return fail(
-                        Reason::InvalidParameter,
-                        format!("PSS salt length {v} is not valid"),
-                    );
-                }
-                // An autodetected salt with a restricted key, as the
-                // running core's default provider has it: OpenSSL 3.0 to
-                // 3.3 refuse it for verifying; 3.4 and later refuse it for
-                // signing and take it for verifying, where rustica then
-                // holds the recovered salt to the key's minimum (see
-                // `verify_digest_uncounted`).
-                if self.restrict.is_some() && matches!(v, SALT_AUTO | SALT_AUTO_DIGEST_MAX) {
-                    let refused = if self.core_version >= AUTO_SALT_FOR_VERIFY {
-                        self.purpose == Purpose::Sign
-                    } else {
-                        self.purpose == Purpose::Verify
-                    };
-                    if refused {
-                        let when = match self.purpose {
-                            Purpose::Sign => "signing",
-                            _ => "verifying",
-                        };
-                        return fail(
-                            Reason::InvalidSaltLength,
-                            format!(
-                                "cannot use an autodetected salt length for {when} with a \
-                                 restricted RSA-PSS key (its minimum salt length is {}; give \
-                                 a length)",
-                                self.restrict.map_or(0, |r| r.min_salt)
-                            ),
-                        );
-                    }
-                }
-                // A restricted RSA-PSS key's minimum is enforced when set.
-                let fixed = match v {
-                    SALT_DIGEST => self.md.map(|md| md.size() as i32),
-                    v if v >= 0 => Some(v),
-                    _ => None,
-                };
-                if let (Some(r), Some(len)) = (self.restrict, fixed) {
-                    if (len as usize) < r.min_salt {
-                        return fail(
-                            Reason::InvalidSaltLength,
-                            format!(
-                                "PSS salt length {len} is below this key's minimum of {}",
-                                r.min_salt
-                            ),
-                        );
-                    }
-                }
-                self.saltlen = v;
+                self.set_salt_param(p)?;
             }
             if let Some(p) = params::find(params, ffi::OSSL_SIGNATURE_PARAM_MGF1_DIGEST) {
-                if self.pad != Pad::Pss {
-                    return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
-                }
-                let id = self.prov().digests().resolve(params::get_str(p)?)?;
-                self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
-                self.mgf1 = Some(id);
+                self.set_mgf1_param(p)?;
             }
         }
+        Ok(())
+    }
+
+    /// The padding mode parameter (a name or OpenSSL's number).
+    fn set_pad_param(&mut self, p: &OSSL_PARAM) -> Result<()> {
+        let pad = if p.data_type == UTF8 {
+            Pad::from_name(params::get_str(p)?)?
+        } else {
+            Pad::from_int(params::get_int(p)?)?
+        };
+        if pad == Pad::Pss && self.purpose == Purpose::VerifyRecover {
+            return fail(
+                Reason::InvalidParameter,
+                "PSS padding cannot be used to recover data",
+            );
+        }
+        if pad == Pad::X931 {
+            return fail(
+                Reason::Unsupported,
+                "X9.31 padding is not supported by rustica",
+            );
+        }
+        if self.pss_only && pad != Pad::Pss {
+            return fail(
+                Reason::InvalidParameter,
+                "RSA-PSS keys can only be used with PSS padding",
+            );
+        }
+        if pad == Pad::None && self.md.is_some() {
+            return fail(
+                Reason::InvalidParameter,
+                "padding mode none cannot be used with a digest",
+            );
+        }
+        if pad == Pad::Pss && self.md.is_some_and(|md| !md.has_oid()) {
+            return fail(
+                Reason::UnsupportedDigest,
+                "MD5-SHA1 is for PKCS#1 v1.5 signatures (TLS 1.0/1.1) only, not PSS",
+            );
+        }
+        self.pad = pad;
+        // OpenSSL's default for PSS without a digest (a raw
+        // EVP_PKEY_sign/verify of a precomputed hash): SHA-1, and MGF1 with
+        // the same digest. A digest set later replaces it.
+        if pad == Pad::Pss && self.md.is_none() {
+            self.md = Some(DigestId::Sha1);
+        }
+        Ok(())
+    }
+
+    /// The PSS salt length parameter (a name or a number), checked against
+    /// the running core's accepted values and a restricted key's limits.
+    fn set_salt_param(&mut self, p: &OSSL_PARAM) -> Result<()> {
+        if self.pad != Pad::Pss {
+            return fail(
+                Reason::InvalidParameter,
+                "a PSS salt length needs PSS padding",
+            );
+        }
+        let v = if p.data_type == UTF8 {
+            parse_salt_len(params::get_str(p)?)?
+        } else {
+            params::get_int(p)?
+        };
+        // "auto-digestmax" (-4) exists from OpenSSL 3.1 on.
+        let lowest = default_salt_len(self.core_version).min(SALT_MAX);
+        if v < lowest {
+            return fail(
+                Reason::InvalidParameter,
+                format!("PSS salt length {v} is not valid"),
+            );
+        }
+        self.check_auto_salt(v)?;
+        self.check_min_salt(v)?;
+        self.saltlen = v;
+        Ok(())
+    }
+
+    /// An autodetected salt with a restricted key, as the running core's
+    /// default provider has it: OpenSSL 3.0 to 3.3 refuse it for
+    /// verifying; 3.4 and later refuse it for signing and take it for
+    /// verifying, where rustica then holds the recovered salt to the key's
+    /// minimum (see `verify_digest_uncounted`).
+    fn check_auto_salt(&self, v: i32) -> Result<()> {
+        if self.restrict.is_none() || !matches!(v, SALT_AUTO | SALT_AUTO_DIGEST_MAX) {
+            return Ok(());
+        }
+        let refused = if self.core_version >= AUTO_SALT_FOR_VERIFY {
+            self.purpose == Purpose::Sign
+        } else {
+            self.purpose == Purpose::Verify
+        };
+        if !refused {
+            return Ok(());
+        }
+        let when = match self.purpose {
+            Purpose::Sign => "signing",
+            _ => "verifying",
+        };
+        fail(
+            Reason::InvalidSaltLength,
+            format!(
+                "cannot use an autodetected salt length for {when} with a restricted \
+                 RSA-PSS key (its minimum salt length is {}; give a length)",
+                self.restrict.map_or(0, |r| r.min_salt)
+            ),
+        )
+    }
+
+    /// A restricted RSA-PSS key's minimum salt length, enforced when a
+    /// fixed length (or the digest's) is set.
+    fn check_min_salt(&self, v: i32) -> Result<()> {
+        let fixed = match v {
+            SALT_DIGEST => self.md.map(|md| md.size() as i32),
+            v if v >= 0 => Some(v),
+            _ => None,
+        };
+        if let (Some(r), Some(len)) = (self.restrict, fixed) {
+            if (len as usize) < r.min_salt {
+                return fail(
+                    Reason::InvalidSaltLength,
+                    format!(
+                        "PSS salt length {len} is below this key's minimum of {}",
+                        r.min_salt
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The MGF1 digest parameter (PSS only; within a restricted key's).
+    fn set_mgf1_param(&mut self, p: &OSSL_PARAM) -> Result<()> {
+        if self.pad != Pad::Pss {
+            return fail(Reason::InvalidMgf1Md, "an MGF1 digest needs PSS padding");
+        }
+        let id = self.digests.resolve(params::get_str(p)?)?;
+        self.check_restricted("MGF1 digest", self.restrict.map(|r| r.mgf1), id)?;
+        self.mgf1 = Some(id);
         Ok(())
     }
 
@@ -502,8 +533,8 @@ impl SigCtx {
         Ok(self.hasher.as_mut().expect("set above"))
     }
 
-    pub(super) fn finish_hash(&mut self) -> Result<Vec<u8>> {
-        let digest = self.hasher()?.finish()?;
+    pub(super) fn finish_hash(&mut self) -> Result<Digest> {
+        let digest = self.hasher()?.finish_digest()?;
         self.hasher = None;
         self.hashing = false;
         Ok(digest)

@@ -4,8 +4,9 @@
 use std::ffi::{c_int, c_uchar, c_void, CStr};
 use std::ptr;
 
-use crate::boundary::{free_object, guard, into_object, with_object, ProviderObject};
+use crate::boundary::{free_object, guard, into_object, with_object};
 use crate::context::ProvCtx;
+use crate::digest::DigestId;
 use crate::dispatch::{algorithm, dispatch, AlgorithmTable, ALGORITHM_END, DISPATCH_END};
 use crate::error::{fail, Reason, Result};
 use crate::ffi::{self, OSSL_ALGORITHM, OSSL_DISPATCH, OSSL_PARAM};
@@ -217,17 +218,18 @@ fn digest_init(
     // as the default provider does.
     let previous_md = c.md.filter(|_| provkey.is_null() && c.key.is_some());
     c.init(provkey, purpose, ptr::null())?;
-    let name = if mdname.is_null() {
-        previous_md
-            .map_or("SHA2-256", |md| md.info().aliases[0])
-            .to_string()
+    let id = if mdname.is_null() {
+        let id = previous_md.unwrap_or(DigestId::Sha256);
+        // Usable only where a provider offers it, as a name given is.
+        c.digests.md(id)?;
+        id
     } else {
         // SAFETY: OpenSSL passes a NUL-terminated digest name.
-        unsafe { CStr::from_ptr(mdname) }
-            .to_string_lossy()
-            .into_owned()
+        let name = unsafe { CStr::from_ptr(mdname) };
+        // The context's own cache: the digest is fetched once for the
+        // context (and kept for its hashing), not once more here.
+        c.digests.resolve_c(name)?
     };
-    let id = c.prov().digests().resolve(&name)?;
     c.set_md(id)?;
     c.set_params(params)?;
     Ok(1)
@@ -431,111 +433,27 @@ unsafe extern "C" fn set_ctx_params(ctx: *mut c_void, params: *const OSSL_PARAM)
 }
 
 pub static RSA_SIGNATURE: [OSSL_DISPATCH; 22] = [
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_NEWCTX,
-        ffi::OSSL_FUNC_signature_newctx_fn,
-        newctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_FREECTX,
-        ffi::OSSL_FUNC_signature_freectx_fn,
-        freectx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DUPCTX,
-        ffi::OSSL_FUNC_signature_dupctx_fn,
-        dupctx
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SIGN_INIT,
-        ffi::OSSL_FUNC_signature_sign_init_fn,
-        sign_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SIGN,
-        ffi::OSSL_FUNC_signature_sign_fn,
-        sign
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_INIT,
-        ffi::OSSL_FUNC_signature_verify_init_fn,
-        verify_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY,
-        ffi::OSSL_FUNC_signature_verify_fn,
-        verify
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
-        ffi::OSSL_FUNC_signature_verify_recover_init_fn,
-        verify_recover_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
-        ffi::OSSL_FUNC_signature_verify_recover_fn,
-        verify_recover
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,
-        ffi::OSSL_FUNC_signature_digest_sign_init_fn,
-        digest_sign_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,
-        ffi::OSSL_FUNC_signature_digest_sign_update_fn,
-        digest_update
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,
-        ffi::OSSL_FUNC_signature_digest_sign_final_fn,
-        digest_sign_final
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_SIGN,
-        ffi::OSSL_FUNC_signature_digest_sign_fn,
-        digest_sign
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,
-        ffi::OSSL_FUNC_signature_digest_verify_init_fn,
-        digest_verify_init
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,
-        ffi::OSSL_FUNC_signature_digest_verify_update_fn,
-        digest_update
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,
-        ffi::OSSL_FUNC_signature_digest_verify_final_fn,
-        digest_verify_final
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_DIGEST_VERIFY,
-        ffi::OSSL_FUNC_signature_digest_verify_fn,
-        digest_verify
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_get_ctx_params_fn,
-        get_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_gettable_ctx_params_fn,
-        gettable_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_set_ctx_params_fn,
-        set_ctx_params
-    ),
-    dispatch!(
-        ffi::OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
-        ffi::OSSL_FUNC_signature_settable_ctx_params_fn,
-        settable_ctx_params
-    ),
+    dispatch!(SIGNATURE_NEWCTX: signature_newctx => newctx),
+    dispatch!(SIGNATURE_FREECTX: signature_freectx => freectx),
+    dispatch!(SIGNATURE_DUPCTX: signature_dupctx => dupctx),
+    dispatch!(SIGNATURE_SIGN_INIT: signature_sign_init => sign_init),
+    dispatch!(SIGNATURE_SIGN: signature_sign => sign),
+    dispatch!(SIGNATURE_VERIFY_INIT: signature_verify_init => verify_init),
+    dispatch!(SIGNATURE_VERIFY: signature_verify => verify),
+    dispatch!(SIGNATURE_VERIFY_RECOVER_INIT: signature_verify_recover_init => verify_recover_init),
+    dispatch!(SIGNATURE_VERIFY_RECOVER: signature_verify_recover => verify_recover),
+    dispatch!(SIGNATURE_DIGEST_SIGN_INIT: signature_digest_sign_init => digest_sign_init),
+    dispatch!(SIGNATURE_DIGEST_SIGN_UPDATE: signature_digest_sign_update => digest_update),
+    dispatch!(SIGNATURE_DIGEST_SIGN_FINAL: signature_digest_sign_final => digest_sign_final),
+    dispatch!(SIGNATURE_DIGEST_SIGN: signature_digest_sign => digest_sign),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_INIT: signature_digest_verify_init => digest_verify_init),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_UPDATE: signature_digest_verify_update => digest_update),
+    dispatch!(SIGNATURE_DIGEST_VERIFY_FINAL: signature_digest_verify_final => digest_verify_final),
+    dispatch!(SIGNATURE_DIGEST_VERIFY: signature_digest_verify => digest_verify),
+    dispatch!(SIGNATURE_GET_CTX_PARAMS: signature_get_ctx_params => get_ctx_params),
+    dispatch!(SIGNATURE_GETTABLE_CTX_PARAMS: signature_gettable_ctx_params => gettable_ctx_params),
+    dispatch!(SIGNATURE_SET_CTX_PARAMS: signature_set_ctx_params => set_ctx_params),
+    dispatch!(SIGNATURE_SETTABLE_CTX_PARAMS: signature_settable_ctx_params => settable_ctx_params),
     DISPATCH_END,
 ];
 
