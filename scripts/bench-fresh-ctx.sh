@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wall time of a fresh signing context per operation, A/B, in process: the
-# pattern of BIND and PowerDNS for every RRSIG (benches/fresh_ctx/fresh_ctx.c).
+# pattern of BIND and PowerDNS for every RRSIG (benches/instructions/fresh.c, timed).
 # A (the default provider only) and B (rustica preferred through
 # openssl.cnf) run in separate processes that take turns, the order
 # alternated per round (A B, then B A), each a fixed wall time; B/A of the
@@ -10,19 +10,19 @@
 # A benchmark, not a test: the machine's other load moves it
 # (docs/performance.md, "Fresh context per operation").
 #
-# usage: scripts/bench-fresh-ctx.sh [-r ROUNDS] [-t MS] [-b BITS...] [sign|verify ...]
+# Usage: scripts/bench-fresh-ctx.sh [-r ROUNDS] [-t MS] [-b BITS...] [sign|verify ...]
 #   defaults: 30 rounds, 300 ms per process, 1024 bits, sign and verify.
 #   RUSTICA_MODULE=/path/rustica.so measures that module instead of a
 #   fresh release build; BENCH_KEYS=DIR takes DIR/key-BITS.pem.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 rounds=30 ms=300 sizes=(1024)
 while getopts "r:t:b:" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     t) ms=$OPTARG ;;
     b) read -r -a sizes <<<"$OPTARG" ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    *) usage >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -36,7 +36,7 @@ rustica=$(dirname "$RUSTICA_MODULE")/rustica
 [ -x "$rustica" ] || rustica=target/release/rustica
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -o "$work/fresh_ctx" benches/fresh_ctx/fresh_ctx.c -lcrypto
+cc -O2 -Wall -o "$work/fresh" benches/instructions/fresh.c -lcrypto
 . scripts/lib/openssl-cnf.sh
 stock_conf "$work/a.cnf"
 rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
@@ -49,9 +49,11 @@ run() { # side op key
   local side=$1 cnf=a want=default env=()
   case $side in B) cnf=b want=rustica ;; B0) cnf=b want=rustica env=(RUSTICA_STATS=0) ;; esac
   local out
-  out=$(env "${env[@]}" OPENSSL_CONF="$work/$cnf.cnf" "$work/fresh_ctx" "$2" "$3" "$ms")
-  [ "${out#* }" = "$want" ] || { echo "bench-fresh-ctx: side $side ran on ${out#* }, not $want" >&2; exit 1; }
-  echo "${out%% *}"
+  local provider count rate
+  read -r provider count rate < <(env "${env[@]}" OPENSSL_CONF="$work/$cnf.cnf" \
+    "$work/fresh" "d$2-fresh" 50 0 "$3" "$ms")
+  [ "$provider" = "$want" ] || fail "side $side ran on $provider, not $want ($count operations)"
+  echo "$rate"
 }
 
 echo "| bits | operation | A ops/s | B ops/s | B/A [95 %] | B0 (counters off)/A [95 %] |"
