@@ -109,8 +109,14 @@ impl ProviderObject for CipherCtx {
 
 impl CipherCtx {
     pub(super) fn fresh(prov: &ProvCtx) -> CipherCtx {
+        CipherCtx::with_defaults(prov, prov.digests())
+    }
+
+    /// Every parameter at its default, no key: what `fresh` makes, and the
+    /// unit tests' context (which has no provider behind it).
+    fn with_defaults(prov: *const ProvCtx, digests: DigestCache) -> CipherCtx {
         CipherCtx {
-            prov: prov as *const ProvCtx,
+            prov,
             key: None,
             pad: EncPad::Pkcs1,
             oaep_md: None,
@@ -121,7 +127,7 @@ impl CipherCtx {
             implicit_rejection: true,
             rejection_key: None,
             rejection_sha: None,
-            digests: prov.digests(),
+            digests,
         }
     }
 
@@ -409,20 +415,7 @@ mod tests {
 
     /// A context that never reaches the provider or a key.
     fn ctx() -> CipherCtx {
-        CipherCtx {
-            prov: std::ptr::null(),
-            key: None,
-            pad: EncPad::Pkcs1,
-            oaep_md: None,
-            mgf1: None,
-            label: None,
-            client_version: 0,
-            alt_version: 0,
-            implicit_rejection: true,
-            rejection_key: None,
-            rejection_sha: None,
-            digests: DigestCache::new(std::ptr::null_mut()),
-        }
+        CipherCtx::with_defaults(std::ptr::null(), DigestCache::new(std::ptr::null_mut()))
     }
 
     #[test]
