@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use rustica_card::{arith, wire};
 
+#[path = "support/memory_scan.rs"]
+mod memory_scan;
+use memory_scan::copies_left;
+
 const NOBODY: u32 = 65534;
 
 fn card_bin() -> &'static str {
@@ -376,62 +380,6 @@ fn past_the_connection_cap_the_idlest_connection_makes_room() {
 // ---------------------------------------------------------------------
 // 51.12: no copy of p left in the client's or the card's memory.
 
-/// Copies of the bytes whose complement is `inverted` in the writable
-/// mappings of process `pid` (the complement, so that the needle itself
-/// is not found).
-fn copies_in_memory(pid: &str, inverted: &[u8]) -> usize {
-    use std::os::unix::fs::FileExt;
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut found = 0;
-    for line in maps.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
-            continue;
-        };
-        if !perms.starts_with("rw") || line.contains("[vvar") || line.contains("[vsyscall]") {
-            continue;
-        }
-        let (a, b) = range.split_once('-').unwrap();
-        let (start, end) = (
-            u64::from_str_radix(a, 16).unwrap(),
-            u64::from_str_radix(b, 16).unwrap(),
-        );
-        let mut at = start;
-        while at < end {
-            let want = ((end - at) as usize).min(buf.len());
-            let Ok(got) = mem.read_at(&mut buf[..want], at) else {
-                break;
-            };
-            if got == 0 {
-                break;
-            }
-            let chunk = &buf[..got];
-            if got >= inverted.len() {
-                for i in 0..=got - inverted.len() {
-                    if chunk[i] ^ 0xff == inverted[0]
-                        && chunk[i..i + inverted.len()]
-                            .iter()
-                            .zip(inverted)
-                            .all(|(x, y)| x ^ 0xff == *y)
-                    {
-                        found += 1;
-                    }
-                }
-            }
-            // Overlap so that a copy across two chunks is seen.
-            let step = if got > inverted.len() {
-                got - inverted.len() + 1
-            } else {
-                got
-            };
-            at += step as u64;
-        }
-    }
-    found
-}
-
 #[test]
 fn no_copy_of_p_is_left_in_the_card() {
     let key = generate_key(128);
@@ -459,9 +407,8 @@ fn no_copy_of_p_is_left_in_the_card() {
     assert_eq!(wire::read_u32(&mut s).unwrap(), 0);
     let mut out = vec![0u8; key[0].len()];
     s.read_exact(&mut out).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
     let inverted: Vec<u8> = key[1][8 + 16..8 + 48].iter().map(|b| b ^ 0xff).collect();
-    let copies = copies_in_memory(&card.pid().to_string(), &inverted);
+    let copies = copies_left(&card.pid().to_string(), &inverted);
     assert_eq!(copies, 0, "copies of p in the card's memory");
     drop(s);
     let stats = card.ctl("stats");

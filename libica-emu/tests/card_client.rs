@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 use libica_abi::{ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t};
 use rustica_card::server::{self, Options};
 
+#[path = "../../card/tests/support/memory_scan.rs"]
+mod memory_scan;
+use memory_scan::copies_left;
+
 const NOBODY: u32 = 65534;
 
 fn is_root() -> bool {
@@ -243,62 +247,6 @@ fn unhex(s: &str) -> Vec<u8> {
     v
 }
 
-/// Copies of the bytes whose complement is `inverted` in the writable
-/// mappings of process `pid` (the complement, so that the needle itself
-/// is not found).
-fn copies_in_memory(pid: &str, inverted: &[u8]) -> usize {
-    use std::os::unix::fs::FileExt;
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut found = 0;
-    for line in maps.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
-            continue;
-        };
-        if !perms.starts_with("rw") || line.contains("[vvar") || line.contains("[vsyscall]") {
-            continue;
-        }
-        let (a, b) = range.split_once('-').unwrap();
-        let (start, end) = (
-            u64::from_str_radix(a, 16).unwrap(),
-            u64::from_str_radix(b, 16).unwrap(),
-        );
-        let mut at = start;
-        while at < end {
-            let want = ((end - at) as usize).min(buf.len());
-            let Ok(got) = mem.read_at(&mut buf[..want], at) else {
-                break;
-            };
-            if got == 0 {
-                break;
-            }
-            let chunk = &buf[..got];
-            if got >= inverted.len() {
-                for i in 0..=got - inverted.len() {
-                    if chunk[i] ^ 0xff == inverted[0]
-                        && chunk[i..i + inverted.len()]
-                            .iter()
-                            .zip(inverted)
-                            .all(|(x, y)| x ^ 0xff == *y)
-                    {
-                        found += 1;
-                    }
-                }
-            }
-            // Overlap so that a copy across two chunks is seen.
-            let step = if got > inverted.len() {
-                got - inverted.len() + 1
-            } else {
-                got
-            };
-            at += step as u64;
-        }
-    }
-    found
-}
-
 const KEY_VARS: [&str; 6] = ["T_IN", "T_P", "T_Q", "T_DP", "T_DQ", "T_QINV"];
 
 #[test]
@@ -332,7 +280,7 @@ fn no_copy_of_p_is_left_in_the_client() {
         for b in &mut bufs {
             zeroize::Zeroize::zeroize(b);
         }
-        let copies = copies_in_memory("self", &inverted);
+        let copies = copies_left("self", &inverted);
         assert_eq!(copies, 0, "copies of p in the client's (and card's) memory");
         return;
     }
