@@ -139,6 +139,8 @@ for u in doc["users"]:
         for backend in ("libica", "software", "fallback", "failed"):
             expected[series("rustica_operations_total", {**who, "operation": op, "backend": backend})] = c[backend]
         expected[series("rustica_async_operations_total", {**who, "operation": op})] = c["async"]
+        expected[series("rustica_late_requests_total", {**who, "operation": op})] = c["late"]
+        expected[series("rustica_late_answers_discarded_total", {**who, "operation": op})] = c["late_discarded"]
         for bits, n in c["by_bits"].items():
             expected[series("rustica_operations_by_key_size_total", {**who, "operation": op, "bits": bits})] = n
     expected[series("rustica_async_max_inflight", who)] = u["counters"]["async_max_inflight"]

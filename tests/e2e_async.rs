@@ -243,14 +243,22 @@ fn fork_with_requests_in_flight() {
 
 #[test]
 fn no_thread_without_async_use_or_with_async_off() {
-    let lab = emu_lab(&[], &[]);
+    // Without a deadline (offload-timeout-ms = 0): with one, every libica
+    // call runs on an offload thread, inside a job or not.
+    let lab = emu_lab(&[("offload-timeout-ms", "0")], &[]);
     let key = lab.genkey(2048, "key.pem");
     // Never inside a job: the process has its main thread only.
     let out = async_jobs(&lab, &[], &[], &key, "sync", 6);
     assert_eq!(printed(&out, "threads"), 1, "{out}");
     assert_eq!(lab.stats().max_inflight(), 0);
+    // The default deadline: the synchronous calls went to an offload
+    // thread, which stays (idle) for the next one.
+    let dl = emu_lab(&[], &[]);
+    let out = async_jobs(&dl, &[], &[], &key, "sync", 6);
+    assert!(printed(&out, "threads") > 1, "{out}");
+    assert_eq!(dl.stats().max_inflight(), 0);
     // async = off: jobs, but synchronous, and still no thread.
-    let off = emu_lab(&[("async", "off")], &[]);
+    let off = emu_lab(&[("async", "off"), ("offload-timeout-ms", "0")], &[]);
     let out = async_jobs(&off, &[], &[], &key, "jobs", 10);
     assert_eq!(printed(&out, "threads"), 1, "{out}");
     assert_eq!(printed(&out, "paused"), 0, "{out}");
