@@ -616,3 +616,39 @@ fn every_registered_wait_fd_is_announced_by_a_pause() {
     let total = s.total(Op::Sign) + s.total(Op::Decrypt);
     assert!(asynced > 0 && asynced < total, "{}", s.to_json());
 }
+
+/// Inside ASYNC jobs (`openssl speed -async_jobs 4`), every adapter call
+/// hanging for two minutes and `offload-timeout-ms = 100`: each paused job
+/// is woken at its deadline and its signature finished in software (speed
+/// checks its first signature), so every signature is a fallback, some
+/// are counted late, none fails, and the process exits without waiting
+/// for the offload threads still in the hung calls.
+#[test]
+fn paused_jobs_give_a_hung_adapter_call_up_at_the_deadline() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "4")],
+        &[
+            ("LIBICA_EMU_HANG_EVERY", "1"),
+            ("LIBICA_EMU_HANG_MS", "120000"),
+        ],
+    );
+    let cmd = lab.command(
+        Side::RusticaConfig,
+        &["speed", "-seconds", "1", "-async_jobs", "4", "rsa2048"],
+    );
+    let out = output_within(cmd, std::time::Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("2048 bits"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = lab.stats();
+    let late = s.late(Op::Sign);
+    assert!((1..=4).contains(&late), "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert!(s.get(Op::Sign, Backend::Fallback) > late, "{}", s.to_json());
+    // Still in libica when the process ended: nothing was discarded.
+    assert_eq!(s.late_discarded(Op::Sign), 0, "{}", s.to_json());
+}
