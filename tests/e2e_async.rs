@@ -652,3 +652,71 @@ fn paused_jobs_give_a_hung_adapter_call_up_at_the_deadline() {
     // Still in libica when the process ended: nothing was discarded.
     assert_eq!(s.late_discarded(Op::Sign), 0, "{}", s.to_json());
 }
+
+/// One long-lived process, outside any job: the emulated libica hangs
+/// each call 1.5 s, `offload-timeout-ms = 100`. The first signature is
+/// given up at its deadline and finished in software; while its thread
+/// (the only one, `async-threads = 1`) waits for the answer the others go
+/// to software at once; when the answer comes it is discarded and counted.
+/// The process stays 15 s (ten times the hang: a bound on the event).
+#[test]
+fn a_late_answer_is_discarded_and_counted_when_it_comes() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "1")],
+        &[],
+    );
+    let key = lab.genkey(2048, "key.pem");
+    let env = [
+        ("LIBICA_EMU_HANG_EVERY", "1"),
+        ("LIBICA_EMU_HANG_MS", "1500"),
+        ("LINGER_MS", "15000"),
+    ];
+    let out = async_jobs(&lab, &[], &env, &key, "linger", 3);
+    assert_eq!(printed(&out, "paused"), 0, "{out}");
+    let s = lab.stats();
+    let late = s.late(Op::Sign) + s.late(Op::Decrypt);
+    assert!(late >= 1, "{}", s.to_json());
+    assert_eq!(
+        s.late_discarded(Op::Sign) + s.late_discarded(Op::Decrypt),
+        late,
+        "{}",
+        s.to_json()
+    );
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+}
+
+/// Requests still queued when their jobs give them up are never sent: one
+/// offload thread (`async-threads = 1`), four jobs at once, the emulated
+/// libica hanging its second call (the first job's) for 1.5 s and
+/// `offload-timeout-ms = 100`. All four jobs finish in software at their
+/// deadlines; the emulator's call log has the signature made before the
+/// jobs and the first job's call, nothing of the three queued behind it,
+/// although the process stays 15 s (ten times the hang: a bound on the
+/// event), long enough for a queued request to have been sent.
+#[test]
+fn queued_requests_given_up_are_never_sent() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "1")],
+        &[],
+    );
+    let key = lab.genkey(2048, "key.pem");
+    let calls = lab.path("emu-calls");
+    let env = [
+        ("LIBICA_EMU_HANG_EVERY", "2"),
+        ("LIBICA_EMU_HANG_MS", "1500"),
+        ("LIBICA_EMU_COUNTS", calls.to_str().unwrap()),
+        ("LINGER_MS", "15000"),
+    ];
+    let out = async_jobs(&lab, &[], &env, &key, "jobs", 4);
+    assert!(printed(&out, "paused") > 0, "{out}");
+    let log = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    let s = lab.stats();
+    let (late, discarded) = Op::ALL.iter().fold((0, 0), |(l, d), op| {
+        (l + s.late(*op), d + s.late_discarded(*op))
+    });
+    assert_eq!((late, discarded), (4, 1), "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Decrypt, Backend::Failed), 0, "{}", s.to_json());
+}
