@@ -381,7 +381,7 @@ mod tests {
     /// "by key size". Returns how many tables it read.
     fn read_columns(text: &str) -> usize {
         let lines: Vec<&str> = text.lines().collect();
-        let numbers = Backend::ALL.len() + 2;
+        let numbers = Backend::ALL.len() + 4;
         let mut tables = 0;
         for (i, heading) in lines.iter().enumerate() {
             if !heading.starts_with("operation ") {
