@@ -283,7 +283,7 @@ impl Pool {
             t.started = with_signals_blocked(|| {
                 std::thread::Builder::new()
                     .name("rustica-timer".into())
-                    .stack_size(256 << 10)
+                    .stack_size(1 << 20)
                     .spawn(move || self.timer())
                     .is_ok()
             });

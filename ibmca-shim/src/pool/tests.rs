@@ -395,3 +395,63 @@ fn a_paused_job_is_woken_at_its_deadline() {
     // SAFETY: the job finished; nothing uses the wait context any more.
     unsafe { ASYNC_WAIT_CTX_free(w) };
 }
+
+/// What the deadline's hand-off costs per call (a measurement, printed;
+/// asserts nothing about time): `cargo test -p ibmca-shim --release --lib
+/// handoff -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn handoff_cost() {
+    let pool = private_pool();
+    let d = deadline(600_000, 4);
+    let n = 20_000u64;
+    let t = std::time::Instant::now();
+    for i in 0..n {
+        std::hint::black_box(i * i);
+    }
+    let direct = t.elapsed();
+    let cpu = || {
+        // SAFETY: an all-zero timespec is valid for clock_gettime to fill.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let c0 = cpu();
+    let t = std::time::Instant::now();
+    for i in 0..n {
+        let r = super::waited_on(pool, d, Op::Sign, move || i * i);
+        assert!(matches!(r, Ran::Sync(_)));
+    }
+    let handed = t.elapsed();
+    let spent = cpu() - c0;
+    println!(
+        "per call: direct {:?}, through an offload thread {:?} wall, {:?} CPU (all threads)",
+        direct / n as u32,
+        handed / n as u32,
+        spent / n as u32
+    );
+    // With a call that blocks 100 µs (as an adapter request does): the
+    // offload thread sleeps between calls, so each is a real wakeup.
+    let n = 2_000u32;
+    let block = Duration::from_micros(100);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        std::thread::sleep(block);
+    }
+    let direct = t.elapsed();
+    let c0 = cpu();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let r = super::waited_on(pool, d, Op::Sign, move || std::thread::sleep(block));
+        assert!(matches!(r, Ran::Sync(())));
+    }
+    let handed = t.elapsed();
+    let spent = cpu() - c0;
+    println!(
+        "blocking 100 us: direct {:?}, through an offload thread {:?} wall, {:?} CPU",
+        direct / n,
+        handed / n,
+        spent / n
+    );
+}
