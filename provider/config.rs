@@ -39,6 +39,9 @@ pub struct Config {
     pub async_threads: usize,
     /// `async-max-inflight` (1..=65536, default 128).
     pub async_max_inflight: usize,
+    /// `offload-timeout-ms` (0..=3600000, default 1000; 0: no deadline):
+    /// how long a libica call may take before software computes the result.
+    pub offload_timeout_ms: u32,
 }
 
 impl Default for Config {
@@ -54,6 +57,7 @@ impl Default for Config {
             asynchronous: true,
             async_threads: ibmca_shim::pool::DEFAULT_THREADS,
             async_max_inflight: ibmca_shim::pool::DEFAULT_MAX_INFLIGHT,
+            offload_timeout_ms: ibmca_shim::pool::DEFAULT_TIMEOUT_MS,
         }
     }
 }
@@ -163,9 +167,29 @@ impl Config {
                     .ok_or_else(|| bad(key, &v, &format!("a number from 1 to {max}")))?;
             }
         }
+        if let Some(v) = lookup("offload-timeout-ms") {
+            c.offload_timeout_ms = v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= MAX_TIMEOUT_MS)
+                .ok_or_else(|| {
+                    bad(
+                        "offload-timeout-ms",
+                        &v,
+                        &format!(
+                            "a number of milliseconds from 0 (no deadline) to {MAX_TIMEOUT_MS}"
+                        ),
+                    )
+                })?;
+        }
         Ok(c)
     }
 }
+
+/// The largest `offload-timeout-ms`: an hour (the kernel gives up on a
+/// request after 900 s anyway).
+const MAX_TIMEOUT_MS: u32 = 3_600_000;
 
 impl Config {
     /// The backend settings of the RSA primitive (`ibmca_shim::backend`).
@@ -195,6 +219,7 @@ impl Config {
                 max_inflight: self.async_max_inflight,
             },
             async_unreachable: None,
+            offload_timeout_ms: self.offload_timeout_ms,
         }
     }
 }
@@ -247,6 +272,26 @@ mod tests {
         ] {
             let err = Config::load(|key| (key == k).then(|| v.to_string())).unwrap_err();
             assert!(err.message.contains(k), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn offload_timeout() {
+        let c = Config::load(|_| None).unwrap();
+        assert_eq!(c.offload_timeout_ms, 1000);
+        assert_eq!(c.backend_settings().offload_timeout_ms, 1000);
+        for (v, ms) in [("0", 0), (" 250 ", 250), ("3600000", 3_600_000)] {
+            let c = Config::load(|k| (k == "offload-timeout-ms").then(|| v.into())).unwrap();
+            assert_eq!(c.backend_settings().offload_timeout_ms, ms);
+        }
+        for v in ["-1", "1s", "3600001", ""] {
+            let err = Config::load(|k| (k == "offload-timeout-ms").then(|| v.into())).unwrap_err();
+            assert!(
+                err.message.contains("offload-timeout-ms")
+                    && err.message.contains("0 (no deadline)"),
+                "{}",
+                err.message
+            );
         }
     }
 

@@ -139,6 +139,8 @@ for u in doc["users"]:
         for backend in ("libica", "software", "fallback", "failed"):
             expected[series("rustica_operations_total", {**who, "operation": op, "backend": backend})] = c[backend]
         expected[series("rustica_async_operations_total", {**who, "operation": op})] = c["async"]
+        expected[series("rustica_late_requests_total", {**who, "operation": op})] = c["late"]
+        expected[series("rustica_late_answers_discarded_total", {**who, "operation": op})] = c["late_discarded"]
         for bits, n in c["by_bits"].items():
             expected[series("rustica_operations_by_key_size_total", {**who, "operation": op, "bits": bits})] = n
     expected[series("rustica_async_max_inflight", who)] = u["counters"]["async_max_inflight"]
@@ -164,6 +166,57 @@ PY
 awk '/^```yaml$/ {block = ""; inside = 1; next} inside && /^```$/ {inside = 0; if (block ~ /^groups:/) {printf "%s", block; exit}} inside {block = block $0 "\n"}' \
   docs/monitoring.md >"$work/rules.yml"
 promtool check rules "$work/rules.yml"
+# The alerts on late adapter answers and on fallback (docs/monitoring.md),
+# on input series: a queue that stays stalled fires both, a stall of a few
+# seconds (one blip of late requests) fires neither, an adapter offline
+# (fallback without late requests) fires only the fallback alert.
+cat >"$work/rules-test.yml" <<'YML'
+rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      # web1: a queue that stays stalled: late requests every minute, all
+      # of them fallbacks.
+      - series: 'rustica_late_requests_total{instance="web1",user="www-data",operation="sign"}'
+        values: '0+1x40'
+      - series: 'rustica_operations_total{instance="web1",user="www-data",operation="sign",backend="fallback"}'
+        values: '0+1x40'
+      # web2: one stall of a few seconds: three late requests, once.
+      - series: 'rustica_late_requests_total{instance="web2",user="www-data",operation="sign"}'
+        values: '0 0 0 3x37'
+      - series: 'rustica_operations_total{instance="web2",user="www-data",operation="sign",backend="fallback"}'
+        values: '0 0 0 3x37'
+      # web3: an adapter offline: fallbacks, no late request.
+      - series: 'rustica_late_requests_total{instance="web3",user="www-data",operation="sign"}'
+        values: '0x40'
+      - series: 'rustica_operations_total{instance="web3",user="www-data",operation="sign",backend="fallback"}'
+        values: '0+10x40'
+    alert_rule_test:
+      - eval_time: 30m
+        alertname: RusticaLateAdapterAnswers
+        exp_alerts:
+          - exp_labels: {instance: web1, user: www-data, alertname: RusticaLateAdapterAnswers}
+            exp_annotations:
+              summary: "www-data on web1: adapter answers keep missing offload-timeout-ms"
+      - eval_time: 30m
+        alertname: RusticaFallingBackToSoftware
+        exp_alerts:
+          - exp_labels: {instance: web1, user: www-data}
+            exp_annotations:
+              summary: "www-data on web1: libica fails, software finishes"
+          - exp_labels: {instance: web3, user: www-data}
+            exp_annotations:
+              summary: "www-data on web3: libica fails, software finishes"
+      # At 12 min: web1 has fired; web2's blip (minute 3) never does.
+      - eval_time: 12m
+        alertname: RusticaLateAdapterAnswers
+        exp_alerts:
+          - exp_labels: {instance: web1, user: www-data}
+            exp_annotations:
+              summary: "www-data on web1: adapter answers keep missing offload-timeout-ms"
+YML
+promtool test rules "$work/rules-test.yml" || fail "promtool test rules: the alerts of docs/monitoring.md"
 promtool check metrics <"$work/textfile/rustica.prom"
 prom_port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$work/prometheus.yml" <<YML

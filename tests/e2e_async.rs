@@ -243,14 +243,22 @@ fn fork_with_requests_in_flight() {
 
 #[test]
 fn no_thread_without_async_use_or_with_async_off() {
-    let lab = emu_lab(&[], &[]);
+    // Without a deadline (offload-timeout-ms = 0): with one, every libica
+    // call runs on an offload thread, inside a job or not.
+    let lab = emu_lab(&[("offload-timeout-ms", "0")], &[]);
     let key = lab.genkey(2048, "key.pem");
     // Never inside a job: the process has its main thread only.
     let out = async_jobs(&lab, &[], &[], &key, "sync", 6);
     assert_eq!(printed(&out, "threads"), 1, "{out}");
     assert_eq!(lab.stats().max_inflight(), 0);
+    // The default deadline: the synchronous calls went to an offload
+    // thread, which stays (idle) for the next one.
+    let dl = emu_lab(&[], &[]);
+    let out = async_jobs(&dl, &[], &[], &key, "sync", 6);
+    assert!(printed(&out, "threads") > 1, "{out}");
+    assert_eq!(dl.stats().max_inflight(), 0);
     // async = off: jobs, but synchronous, and still no thread.
-    let off = emu_lab(&[("async", "off")], &[]);
+    let off = emu_lab(&[("async", "off"), ("offload-timeout-ms", "0")], &[]);
     let out = async_jobs(&off, &[], &[], &key, "jobs", 10);
     assert_eq!(printed(&out, "threads"), 1, "{out}");
     assert_eq!(printed(&out, "paused"), 0, "{out}");
@@ -607,4 +615,108 @@ fn every_registered_wait_fd_is_announced_by_a_pause() {
     let asynced = s.asynchronous(Op::Sign) + s.asynchronous(Op::Decrypt);
     let total = s.total(Op::Sign) + s.total(Op::Decrypt);
     assert!(asynced > 0 && asynced < total, "{}", s.to_json());
+}
+
+/// Inside ASYNC jobs (`openssl speed -async_jobs 4`), every adapter call
+/// hanging for two minutes and `offload-timeout-ms = 100`: each paused job
+/// is woken at its deadline and its signature finished in software (speed
+/// checks its first signature), so every signature is a fallback, some
+/// are counted late, none fails, and the process exits without waiting
+/// for the offload threads still in the hung calls.
+#[test]
+fn paused_jobs_give_a_hung_adapter_call_up_at_the_deadline() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "4")],
+        &[
+            ("LIBICA_EMU_HANG_EVERY", "1"),
+            ("LIBICA_EMU_HANG_MS", "120000"),
+        ],
+    );
+    let cmd = lab.command(
+        Side::RusticaConfig,
+        &["speed", "-seconds", "1", "-async_jobs", "4", "rsa2048"],
+    );
+    let out = output_within(cmd, std::time::Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("2048 bits"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = lab.stats();
+    let late = s.late(Op::Sign);
+    assert!((1..=4).contains(&late), "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert!(s.get(Op::Sign, Backend::Fallback) > late, "{}", s.to_json());
+    // Still in libica when the process ended: nothing was discarded.
+    assert_eq!(s.late_discarded(Op::Sign), 0, "{}", s.to_json());
+}
+
+/// One long-lived process, outside any job: the emulated libica hangs
+/// each call 1.5 s, `offload-timeout-ms = 100`. The first signature is
+/// given up at its deadline and finished in software; while its thread
+/// (the only one, `async-threads = 1`) waits for the answer the others go
+/// to software at once; when the answer comes it is discarded and counted.
+/// The process stays 15 s (ten times the hang: a bound on the event).
+#[test]
+fn a_late_answer_is_discarded_and_counted_when_it_comes() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "1")],
+        &[],
+    );
+    let key = lab.genkey(2048, "key.pem");
+    let env = [
+        ("LIBICA_EMU_HANG_EVERY", "1"),
+        ("LIBICA_EMU_HANG_MS", "1500"),
+        ("LINGER_MS", "15000"),
+    ];
+    let out = async_jobs(&lab, &[], &env, &key, "linger", 3);
+    assert_eq!(printed(&out, "paused"), 0, "{out}");
+    let s = lab.stats();
+    let late = s.late(Op::Sign) + s.late(Op::Decrypt);
+    assert!(late >= 1, "{}", s.to_json());
+    assert_eq!(
+        s.late_discarded(Op::Sign) + s.late_discarded(Op::Decrypt),
+        late,
+        "{}",
+        s.to_json()
+    );
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+}
+
+/// Requests still queued when their jobs give them up are never sent: one
+/// offload thread (`async-threads = 1`), four jobs at once, the emulated
+/// libica hanging its second call (the first job's) for 1.5 s and
+/// `offload-timeout-ms = 100`. All four jobs finish in software at their
+/// deadlines; the emulator's call log has the signature made before the
+/// jobs and the first job's call, nothing of the three queued behind it,
+/// although the process stays 15 s (ten times the hang: a bound on the
+/// event), long enough for a queued request to have been sent.
+#[test]
+fn queued_requests_given_up_are_never_sent() {
+    let lab = emu_lab(
+        &[("offload-timeout-ms", "100"), ("async-threads", "1")],
+        &[],
+    );
+    let key = lab.genkey(2048, "key.pem");
+    let calls = lab.path("emu-calls");
+    let env = [
+        ("LIBICA_EMU_HANG_EVERY", "2"),
+        ("LIBICA_EMU_HANG_MS", "1500"),
+        ("LIBICA_EMU_COUNTS", calls.to_str().unwrap()),
+        ("LINGER_MS", "15000"),
+    ];
+    let out = async_jobs(&lab, &[], &env, &key, "jobs", 4);
+    assert!(printed(&out, "paused") > 0, "{out}");
+    let log = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    let s = lab.stats();
+    let (late, discarded) = Op::ALL.iter().fold((0, 0), |(l, d), op| {
+        (l + s.late(*op), d + s.late_discarded(*op))
+    });
+    assert_eq!((late, discarded), (4, 1), "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
+    assert_eq!(s.get(Op::Decrypt, Backend::Failed), 0, "{}", s.to_json());
 }

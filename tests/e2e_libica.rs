@@ -826,3 +826,53 @@ fn a_key_libica_generated_is_counted_as_software_with_the_reason() {
         "{trace}"
     );
 }
+
+/// A stalled queue (the emulated libica hangs every call for two minutes)
+/// with `offload-timeout-ms = 100`: `openssl dgst -sign` gives the right
+/// signature, computed in software after the deadline (one fallback, one
+/// late request, traced), and the process exits without waiting for the
+/// offload thread still in the hung call. Without the deadline the
+/// signature would wait the full two minutes.
+#[test]
+fn a_hung_adapter_call_is_given_up_at_the_deadline() {
+    let debug_dir = tempfile::tempdir().unwrap();
+    let dir_s = debug_dir.path().display().to_string();
+    let emu = Emu::new(
+        &[
+            ("offload-timeout-ms", "100"),
+            ("debug", "yes"),
+            ("debug-path", &dir_s),
+        ],
+        &[
+            ("LIBICA_EMU_HANG_EVERY", "1"),
+            ("LIBICA_EMU_HANG_MS", "120000"),
+        ],
+    );
+    let lab = &emu.lab;
+    lab.rsa_key(Side::Default, 2048, "key.pem");
+    let key = lab.p("key.pem");
+    let pubk = lab.public_key(&key, "pub.pem");
+    let doc = lab.write("doc.txt", b"a document\n");
+    let cmd = lab.command(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", &key, "-out", "sig.bin", &doc],
+    );
+    // Far below the hang: exit must not join the thread in libica.
+    let out = output_within(cmd, std::time::Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lab.verify_sha256(Side::Default, &pubk, "sig.bin", &doc);
+    let s = lab.stats();
+    assert_eq!(s.get(Op::Sign, Backend::Fallback), 1, "{}", s.to_json());
+    assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+    assert_eq!(s.late(Op::Sign), 1, "{}", s.to_json());
+    let log = std::fs::read_to_string(debug_dir.path().join("rustica-debug.log")).unwrap();
+    assert!(
+        log.contains("sign rsa-2048: backend=fallback (ica_rsa_crt late after")
+            && log.contains("ms; finished in software)"),
+        "{log}"
+    );
+}

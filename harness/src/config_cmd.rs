@@ -49,6 +49,9 @@ pub struct ConfigArgs {
     /// offload-max-bits
     #[arg(long, value_name = "BITS")]
     offload_max_bits: Option<u32>,
+    /// offload-timeout-ms (0: no deadline)
+    #[arg(long, value_name = "MS")]
+    offload_timeout_ms: Option<u32>,
     /// debug = no|yes|stderr
     #[arg(long)]
     debug: Option<String>,
@@ -142,6 +145,10 @@ fn config(args: ConfigArgs) -> Result<(), String> {
     put(
         "offload-max-bits",
         args.offload_max_bits.map(|b| b.to_string()),
+    );
+    put(
+        "offload-timeout-ms",
+        args.offload_timeout_ms.map(|ms| ms.to_string()),
     );
     put("debug", args.debug);
     put(

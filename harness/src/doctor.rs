@@ -176,6 +176,9 @@ fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u
             *slot = v;
         }
     }
+    if let Some(v) = key("offload-timeout-ms", "").and_then(|v| v.trim().parse().ok()) {
+        settings.offload_timeout_ms = v;
+    }
     // The provider turns async off when the core is another libcrypto
     // than rustica's (a 4.0 core beside rustica's libcrypto.so.3).
     let linked = ibmca_shim::linked_openssl_version().0;

@@ -232,7 +232,9 @@ pub fn table_body(snap: &Snapshot) -> String {
 /// total and the async count (already formatted), then the counts by key
 /// size.
 /// One row per operation of `snap`, each count written by `cell`: by
-/// backend, the total, the async ones, and by key size.
+/// backend, the total, the async ones, the late ones (the caller stopped
+/// waiting at `offload-timeout-ms`) and their answers discarded when they
+/// came, and by key size.
 pub(crate) fn counters_rows(snap: &Snapshot, cell: impl Fn(u64) -> String) -> Vec<CountersRow> {
     Op::ALL
         .into_iter()
@@ -243,6 +245,8 @@ pub(crate) fn counters_rows(snap: &Snapshot, cell: impl Fn(u64) -> String) -> Ve
                 .collect();
             numbers.push(cell(snap.total(op)));
             numbers.push(cell(snap.asynchronous(op)));
+            numbers.push(cell(snap.late(op)));
+            numbers.push(cell(snap.late_discarded(op)));
             let by_bits: Vec<String> = snap
                 .by_bits(op)
                 .iter()
@@ -270,7 +274,7 @@ pub(crate) struct CountersRow {
 /// its heading.
 pub(crate) fn counters_table(rows: &[CountersRow]) -> String {
     let mut headings: Vec<&str> = Backend::ALL.into_iter().map(Backend::name).collect();
-    headings.extend(["total", "async"]);
+    headings.extend(["total", "async", "late", "discarded"]);
     let name_width = rows
         .iter()
         .map(|r| r.op.name().len())
@@ -377,7 +381,7 @@ mod tests {
     /// "by key size". Returns how many tables it read.
     fn read_columns(text: &str) -> usize {
         let lines: Vec<&str> = text.lines().collect();
-        let numbers = Backend::ALL.len() + 2;
+        let numbers = Backend::ALL.len() + 4;
         let mut tables = 0;
         for (i, heading) in lines.iter().enumerate() {
             if !heading.starts_with("operation ") {

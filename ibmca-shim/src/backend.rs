@@ -148,6 +148,9 @@ pub struct Settings {
     /// setting: the provider found a core from another libcrypto than the
     /// one rustica calls (a 4.0 core beside rustica's libcrypto.so.3).
     pub async_unreachable: Option<String>,
+    /// `offload-timeout-ms`: how long a libica call may take before
+    /// software computes the result (0: no deadline).
+    pub offload_timeout_ms: u32,
 }
 
 impl Default for Settings {
@@ -161,6 +164,7 @@ impl Default for Settings {
             asynchronous: true,
             async_limits: crate::pool::Limits::default(),
             async_unreachable: None,
+            offload_timeout_ms: crate::pool::DEFAULT_TIMEOUT_MS,
         }
     }
 }
@@ -192,6 +196,8 @@ pub struct Router {
     /// libica is in FIPS mode: keys below this size go to software by
     /// rule (libica would refuse them with EPERM).
     fips_floor: Option<u32>,
+    /// `offload-timeout-ms` and the pool's limits; `None`: no deadline.
+    deadline: Option<crate::pool::Deadline>,
 }
 
 /// Why libica must not be loaded into this process, if it must not: a
@@ -403,6 +409,7 @@ impl Router {
             async_limits,
             async_status,
             fips_floor,
+            deadline: crate::pool::Deadline::from_ms(s.offload_timeout_ms, s.async_limits),
         };
         router.log(format_args!(
             "init: {}; async {}",
@@ -431,6 +438,12 @@ impl Router {
     /// to it.
     pub(crate) fn async_limits(&self) -> Option<crate::pool::Limits> {
         self.async_limits
+    }
+
+    /// How long a libica call may take before software computes the
+    /// result, when there is a deadline (`offload-timeout-ms`).
+    pub(crate) fn deadline(&self) -> Option<crate::pool::Deadline> {
+        self.deadline
     }
 
     /// The libica operations run on, when it is the backend.

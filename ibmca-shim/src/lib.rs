@@ -25,7 +25,7 @@ pub mod stats;
 
 /// The keys rustica reads from its openssl.cnf section (the provider reads
 /// them; `rustica doctor` flags any other key there).
-pub const CONFIG_KEYS: [&str; 10] = [
+pub const CONFIG_KEYS: [&str; 11] = [
     "backend",
     "libica",
     "libica-load",
@@ -36,6 +36,7 @@ pub const CONFIG_KEYS: [&str; 10] = [
     "async",
     "async-threads",
     "async-max-inflight",
+    "offload-timeout-ms",
 ];
 
 pub use error::{ErrorKind, RsaError};

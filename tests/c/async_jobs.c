@@ -15,6 +15,10 @@
  *          while abandoned requests may still be in flight, and the
  *          process exits.
  *   sync   the same operations without jobs.
+ *   linger the same as sync.
+ * With LINGER_MS set (environment), the process then stays that many
+ * milliseconds with rustica loaded before it ends, in every mode: time for
+ * a late adapter answer to arrive and be discarded.
  *   fork   starts JOBS jobs, forks while they are paused (requests in
  *          flight), and in the child signs and verifies once outside a
  *          job and once inside a new job; the parent finishes its jobs and
@@ -363,7 +367,7 @@ int main(int argc, char **argv)
 
     if (argc != 5 && argc != 6) {
         fprintf(stderr,
-                "usage: async_jobs CONFIG KEY jobs|sync|fork|keygen|reject JOBS [CIPHERTEXT]\n");
+                "usage: async_jobs CONFIG KEY jobs|sync|linger|fork|keygen|reject JOBS [CIPHERTEXT]\n");
         return 2;
     }
     mode = argv[3];
@@ -404,7 +408,7 @@ int main(int argc, char **argv)
             return fail("reading the ciphertext") ? 0 : 1;
     }
 
-    if (strcmp(mode, "sync") == 0) {
+    if (strcmp(mode, "sync") == 0 || strcmp(mode, "linger") == 0) {
         ok = 1;
         for (i = 0; i < jobs && ok; i++)
             ok = prepare(&slots[i].w, lib, key, i) && operate(&slots[i].w)
@@ -448,6 +452,8 @@ int main(int argc, char **argv)
     } else {
         return 2;
     }
+    if (getenv("LINGER_MS") != NULL)
+        usleep((useconds_t)atoi(getenv("LINGER_MS")) * 1000);
     nthreads = threads();
     printf("threads %d\npaused %d\n", nthreads, paused);
 

@@ -645,3 +645,30 @@ pub fn system_user(name: &str) -> (u32, u32) {
     }
     (id("-u").expect("uid"), id("-g").expect("gid"))
 }
+
+/// Runs `cmd` to its end, waiting at most `bound` (a generous bound on an
+/// event, not a speed check): fails the test, killing it, if it is still
+/// running then. Returns its output.
+pub fn output_within(mut cmd: Command, bound: std::time::Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "still running after {bound:?} (waiting for a hung thread?): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

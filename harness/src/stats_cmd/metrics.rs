@@ -150,6 +150,33 @@ pub fn render(sources: &[Source], skipped: usize, openmetrics: bool) -> String {
         }
     }
     f.begin(
+        "rustica_late_requests",
+        "counter",
+        "RSA primitive operations whose adapter answer was late: the caller stopped waiting at \
+         offload-timeout-ms and software finished them (also counted as fallback).",
+    );
+    for s in sources {
+        for op in Op::ALL {
+            let l = labels(s, &[("operation", op.name().into())]);
+            f.sample("rustica_late_requests_total", &l, s.counters.late(op));
+        }
+    }
+    f.begin(
+        "rustica_late_answers_discarded",
+        "counter",
+        "Adapter answers that arrived after their caller had gone to software, discarded.",
+    );
+    for s in sources {
+        for op in Op::ALL {
+            let l = labels(s, &[("operation", op.name().into())]);
+            f.sample(
+                "rustica_late_answers_discarded_total",
+                &l,
+                s.counters.late_discarded(op),
+            );
+        }
+    }
+    f.begin(
         "rustica_async_max_inflight",
         "gauge",
         "The most requests one process had in flight at once on its offload threads.",

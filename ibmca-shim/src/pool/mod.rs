@@ -29,15 +29,34 @@
 //! Everything is best effort: no eventfd, no thread, a full queue
 //! (`async-max-inflight`) or pausing unavailable means the call runs
 //! synchronously in the job, never that it fails.
+//!
+//! The deadline (`offload-timeout-ms`, [`Deadline`]): a libica call blocks
+//! in an adapter ioctl that only the answer (or the kernel's own timeout,
+//! 900 s for CEX4 and later) ends, so with a deadline every call runs on an
+//! offload thread, inside a job or not. Outside a job the caller waits for
+//! it on a condition variable with a timeout; a paused job is woken at its
+//! deadline by the pool's timer thread (one per process, started with the
+//! first deadline a job arms). A caller whose deadline passed gives the
+//! request up ([`Ran::Late`]) and software computes the result: a request
+//! not yet started is then never sent (its thread skips it), and one
+//! already in libica keeps its thread until the answer comes, which the
+//! thread discards (counted) into memory it owns. While every thread the
+//! limit allows is held by such a late request, calls go to software at
+//! once ([`Ran::Busy`]); offload resumes as soon as one of them returns.
 
 mod ossl;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicU8;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::stats::Op;
 
 /// The pool's limits (config keys `async-threads`, `async-max-inflight`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +88,33 @@ impl Default for Limits {
     }
 }
 
+/// The default `offload-timeout-ms`: 1000. A 2048-bit signature takes a
+/// few milliseconds on a CEX adapter, even behind a full queue of 8; a
+/// second is far past any answer of a working queue, and short enough that
+/// a stalled one delays a handshake by about a second, not by the kernel's
+/// 900 s.
+pub const DEFAULT_TIMEOUT_MS: u32 = 1000;
+
+/// How long a caller waits for libica's answer before software computes
+/// the result (`offload-timeout-ms`), and the pool's limits, which apply to
+/// the calls the deadline moves onto offload threads too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    pub after: Duration,
+    pub limits: Limits,
+}
+
+impl Deadline {
+    /// The deadline of `ms` milliseconds (`None` for 0: no deadline, every
+    /// call waits for its answer however long it takes).
+    pub fn from_ms(ms: u32, limits: Limits) -> Option<Deadline> {
+        (ms > 0).then(|| Deadline {
+            after: Duration::from_millis(u64::from(ms)),
+            limits,
+        })
+    }
+}
+
 /// How [`run`] ran the call.
 pub(crate) enum Ran<R> {
     /// In the caller's thread (outside a job, or async unavailable).
@@ -78,6 +124,14 @@ pub(crate) enum Ran<R> {
     /// The call was in flight when the process forked, and this is the
     /// child: the result belongs to the parent.
     Lost,
+    /// The deadline passed first: the caller gave the request up after
+    /// `waited`. `sent`: it had reached libica (its thread stays there until
+    /// the answer, then discards it); else it was never sent.
+    Late { waited: Duration, sent: bool },
+    /// Not tried: every offload thread the limit allows is held by a late
+    /// request (a stalled queue), so waiting in line would only reach the
+    /// deadline too.
+    Busy,
 }
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -94,6 +148,21 @@ struct Pool {
     queue: Mutex<Queue>,
     work: Condvar,
     inflight: AtomicUsize,
+    /// Threads in libica on a request whose caller gave it up.
+    late: AtomicUsize,
+    timers: Mutex<Timers>,
+    tick: Condvar,
+}
+
+/// Deadlines of paused jobs, by instant (and a sequence number): what to
+/// do when each passes (wake the job).
+type Fire = Box<dyn FnOnce() + Send>;
+
+struct Timers {
+    entries: BTreeMap<(Instant, u64), Fire>,
+    next: u64,
+    /// The timer thread started (false: not yet, or it could not).
+    started: bool,
 }
 
 /// The pool of the process that made it; a forked child replaces it (the
@@ -162,16 +231,7 @@ fn pool() -> Option<&'static Pool> {
     if !pin_module() {
         return None;
     }
-    let fresh = Box::into_raw(Box::new(Pool {
-        pid,
-        queue: Mutex::new(Queue {
-            tasks: VecDeque::new(),
-            threads: 0,
-            idle: 0,
-        }),
-        work: Condvar::new(),
-        inflight: AtomicUsize::new(0),
-    }));
+    let fresh = Box::into_raw(Box::new(Pool::new(pid)));
     match POOL.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just published; leaked for the life of the process.
         Ok(_) => Some(unsafe { &*fresh }),
@@ -186,6 +246,101 @@ fn pool() -> Option<&'static Pool> {
 }
 
 impl Pool {
+    fn new(pid: libc::pid_t) -> Pool {
+        Pool {
+            pid,
+            queue: Mutex::new(Queue {
+                tasks: VecDeque::new(),
+                threads: 0,
+                idle: 0,
+            }),
+            work: Condvar::new(),
+            inflight: AtomicUsize::new(0),
+            late: AtomicUsize::new(0),
+            timers: Mutex::new(Timers {
+                entries: BTreeMap::new(),
+                next: 0,
+                started: false,
+            }),
+            tick: Condvar::new(),
+        }
+    }
+
+    /// Whether every thread `limits` allows is held by a late request.
+    fn all_late(&self, limits: Limits) -> bool {
+        self.late.load(Ordering::Acquire) >= limits.threads.max(1)
+    }
+
+    fn timers(&self) -> std::sync::MutexGuard<'_, Timers> {
+        self.timers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts the timer thread if it is not running; false when it cannot
+    /// be started (then jobs with a deadline do not pause).
+    fn timer_running(&'static self) -> bool {
+        let mut t = self.timers();
+        if !t.started {
+            t.started = with_signals_blocked(|| {
+                std::thread::Builder::new()
+                    .name("rustica-timer".into())
+                    .stack_size(1 << 20)
+                    .spawn(move || self.timer())
+                    .is_ok()
+            });
+        }
+        t.started
+    }
+
+    /// Runs `fire` at `at` on the timer thread (which must be running);
+    /// the key disarms it.
+    fn arm(&self, at: Instant, fire: Fire) -> (Instant, u64) {
+        let mut t = self.timers();
+        t.next += 1;
+        let key = (at, t.next);
+        let first = t.entries.keys().next().is_none_or(|k| *k > key);
+        t.entries.insert(key, fire);
+        drop(t);
+        if first {
+            self.tick.notify_one();
+        }
+        key
+    }
+
+    fn disarm(&self, key: (Instant, u64)) {
+        let gone = self.timers().entries.remove(&key);
+        drop(gone);
+    }
+
+    /// The timer thread: fires each deadline when it passes, outside the
+    /// lock (a wakeup may call the application's callback). Never exits,
+    /// like the offload threads; it holds no lock while it sleeps, so
+    /// `exit` does not wait for it.
+    fn timer(&'static self) {
+        let mut t = self.timers();
+        loop {
+            let now = Instant::now();
+            let Some(&first) = t.entries.keys().next() else {
+                t = self.tick.wait(t).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            };
+            if first.0 > now {
+                t = self
+                    .tick
+                    .wait_timeout(t, first.0 - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                continue;
+            }
+            let later = t.entries.split_off(&(now, u64::MAX));
+            let due = std::mem::replace(&mut t.entries, later);
+            drop(t);
+            for (_, fire) in due {
+                let _ = catch_unwind(AssertUnwindSafe(fire));
+            }
+            t = self.timers();
+        }
+    }
+
     fn worker(&'static self) {
         loop {
             let task = {
@@ -254,27 +409,119 @@ pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// A request's states: queued, in libica, answered, given up by its
+/// caller (at its deadline).
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+const GAVE_UP: u8 = 3;
+
 /// One request: the result the offload thread leaves for the job.
 struct Shared<R> {
     pid: libc::pid_t,
     result: Mutex<Option<std::thread::Result<R>>>,
     done: AtomicBool,
+    state: AtomicU8,
+    /// The job was woken (by the answer or by its deadline): one wakeup
+    /// per request, whichever comes first.
+    woken: AtomicBool,
     cv: Condvar,
 }
 
 impl<R> Shared<R> {
-    fn complete(&self, r: std::thread::Result<R>) {
-        *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
-        self.done.store(true, Ordering::Release);
-        self.cv.notify_all();
+    fn new(pid: libc::pid_t) -> Shared<R> {
+        Shared {
+            pid,
+            result: Mutex::new(None),
+            done: AtomicBool::new(false),
+            state: AtomicU8::new(QUEUED),
+            woken: AtomicBool::new(false),
+            cv: Condvar::new(),
+        }
     }
 
-    /// Blocks until the result is there (pausing unavailable).
-    fn wait(&self) {
-        let mut r = self.result.lock().unwrap_or_else(PoisonError::into_inner);
-        while r.is_none() {
-            r = self.cv.wait(r).unwrap_or_else(PoisonError::into_inner);
+    /// The offload thread takes the request: false when its caller gave
+    /// it up while it was queued (then it is never sent).
+    fn start(&self) -> bool {
+        self.state
+            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Leaves the result for the caller; false when the caller gave the
+    /// request up meanwhile (the result is dropped here: a late answer).
+    fn complete(&self, r: std::thread::Result<R>) -> bool {
+        let mut slot = self.result.lock().unwrap_or_else(PoisonError::into_inner);
+        *slot = Some(r);
+        if self
+            .state
+            .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            let late = slot.take();
+            drop(slot);
+            drop(late);
+            return false;
         }
+        self.done.store(true, Ordering::Release);
+        drop(slot);
+        self.cv.notify_all();
+        true
+    }
+
+    /// The caller stops waiting (its deadline passed). `Some(sent)` when
+    /// it gave the request up (`sent`: it was already in libica, whose
+    /// thread the pool now counts as late); `None` when the answer came
+    /// first after all.
+    fn give_up(&self, pool: &Pool) -> Option<bool> {
+        // Counted before the state changes: the thread, seeing the request
+        // given up, uncounts it, and must not find the count still zero.
+        pool.late.fetch_add(1, Ordering::AcqRel);
+        match self
+            .state
+            .compare_exchange(RUNNING, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Some(true),
+            Err(now) => {
+                pool.late.fetch_sub(1, Ordering::AcqRel);
+                if now == QUEUED
+                    && self
+                        .state
+                        .compare_exchange(QUEUED, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                {
+                    return Some(false);
+                }
+                if self.state.load(Ordering::Acquire) == RUNNING {
+                    // Taken by its thread between the two exchanges.
+                    return self.give_up(pool);
+                }
+                None
+            }
+        }
+    }
+
+    /// Blocks until the result is there (pausing unavailable), or until
+    /// `until` when given; true when the result is there.
+    fn wait(&self, until: Option<Instant>) -> bool {
+        let mut r = self.result.lock().unwrap_or_else(PoisonError::into_inner);
+        while !self.done.load(Ordering::Acquire) {
+            match until {
+                None => r = self.cv.wait(r).unwrap_or_else(PoisonError::into_inner),
+                Some(t) => {
+                    let now = Instant::now();
+                    if now >= t {
+                        return false;
+                    }
+                    r = self
+                        .cv
+                        .wait_timeout(r, t - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+            }
+        }
+        true
     }
 
     fn take(&self) -> Option<std::thread::Result<R>> {
@@ -292,23 +539,31 @@ impl<R> Shared<R> {
 const IDLE_RESUMES: u32 = 4;
 
 /// Runs `call`: on an offload thread while the running ASYNC job pauses
-/// when `limits` is set and the caller is in a job with a wait context,
-/// else right here. The largest number in flight is counted
+/// when `limits` is set and the caller is in a job with a wait context;
+/// else, with a `deadline`, on an offload thread while the caller waits at
+/// most that long; else right here. `op` is what a discarded late answer
+/// is counted under. The largest number in flight is counted
 /// ([`crate::stats::record_inflight`]).
-pub(crate) fn run<R, F>(limits: Option<Limits>, call: F) -> Ran<R>
+pub(crate) fn run<R, F>(
+    limits: Option<Limits>,
+    deadline: Option<Deadline>,
+    op: Op,
+    call: F,
+) -> Ran<R>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
-    let Some(limits) = limits else {
-        return Ran::Sync(call());
+    let call = match (limits, ossl::current_wait_ctx()) {
+        (Some(limits), Some(w)) => match offload(limits, deadline, op, w, call) {
+            Ok(ran) => return ran,
+            Err(call) => call,
+        },
+        _ => call,
     };
-    let Some(w) = ossl::current_wait_ctx() else {
-        return Ran::Sync(call());
-    };
-    match offload(limits, w, call) {
-        Ok(ran) => ran,
-        Err(call) => Ran::Sync(call()),
+    match deadline {
+        Some(d) => waited(d, op, call),
+        None => Ran::Sync(call()),
     }
 }
 
@@ -318,9 +573,100 @@ pub(crate) fn would_pause(limits: Option<Limits>) -> bool {
     limits.is_some() && ossl::current_wait_ctx().is_some()
 }
 
+/// The task an offload thread runs for `shared`: the call, unless its
+/// caller gave it up while queued; the result for the caller, or, when
+/// the caller gave it up while it ran, discarded and counted. `announce`
+/// runs when the caller still waits for it.
+fn task_for<R, F>(
+    pool: &'static Pool,
+    shared: Arc<Shared<R>>,
+    op: Op,
+    call: F,
+    announce: impl FnOnce() + Send + 'static,
+) -> Task
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    Box::new(move || {
+        if !shared.start() {
+            // Given up before it was sent: never sent.
+            pool.inflight.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let r = catch_unwind(AssertUnwindSafe(call));
+        pool.inflight.fetch_sub(1, Ordering::AcqRel);
+        if shared.complete(r) {
+            if !shared.woken.swap(true, Ordering::AcqRel) {
+                announce();
+            }
+        } else {
+            pool.late.fetch_sub(1, Ordering::AcqRel);
+            crate::stats::record_late_discarded(op);
+        }
+    })
+}
+
+/// A call outside a job (or a job that cannot pause) with a deadline: on
+/// an offload thread, the caller waiting on a condition variable until the
+/// answer or the deadline, whichever comes first.
+fn waited<R, F>(d: Deadline, op: Op, call: F) -> Ran<R>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    match pool() {
+        Some(pool) => waited_on(pool, d, op, call),
+        None => Ran::Sync(call()),
+    }
+}
+
+/// [`waited`] on `pool`.
+fn waited_on<R, F>(pool: &'static Pool, d: Deadline, op: Op, call: F) -> Ran<R>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    if pool.all_late(d.limits) {
+        return Ran::Busy;
+    }
+    let started = Instant::now();
+    // In the pool's count (which `async-max-inflight` bounds for jobs),
+    // not in the counters' `async_max_inflight`: that stays the most
+    // requests of paused jobs.
+    pool.inflight.fetch_add(1, Ordering::AcqRel);
+    let shared = Arc::new(Shared::new(pool.pid));
+    let task = task_for(pool, shared.clone(), op, call, || {});
+    match pool.push(task, d.limits.threads) {
+        Ok(()) => {
+            if !shared.wait(Some(started + d.after)) {
+                if let Some(sent) = shared.give_up(pool) {
+                    return Ran::Late {
+                        waited: started.elapsed(),
+                        sent,
+                    };
+                }
+            }
+        }
+        // No thread could start: the call runs here, without a deadline.
+        Err(task) => task(),
+    }
+    match shared.take() {
+        Some(Ok(v)) => Ran::Sync(v),
+        Some(Err(p)) => std::panic::resume_unwind(p),
+        None => Ran::Lost,
+    }
+}
+
 /// The asynchronous path of [`run`]; gives `call` back when the request
 /// cannot be made (then it runs synchronously).
-fn offload<R, F>(limits: Limits, w: *mut ossl::WaitCtx, call: F) -> Result<Ran<R>, F>
+fn offload<R, F>(
+    limits: Limits,
+    deadline: Option<Deadline>,
+    op: Op,
+    w: *mut ossl::WaitCtx,
+    call: F,
+) -> Result<Ran<R>, F>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
@@ -328,6 +674,16 @@ where
     let Some(pool) = pool() else {
         return Err(call);
     };
+    if let Some(d) = deadline {
+        if pool.all_late(d.limits) {
+            return Ok(Ran::Busy);
+        }
+        // Without the timer nothing would wake the job at its deadline:
+        // the caller then waits on the job's thread instead ([`waited`]).
+        if !pool.timer_running() {
+            return Err(call);
+        }
+    }
     // Checked before the wait fd is registered: a job that registers one
     // must pause (below), as applications learn of the fd only from a
     // pause (HAProxy adds it to its poller on SSL_ERROR_WANT_ASYNC and
@@ -341,27 +697,33 @@ where
         pool.inflight.fetch_sub(1, Ordering::AcqRel);
         return Err(call);
     };
+    let started = Instant::now();
     // SAFETY: np is the wait context's reference, valid while it exists,
     // which is at least while this job runs.
     let n = unsafe { &*np };
     crate::stats::record_inflight(now as u64);
-    let shared = Arc::new(Shared {
-        pid: pool.pid,
-        result: Mutex::new(None),
-        done: AtomicBool::new(false),
-        cv: Condvar::new(),
-    });
+    let shared = Arc::new(Shared::new(pool.pid));
     // The job's own entry in its wait context: other jobs paused on the
     // same wait context have theirs.
     let id = n.register(shared.clone());
-    let theirs = shared.clone();
     // SAFETY: np is valid (above); the thread gets its own reference.
     let notify = unsafe { ossl::Notifier::share(np) };
-    let task: Task = Box::new(move || {
-        let r = catch_unwind(AssertUnwindSafe(call));
-        pool.inflight.fetch_sub(1, Ordering::AcqRel);
-        theirs.complete(r);
-        notify.wake(id, wake);
+    // The deadline's wakeup: the same announcement as the answer's, made
+    // by the timer thread unless the answer (or the job) came first.
+    let timer = deadline.map(|d| {
+        let theirs = shared.clone();
+        // SAFETY: as above.
+        let notify = unsafe { ossl::Notifier::share(np) };
+        let at = started + d.after;
+        let fire: Fire = Box::new(move || {
+            if !theirs.woken.swap(true, Ordering::AcqRel) {
+                notify.wake(id, wake);
+            }
+        });
+        (at, pool.arm(at, fire))
+    });
+    let task = task_for(pool, shared.clone(), op, call, move || {
+        notify.wake(id, wake)
     });
     // The job's stack keeps only a plain pointer from here on.
     let req: *const Shared<R> = Arc::as_ptr(&shared);
@@ -370,6 +732,8 @@ where
     // until this job collects it below (or the wait context is freed,
     // after which this job never runs again).
     let req = unsafe { &*req };
+    let due = || timer.is_some_and(|(at, _)| Instant::now() >= at);
+    let mut late = None;
     let asynchronous = match pool.push(task, limits.threads) {
         Ok(()) => {
             // At least one pause, even when the result is already there:
@@ -383,8 +747,15 @@ where
                     // A copy of the parent's job, resumed in a child.
                     return Ok(Ran::Lost);
                 }
+                if paused && due() {
+                    // Woken at the deadline (or later) without the answer.
+                    late = req.give_up(pool);
+                    break;
+                }
                 if idle >= IDLE_RESUMES || !ossl::pause() {
-                    req.wait();
+                    if !req.wait(timer.map(|(at, _)| at)) {
+                        late = req.give_up(pool);
+                    }
                     break;
                 }
                 paused = true;
@@ -402,10 +773,22 @@ where
             false
         }
     };
-    let r = req.take();
+    // Nothing is to wake this job any more.
+    req.woken.store(true, Ordering::Release);
+    if let Some((_, key)) = timer {
+        pool.disarm(key);
+    }
+    let r = if late.is_some() { None } else { req.take() };
     // The request is done: the wait context lets go of it (and the
     // eventfd is emptied unless another job's result waits on it).
     let done = n.collect(id);
+    if let Some(sent) = late {
+        drop(done);
+        return Ok(Ran::Late {
+            waited: started.elapsed(),
+            sent,
+        });
+    }
     match r {
         Some(Ok(v)) => {
             drop(done);

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::ossl::{AsyncJob, WaitCtx};
 use super::{run, Limits, Ran};
+use crate::stats::Op;
 
 extern "C" {
     fn ASYNC_WAIT_CTX_new() -> *mut WaitCtx;
@@ -52,7 +53,7 @@ extern "C" fn job_main(args: *mut c_void) -> c_int {
     // `*const Work` that outlives the job (the test waits for every job).
     let work = unsafe { &**(args as *const *const Work) };
     let input = work.input;
-    let r = run(Some(LIMITS), move || {
+    let r = run(Some(LIMITS), None, Op::Sign, move || {
         std::thread::sleep(latency(input));
         input * input + 1
     });
@@ -62,7 +63,7 @@ extern "C" fn job_main(args: *mut c_void) -> c_int {
             work.output.store(v, Ordering::Release);
         }
         Ran::Sync(v) => work.output.store(v, Ordering::Release),
-        Ran::Lost => return 0,
+        Ran::Lost | Ran::Late { .. } | Ran::Busy => return 0,
     }
     1
 }
@@ -206,4 +207,251 @@ fn wait_contexts_freed_with_requests_in_flight() {
     }
     // The pool still serves.
     assert!(jobs_on_one_wait_context(4, 77) > 0);
+}
+
+/// A private pool for the deadline tests (the process's pool is shared by
+/// the other tests, whose idle threads would take any request).
+fn private_pool() -> &'static super::Pool {
+    Box::leak(Box::new(super::Pool::new(super::getpid())))
+}
+
+/// Waits (generously) until `cond` holds; panics if it never does.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..3000 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("never happened: {what}");
+}
+
+/// A gate a call blocks on until the test opens it.
+#[derive(Clone, Default)]
+struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.0 .0.lock().unwrap();
+        while !*open {
+            open = self.0 .1.wait(open).unwrap();
+        }
+    }
+    fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+}
+
+fn deadline(ms: u64, threads: usize) -> super::Deadline {
+    super::Deadline {
+        after: Duration::from_millis(ms),
+        limits: Limits {
+            threads,
+            max_inflight: 1024,
+        },
+    }
+}
+
+/// A call whose answer does not come within the deadline: the caller gets
+/// `Late` (sent), the thread stays in the call until it returns, then
+/// discards the answer; while that one thread (the limit) is held, calls
+/// are not tried (`Busy`); once it returns, offload resumes.
+#[test]
+fn a_late_answer_is_given_up_discarded_and_offload_resumes() {
+    let pool = private_pool();
+    let d = deadline(50, 1);
+    let gate = Gate::default();
+    let g = gate.clone();
+    let r = super::waited_on(pool, d, Op::Sign, move || {
+        g.wait();
+        7u64
+    });
+    assert!(matches!(r, Ran::Late { sent: true, .. }));
+    assert_eq!(pool.late.load(Ordering::Acquire), 1);
+    let r: Ran<u64> = super::waited_on(pool, d, Op::Sign, || unreachable!("not tried"));
+    assert!(matches!(r, Ran::Busy));
+    gate.open();
+    eventually("the late thread returns", || {
+        pool.late.load(Ordering::Acquire) == 0 && pool.inflight.load(Ordering::Acquire) == 0
+    });
+    let r = super::waited_on(pool, deadline(600_000, 1), Op::Sign, || 9u64);
+    assert!(matches!(r, Ran::Sync(9)));
+}
+
+/// A request still queued when its caller gives up is never sent: its
+/// thread skips it.
+#[test]
+fn a_queued_request_given_up_is_never_sent() {
+    let pool = private_pool();
+    let gate = Gate::default();
+    // The only thread is busy (not late) with a call of no deadline worth
+    // the name.
+    let g = gate.clone();
+    let first = std::thread::spawn(move || {
+        super::waited_on(pool, deadline(600_000, 1), Op::Sign, move || {
+            g.wait();
+            1u64
+        })
+    });
+    eventually("the first call runs", || {
+        pool.queue.lock().unwrap().threads == 1 && pool.queue.lock().unwrap().tasks.is_empty()
+    });
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r2 = ran.clone();
+    let r = super::waited_on(pool, deadline(50, 1), Op::Sign, move || {
+        r2.store(true, Ordering::Release);
+        2u64
+    });
+    assert!(matches!(r, Ran::Late { sent: false, .. }));
+    assert_eq!(
+        pool.late.load(Ordering::Acquire),
+        0,
+        "no thread is held by it"
+    );
+    gate.open();
+    assert!(matches!(first.join().unwrap(), Ran::Sync(1)));
+    eventually("the queue drains", || {
+        pool.inflight.load(Ordering::Acquire) == 0 && pool.queue.lock().unwrap().tasks.is_empty()
+    });
+    assert!(
+        !ran.load(Ordering::Acquire),
+        "the given-up request was sent"
+    );
+}
+
+/// Inside a job: the job pauses, the timer wakes it at its deadline, it
+/// gives the request up and gets `Late`; the offload thread returns later
+/// and the next job's request is answered.
+#[test]
+fn a_paused_job_is_woken_at_its_deadline() {
+    struct Late {
+        gate: Gate,
+        late: AtomicUsize,
+    }
+    extern "C" fn late_job(args: *mut c_void) -> c_int {
+        // SAFETY: args points to the copy ASYNC_start_job made of a
+        // `*const Late` that outlives the job.
+        let l = unsafe { &**(args as *const *const Late) };
+        let g = l.gate.clone();
+        let limits = Limits {
+            threads: 64,
+            max_inflight: 1024,
+        };
+        let r = run(Some(limits), Some(deadline(50, 64)), Op::Sign, move || {
+            g.wait();
+            3u64
+        });
+        if matches!(r, Ran::Late { sent: true, .. }) {
+            l.late.fetch_add(1, Ordering::Relaxed);
+        }
+        1
+    }
+    let l = Late {
+        gate: Gate::default(),
+        late: AtomicUsize::new(0),
+    };
+    // SAFETY: plain constructor.
+    let w = unsafe { ASYNC_WAIT_CTX_new() };
+    let mut job: *mut AsyncJob = std::ptr::null_mut();
+    let mut finished = false;
+    for _ in 0..3000 {
+        let mut ret = 0;
+        let mut arg: *const Late = &l;
+        // SAFETY: as in `step`.
+        let r = unsafe {
+            ASYNC_start_job(
+                &mut job,
+                w,
+                &mut ret,
+                late_job,
+                (&mut arg as *mut *const Late).cast(),
+                std::mem::size_of::<*const Late>(),
+            )
+        };
+        if r == ASYNC_FINISH {
+            finished = true;
+            break;
+        }
+        assert_eq!(r, ASYNC_PAUSE);
+        // Resumed only when the wait fd says so (the deadline's wakeup).
+        let mut fds = [0 as c_int; 4];
+        let mut n = fds.len();
+        // SAFETY: a live wait context and a buffer of n descriptors.
+        unsafe { ASYNC_WAIT_CTX_get_all_fds(w, fds.as_mut_ptr(), &mut n) };
+        let mut p = libc::pollfd {
+            fd: fds[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. A generous bound: only the timer can
+        // make the fd readable (the call never returns before the gate).
+        let ready = unsafe { libc::poll(&mut p, 1, 60_000) };
+        assert_eq!(ready, 1, "the deadline never woke the job");
+    }
+    assert!(finished, "the job never finished");
+    assert_eq!(l.late.load(Ordering::Relaxed), 1);
+    l.gate.open();
+    // SAFETY: the job finished; nothing uses the wait context any more.
+    unsafe { ASYNC_WAIT_CTX_free(w) };
+}
+
+/// What the deadline's hand-off costs per call (a measurement, printed;
+/// asserts nothing about time): `cargo test -p ibmca-shim --release --lib
+/// handoff -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn handoff_cost() {
+    let pool = private_pool();
+    let d = deadline(600_000, 4);
+    let n = 20_000u64;
+    let t = std::time::Instant::now();
+    for i in 0..n {
+        std::hint::black_box(i * i);
+    }
+    let direct = t.elapsed();
+    let cpu = || {
+        // SAFETY: an all-zero timespec is valid for clock_gettime to fill.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let c0 = cpu();
+    let t = std::time::Instant::now();
+    for i in 0..n {
+        let r = super::waited_on(pool, d, Op::Sign, move || i * i);
+        assert!(matches!(r, Ran::Sync(_)));
+    }
+    let handed = t.elapsed();
+    let spent = cpu() - c0;
+    println!(
+        "per call: direct {:?}, through an offload thread {:?} wall, {:?} CPU (all threads)",
+        direct / n as u32,
+        handed / n as u32,
+        spent / n as u32
+    );
+    // With a call that blocks 100 µs (as an adapter request does): the
+    // offload thread sleeps between calls, so each is a real wakeup.
+    let n = 2_000u32;
+    let block = Duration::from_micros(100);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        std::thread::sleep(block);
+    }
+    let direct = t.elapsed();
+    let c0 = cpu();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let r = super::waited_on(pool, d, Op::Sign, move || std::thread::sleep(block));
+        assert!(matches!(r, Ran::Sync(())));
+    }
+    let handed = t.elapsed();
+    let spent = cpu() - c0;
+    println!(
+        "blocking 100 us: direct {:?}, through an offload thread {:?} wall, {:?} CPU",
+        direct / n,
+        handed / n,
+        spent / n
+    );
 }

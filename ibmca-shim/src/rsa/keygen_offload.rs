@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use zeroize::Zeroizing;
 
-use super::offload::Offload;
+use super::offload::{Missed, Offload};
 use crate::bn::prime::{self, Candidate, RoundRunner, Want};
 use crate::bn::{Bn, BnCtx};
 use crate::error::RsaError;
@@ -78,7 +78,13 @@ pub(super) type Batches<'a> = Box<dyn FnMut(Vec<Job>) -> Option<Vec<Answer>> + '
 pub(super) fn through<'a>(ica: &'a Arc<Libica>, offload: &'a Offload<'_>) -> Batches<'a> {
     Box::new(move |jobs| {
         let lib = Arc::clone(ica);
-        offload.call(move || mod_expo_all(lib, jobs))
+        let n = jobs.len();
+        match offload.call(move || mod_expo_all(lib, jobs)) {
+            Ok(answers) => Some(answers),
+            Err(Missed::Lost) => None,
+            // Late, or not sent: each exponentiation falls back, saying why.
+            Err(missed) => Some(vec![Err(format!("ica_rsa_mod_expo {missed}")); n]),
+        }
     })
 }
 

@@ -61,6 +61,39 @@ impl Attempt<Bn> {
     }
 }
 
+/// Why [`Offload::call`] has no answer to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Missed {
+    /// The call was the parent's, in flight at fork (this is the child).
+    Lost,
+    /// No answer within `offload-timeout-ms`: the caller stopped waiting
+    /// after `ms` milliseconds; `sent`, whether the request had reached
+    /// libica (else it was never sent).
+    Late { ms: u128, sent: bool },
+    /// Every offload thread is held by a late request: not tried.
+    Busy,
+}
+
+impl std::fmt::Display for Missed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missed::Lost => {
+                f.write_str("was in flight when the process forked; the result is the parent's")
+            }
+            Missed::Late { ms, sent: true } => {
+                write!(f, "late after {ms} ms; finished in software")
+            }
+            Missed::Late { ms, sent: false } => write!(
+                f,
+                "late after {ms} ms (still queued, never sent); finished in software"
+            ),
+            Missed::Busy => f.write_str(
+                "not sent: every offload thread waits on a late answer; finished in software",
+            ),
+        }
+    }
+}
+
 /// One operation on its way to a backend.
 pub(crate) struct Offload<'a> {
     router: Option<&'a Router>,
@@ -91,21 +124,32 @@ impl<'a> Offload<'a> {
 
     /// Makes one blocking libica call: on an offload thread while the
     /// running ASYNC job pauses, when the router has async on and the
-    /// caller runs in a job ([`pool::run`]); else right here. `None`: the
-    /// call was the parent's, in flight at fork (this is the child).
-    pub(crate) fn call<R, F>(&self, f: F) -> Option<R>
+    /// caller runs in a job ([`pool::run`]); else, with a deadline
+    /// (`offload-timeout-ms`), on an offload thread while this thread waits
+    /// at most that long; else right here. `Err`: no answer to use, and
+    /// why (software finishes the operation).
+    pub(crate) fn call<R, F>(&self, f: F) -> Result<R, Missed>
     where
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
         let limits = self.router.and_then(Router::async_limits);
-        match pool::run(limits, f) {
-            Ran::Sync(r) => Some(r),
+        let deadline = self.router.and_then(Router::deadline);
+        match pool::run(limits, deadline, self.op, f) {
+            Ran::Sync(r) => Ok(r),
             Ran::Async(r) => {
                 self.asynced.set(true);
-                Some(r)
+                Ok(r)
             }
-            Ran::Lost => None,
+            Ran::Lost => Err(Missed::Lost),
+            Ran::Late { waited, sent } => {
+                stats::record_late(self.op);
+                Err(Missed::Late {
+                    ms: waited.as_millis(),
+                    sent,
+                })
+            }
+            Ran::Busy => Err(Missed::Busy),
         }
     }
 
@@ -280,10 +324,9 @@ impl RsaKey {
                 )
             }
         };
-        let Some((r, out)) = r else {
-            return Attempt::Failed(format!(
-                "{what} was in flight when the process forked; the result is the parent's"
-            ));
+        let (r, out) = match r {
+            Ok(v) => v,
+            Err(missed) => return Attempt::Failed(format!("{what} {missed}")),
         };
         match r {
             Err(e) => Attempt::Failed(e.to_string()),

@@ -7,7 +7,7 @@
 //! [`crate::env`]) neither variable is read: counting goes to the default
 //! path of the effective user.
 //!
-//! File layout (native endianness, version 4, [`FILE_SIZE`] bytes):
+//! File layout (native endianness, version 5, [`FILE_SIZE`] bytes):
 //!
 //! | offset | content |
 //! |--------|---------|
@@ -16,9 +16,17 @@
 //! | 16     | `u64`: backends (low 32 bits), by-bits slots per op (high 32 bits) |
 //! | 24     | shards `u64` |
 //! | 32     | `u64`: the most requests seen in flight at once on the offload threads of one process (`async_max_inflight`; updated with a compare-and-swap maximum) |
+//! | 64     | `u64[ops]`: requests whose caller stopped waiting at `offload-timeout-ms` and went to software (`late`) |
+//! | 112    | `u64[ops]`: answers of such requests that arrived afterwards and were discarded (`late_discarded`) |
 //! | 4096 + k * [`SHARD_SIZE`] | shard k: counters `u64[ops][backends]` |
 //! | ... + 160 | shard k: `u64[ops]`, operations completed through a paused ASYNC job (`async`; also counted under their backend) |
 //! | ... + 256 | shard k: by-bits table `[ops][slots]` of (tag `u64`, count `u64`) |
+//!
+//! The two late counts were added within version 5 in words that every
+//! version 5 file has always had zero (the header page is allocated zeroed
+//! and nothing wrote past offset 40), so files written before them read
+//! as zero late requests, and an older rustica ignores them. They are not
+//! sharded: a late request is rare (a stalled queue), not per operation.
 //!
 //! A by-bits slot's tag is the key size plus one (0: free). A writer finds
 //! the slot of its key size by linear probing from a hash of the size and
@@ -148,6 +156,12 @@ pub const FILE_SIZE: usize = SHARDS_OFF + SHARDS * SHARD_SIZE;
 const HEADER_SIZE: usize = 32;
 /// Offset of the largest-in-flight word (after the header).
 const INFLIGHT_OFF: usize = HEADER_SIZE;
+/// Offset of the per-operation late request counts (header page).
+const LATE_OFF: usize = 64;
+/// Offset of the per-operation discarded late answer counts (header page).
+const LATE_DISCARDED_OFF: usize = LATE_OFF + NOPS * 8;
+const _: () = assert!(INFLIGHT_OFF + 8 <= LATE_OFF);
+const _: () = assert!(LATE_DISCARDED_OFF + NOPS * 8 <= SHARDS_OFF);
 /// Offset of the per-operation async counts within a shard.
 const ASYNC_OFF: usize = NOPS * NBACKENDS * 8;
 
@@ -332,6 +346,18 @@ impl Stats {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts one late request of `op` (its caller went to software).
+    pub fn record_late(&self, op: Op) {
+        self.word(LATE_OFF + op.index() * 8)
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one discarded late answer of `op`.
+    pub fn record_late_discarded(&self, op: Op) {
+        self.word(LATE_DISCARDED_OFF + op.index() * 8)
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Raises the largest-in-flight word to `n` if it is below.
     pub fn record_inflight(&self, n: u64) {
         self.word(INFLIGHT_OFF).fetch_max(n, Ordering::Relaxed);
@@ -350,6 +376,12 @@ impl Stats {
     /// claiming a slot and adding to it.
     pub fn reset(&self) {
         self.word(INFLIGHT_OFF).store(0, Ordering::Relaxed);
+        for op in Op::ALL {
+            self.word(LATE_OFF + op.index() * 8)
+                .store(0, Ordering::Relaxed);
+            self.word(LATE_DISCARDED_OFF + op.index() * 8)
+                .store(0, Ordering::Relaxed);
+        }
         for shard in 0..SHARDS {
             for op in Op::ALL {
                 self.word(async_off(shard, op)).store(0, Ordering::Relaxed);
@@ -419,7 +451,10 @@ use file::*;
 pub(crate) use recorder::record_traced;
 #[cfg(test)]
 pub(crate) use recorder::set_thread_stats;
-pub use recorder::{default_path, enabled, record, record_async, record_inflight};
+pub use recorder::{
+    default_path, enabled, record, record_async, record_inflight, record_late,
+    record_late_discarded,
+};
 use snapshot::read_checked;
 pub use snapshot::{snapshot, Snapshot};
 pub use users::{scan_users, snapshot_of_user, UserFile, DEFAULT_DIR, FILE_PREFIX};

@@ -90,6 +90,42 @@ pub fn record_inflight(n: u64) {
     }
 }
 
+/// Counts one `op` whose adapter answer came too late: its caller stopped
+/// waiting at `offload-timeout-ms` and software finished it. Never fails.
+#[cfg(not(test))]
+pub fn record_late(op: Op) {
+    if let Some(s) = global(&|_| {}) {
+        s.record_late(op);
+    }
+}
+
+/// Counts one late answer of `op` that arrived after its caller had gone
+/// to software, and was discarded. Never fails.
+#[cfg(not(test))]
+pub fn record_late_discarded(op: Op) {
+    if let Some(s) = global(&|_| {}) {
+        s.record_late_discarded(op);
+    }
+}
+
+#[cfg(test)]
+pub fn record_late(op: Op) {
+    THREAD_STATS.with(|s| {
+        if let Some(s) = &*s.borrow() {
+            s.record_late(op);
+        }
+    });
+}
+
+#[cfg(test)]
+pub fn record_late_discarded(op: Op) {
+    THREAD_STATS.with(|s| {
+        if let Some(s) = &*s.borrow() {
+            s.record_late_discarded(op);
+        }
+    });
+}
+
 #[cfg(test)]
 pub fn record_async(op: Op) {
     THREAD_STATS.with(|s| {

@@ -16,6 +16,8 @@ use super::*;
 pub struct Snapshot {
     counts: [[u64; NBACKENDS]; NOPS],
     asyncs: [u64; NOPS],
+    late: [u64; NOPS],
+    late_discarded: [u64; NOPS],
     max_inflight: u64,
     by_bits: [BTreeMap<u32, u64>; NOPS],
 }
@@ -29,6 +31,10 @@ impl Snapshot {
             max_inflight: word(INFLIGHT_OFF),
             ..Snapshot::default()
         };
+        for op in Op::ALL {
+            s.late[op.index()] = word(LATE_OFF + op.index() * 8);
+            s.late_discarded[op.index()] = word(LATE_DISCARDED_OFF + op.index() * 8);
+        }
         for shard in 0..SHARDS {
             for op in Op::ALL {
                 // Saturating: the file may be another user's, crafted to
@@ -64,6 +70,19 @@ impl Snapshot {
         self.asyncs[op.index()]
     }
 
+    /// Calls of `op` whose adapter answer was late: the caller stopped
+    /// waiting at `offload-timeout-ms` and software finished the call
+    /// (also counted under their backend, `fallback`).
+    pub fn late(&self, op: Op) -> u64 {
+        self.late[op.index()]
+    }
+
+    /// Late answers of `op` that arrived after their caller had gone to
+    /// software, and were discarded.
+    pub fn late_discarded(&self, op: Op) -> u64 {
+        self.late_discarded[op.index()]
+    }
+
     /// The most requests one process had in flight on its offload threads.
     pub fn max_inflight(&self) -> u64 {
         self.max_inflight
@@ -89,6 +108,9 @@ impl Snapshot {
                 self.counts[op][b] = self.counts[op][b].saturating_add(other.counts[op][b]);
             }
             self.asyncs[op] = self.asyncs[op].saturating_add(other.asyncs[op]);
+            self.late[op] = self.late[op].saturating_add(other.late[op]);
+            self.late_discarded[op] =
+                self.late_discarded[op].saturating_add(other.late_discarded[op]);
             for (bits, n) in &other.by_bits[op] {
                 let mine = self.by_bits[op].entry(*bits).or_insert(0);
                 *mine = mine.saturating_add(*n);
@@ -106,6 +128,8 @@ impl Snapshot {
                 d.counts[op][b] = grown(self.counts[op][b], earlier.counts[op][b]);
             }
             d.asyncs[op] = grown(self.asyncs[op], earlier.asyncs[op]);
+            d.late[op] = grown(self.late[op], earlier.late[op]);
+            d.late_discarded[op] = grown(self.late_discarded[op], earlier.late_discarded[op]);
             for (bits, n) in d.by_bits[op].iter_mut() {
                 *n = grown(*n, earlier.by_bits[op].get(bits).copied().unwrap_or(0));
             }
@@ -126,6 +150,12 @@ impl Snapshot {
                 let _ = write!(out, "\"{}\": {}, ", b.name(), self.get(op, b));
             }
             let _ = write!(out, "\"async\": {}, ", self.asynchronous(op));
+            let _ = write!(
+                out,
+                "\"late\": {}, \"late_discarded\": {}, ",
+                self.late(op),
+                self.late_discarded(op)
+            );
             out.push_str("\"by_bits\": {");
             for (j, (bits, n)) in self.by_bits[op.index()].iter().enumerate() {
                 if j > 0 {

@@ -94,7 +94,12 @@ fn counts_and_json() {
     st.record_async(Op::Sign);
     st.record_inflight(7);
     st.record_inflight(3);
+    st.record_late(Op::Sign);
+    st.record_late(Op::Sign);
+    st.record_late_discarded(Op::Sign);
     let s = snapshot(&p).unwrap();
+    assert_eq!((s.late(Op::Sign), s.late_discarded(Op::Sign)), (2, 1));
+    assert_eq!((s.late(Op::Decrypt), s.late_discarded(Op::Decrypt)), (0, 0));
     assert_eq!(s.get(Op::Sign, Backend::Software), 1);
     assert_eq!(s.get(Op::Sign, Backend::Failed), 1);
     assert_eq!(s.get(Op::Sign, Backend::Libica), 1);
@@ -105,12 +110,12 @@ fn counts_and_json() {
     assert_eq!(
         s.to_json(),
         "{\"ops\": {\
-         \"keygen\": {\"libica\": 0, \"software\": 1, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {\"2048\": 1}}, \
-         \"sign\": {\"libica\": 1, \"software\": 1, \"fallback\": 0, \"failed\": 1, \"async\": 1, \"by_bits\": {\"2048\": 2, \"4096\": 1}}, \
-         \"verify\": {\"libica\": 0, \"software\": 0, \"fallback\": 2, \"failed\": 0, \"async\": 0, \"by_bits\": {\"16384\": 1}}, \
-         \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}, \
-         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}, \
-         \"keygen_modexp\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"by_bits\": {}}}, \
+         \"keygen\": {\"libica\": 0, \"software\": 1, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"late\": 0, \"late_discarded\": 0, \"by_bits\": {\"2048\": 1}}, \
+         \"sign\": {\"libica\": 1, \"software\": 1, \"fallback\": 0, \"failed\": 1, \"async\": 1, \"late\": 2, \"late_discarded\": 1, \"by_bits\": {\"2048\": 2, \"4096\": 1}}, \
+         \"verify\": {\"libica\": 0, \"software\": 0, \"fallback\": 2, \"failed\": 0, \"async\": 0, \"late\": 0, \"late_discarded\": 0, \"by_bits\": {\"16384\": 1}}, \
+         \"encrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"late\": 0, \"late_discarded\": 0, \"by_bits\": {}}, \
+         \"decrypt\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"late\": 0, \"late_discarded\": 0, \"by_bits\": {}}, \
+         \"keygen_modexp\": {\"libica\": 0, \"software\": 0, \"fallback\": 0, \"failed\": 0, \"async\": 0, \"late\": 0, \"late_discarded\": 0, \"by_bits\": {}}}, \
          \"async_max_inflight\": 7}"
     );
     assert_eq!(s.asynchronous(Op::Sign), 1);
