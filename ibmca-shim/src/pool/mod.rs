@@ -45,15 +45,22 @@
 //! once ([`Ran::Busy`]); offload resumes as soon as one of them returns.
 
 mod ossl;
+mod request;
+mod thread;
+mod timer;
+
+use request::Shared;
+use thread::pin_module;
+pub(crate) use thread::with_signals_blocked;
+use timer::{Fire, Timers};
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::AtomicU8;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::stats::Op;
@@ -154,17 +161,6 @@ struct Pool {
     tick: Condvar,
 }
 
-/// Deadlines of paused jobs, by instant (and a sequence number): what to
-/// do when each passes (wake the job).
-type Fire = Box<dyn FnOnce() + Send>;
-
-struct Timers {
-    entries: BTreeMap<(Instant, u64), Fire>,
-    next: u64,
-    /// The timer thread started (false: not yet, or it could not).
-    started: bool,
-}
-
 /// The pool of the process that made it; a forked child replaces it (the
 /// parent's is leaked there: its lock may have been held at fork).
 static POOL: AtomicPtr<Pool> = AtomicPtr::new(std::ptr::null_mut());
@@ -172,50 +168,6 @@ static POOL: AtomicPtr<Pool> = AtomicPtr::new(std::ptr::null_mut());
 fn getpid() -> libc::pid_t {
     // SAFETY: no preconditions.
     unsafe { libc::getpid() }
-}
-
-/// Keeps rustica.so mapped for the rest of the process (see the module
-/// documentation). False when that cannot be done: no offload then.
-fn pin_module() -> bool {
-    // The unit tests run the pool inside their own executable, which is
-    // never unloaded (and cannot be opened by name with RTLD_NOLOAD).
-    if cfg!(test) {
-        return true;
-    }
-    static PINNED: OnceLock<bool> = OnceLock::new();
-    // On a short-lived thread of its own: the caller is an ASYNC job, whose
-    // fixed 32 KiB stack has room for rustica's operation but not always
-    // for the dynamic loader as well (it overflowed in sanitizer builds).
-    *PINNED.get_or_init(|| {
-        with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name("rustica-pin".into())
-                .spawn(pin_module_now)
-                .ok()
-                .and_then(|t| t.join().ok())
-                .unwrap_or(false)
-        })
-    })
-}
-
-fn pin_module_now() -> bool {
-    // SAFETY: an all-zero Dl_info is a valid value for dladdr to fill.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let addr = pin_module as *const () as *const libc::c_void;
-    // SAFETY: addr is code of this module; info a valid out-pointer.
-    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
-        return false;
-    }
-    // SAFETY: dli_fname names the loaded file of this module; with
-    // RTLD_NOLOAD nothing new is loaded, RTLD_NODELETE marks it never
-    // to be unmapped. The handle is kept forever (never dlclosed).
-    let h = unsafe {
-        libc::dlopen(
-            info.dli_fname,
-            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
-        )
-    };
-    !h.is_null()
 }
 
 /// This process's pool, made at first use.
@@ -271,76 +223,6 @@ impl Pool {
         self.late.load(Ordering::Acquire) >= limits.threads.max(1)
     }
 
-    fn timers(&self) -> std::sync::MutexGuard<'_, Timers> {
-        self.timers.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Starts the timer thread if it is not running; false when it cannot
-    /// be started (then jobs with a deadline do not pause).
-    fn timer_running(&'static self) -> bool {
-        let mut t = self.timers();
-        if !t.started {
-            t.started = with_signals_blocked(|| {
-                std::thread::Builder::new()
-                    .name("rustica-timer".into())
-                    .stack_size(1 << 20)
-                    .spawn(move || self.timer())
-                    .is_ok()
-            });
-        }
-        t.started
-    }
-
-    /// Runs `fire` at `at` on the timer thread (which must be running);
-    /// the key disarms it.
-    fn arm(&self, at: Instant, fire: Fire) -> (Instant, u64) {
-        let mut t = self.timers();
-        t.next += 1;
-        let key = (at, t.next);
-        let first = t.entries.keys().next().is_none_or(|k| *k > key);
-        t.entries.insert(key, fire);
-        drop(t);
-        if first {
-            self.tick.notify_one();
-        }
-        key
-    }
-
-    fn disarm(&self, key: (Instant, u64)) {
-        let gone = self.timers().entries.remove(&key);
-        drop(gone);
-    }
-
-    /// The timer thread: fires each deadline when it passes, outside the
-    /// lock (a wakeup may call the application's callback). Never exits,
-    /// like the offload threads; it holds no lock while it sleeps, so
-    /// `exit` does not wait for it.
-    fn timer(&'static self) {
-        let mut t = self.timers();
-        loop {
-            let now = Instant::now();
-            let Some(&first) = t.entries.keys().next() else {
-                t = self.tick.wait(t).unwrap_or_else(PoisonError::into_inner);
-                continue;
-            };
-            if first.0 > now {
-                t = self
-                    .tick
-                    .wait_timeout(t, first.0 - now)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
-                continue;
-            }
-            let later = t.entries.split_off(&(now, u64::MAX));
-            let due = std::mem::replace(&mut t.entries, later);
-            drop(t);
-            for (_, fire) in due {
-                let _ = catch_unwind(AssertUnwindSafe(fire));
-            }
-            t = self.timers();
-        }
-    }
-
     fn worker(&'static self) {
         loop {
             let task = {
@@ -381,154 +263,6 @@ impl Pool {
         drop(q);
         self.work.notify_one();
         Ok(())
-    }
-}
-
-/// Runs `f` (which starts an offload thread) with every signal blocked in
-/// the calling thread, so the new thread starts with them all blocked: it
-/// inherits the mask at creation, before it runs a single instruction.
-/// Process-directed signals then go to the application's own threads,
-/// which expect them, and never interrupt a libica call (an EINTR would
-/// turn into a software fallback). The caller's mask is restored after.
-pub(crate) fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: an all-zero sigset_t is a valid value for sigfillset and
-    // pthread_sigmask to overwrite.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to sigset_t values owned by this frame.
-    let blocked = unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0
-    };
-    let r = f();
-    if blocked {
-        // SAFETY: restores the mask saved above, a valid sigset_t.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    }
-    r
-}
-
-/// A request's states: queued, in libica, answered, given up by its
-/// caller (at its deadline).
-const QUEUED: u8 = 0;
-const RUNNING: u8 = 1;
-const DONE: u8 = 2;
-const GAVE_UP: u8 = 3;
-
-/// One request: the result the offload thread leaves for the job.
-struct Shared<R> {
-    pid: libc::pid_t,
-    result: Mutex<Option<std::thread::Result<R>>>,
-    done: AtomicBool,
-    state: AtomicU8,
-    /// The job was woken (by the answer or by its deadline): one wakeup
-    /// per request, whichever comes first.
-    woken: AtomicBool,
-    cv: Condvar,
-}
-
-impl<R> Shared<R> {
-    fn new(pid: libc::pid_t) -> Shared<R> {
-        Shared {
-            pid,
-            result: Mutex::new(None),
-            done: AtomicBool::new(false),
-            state: AtomicU8::new(QUEUED),
-            woken: AtomicBool::new(false),
-            cv: Condvar::new(),
-        }
-    }
-
-    /// The offload thread takes the request: false when its caller gave
-    /// it up while it was queued (then it is never sent).
-    fn start(&self) -> bool {
-        self.state
-            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
-    /// Leaves the result for the caller; false when the caller gave the
-    /// request up meanwhile (the result is dropped here: a late answer).
-    fn complete(&self, r: std::thread::Result<R>) -> bool {
-        let mut slot = self.result.lock().unwrap_or_else(PoisonError::into_inner);
-        *slot = Some(r);
-        if self
-            .state
-            .compare_exchange(RUNNING, DONE, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            let late = slot.take();
-            drop(slot);
-            drop(late);
-            return false;
-        }
-        self.done.store(true, Ordering::Release);
-        drop(slot);
-        self.cv.notify_all();
-        true
-    }
-
-    /// The caller stops waiting (its deadline passed). `Some(sent)` when
-    /// it gave the request up (`sent`: it was already in libica, whose
-    /// thread the pool now counts as late); `None` when the answer came
-    /// first after all.
-    fn give_up(&self, pool: &Pool) -> Option<bool> {
-        // Counted before the state changes: the thread, seeing the request
-        // given up, uncounts it, and must not find the count still zero.
-        pool.late.fetch_add(1, Ordering::AcqRel);
-        match self
-            .state
-            .compare_exchange(RUNNING, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Some(true),
-            Err(now) => {
-                pool.late.fetch_sub(1, Ordering::AcqRel);
-                if now == QUEUED
-                    && self
-                        .state
-                        .compare_exchange(QUEUED, GAVE_UP, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                {
-                    return Some(false);
-                }
-                if self.state.load(Ordering::Acquire) == RUNNING {
-                    // Taken by its thread between the two exchanges.
-                    return self.give_up(pool);
-                }
-                None
-            }
-        }
-    }
-
-    /// Blocks until the result is there (pausing unavailable), or until
-    /// `until` when given; true when the result is there.
-    fn wait(&self, until: Option<Instant>) -> bool {
-        let mut r = self.result.lock().unwrap_or_else(PoisonError::into_inner);
-        while !self.done.load(Ordering::Acquire) {
-            match until {
-                None => r = self.cv.wait(r).unwrap_or_else(PoisonError::into_inner),
-                Some(t) => {
-                    let now = Instant::now();
-                    if now >= t {
-                        return false;
-                    }
-                    r = self
-                        .cv
-                        .wait_timeout(r, t - now)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
-                }
-            }
-        }
-        true
-    }
-
-    fn take(&self) -> Option<std::thread::Result<R>> {
-        self.result
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
     }
 }
 
