@@ -44,6 +44,9 @@ done
 for v in RELEASE SYSROOT MODULE ENGINE_DEB KEYS OUT CARD_BIN INTERPOSER RUSTICA; do
   [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
+# The sides run from the root's directory tree too: the module's path must
+# not depend on the working directory.
+MODULE=$(realpath "$MODULE")
 say_as="card[$RELEASE]" say_clock=1
 rm -rf "$OUT"
 mkdir -p "$OUT"
