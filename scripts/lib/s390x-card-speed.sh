@@ -35,6 +35,11 @@ pg_ticks() { # pgid
     END { print t + 0 }'
 }
 
+# The processes of process group PG.
+pg_pids() { # pgid
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v pg="$1" '{ pid = $1; sub(/^.*\) /, "") } $3 == pg { print pid }' | tr '\n' ' '
+}
+
 # A0 computes in software: one process, `openssl speed -seconds 1 -mr`
 # without -elapsed, so that each phase's time is the process's own user
 # CPU time (OpenSSL's app_tminterval); stopped after the verification
@@ -83,21 +88,28 @@ card_window() { # side speed-args...
   s1=$(card_ctl stats) t1=$(pg_ticks "$run")
   sleep 2.5
   s2=$(card_ctl stats) t2=$(pg_ticks "$run")
-  kill -- -"$run" 2>/dev/null || true
+  pids=$(pg_pids "$run")
+  # SIGKILL: qemu-user can leave SIGTERM pending in a guest with threads
+  # (rustica's offload threads), and a survivor's requests would count in
+  # the next configuration's window.
+  kill -KILL -- -"$run" 2>/dev/null || true
   wait "$run" 2>/dev/null || true
   python3 -c '
 import json, sys
 kind = sys.argv[1]
 a, b = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 ticks, tck = int(sys.argv[5]) - int(sys.argv[4]), int(sys.argv[6])
+# Only the requests of this run (the card sees the host pid of each qemu).
+pids = set(int(p) for p in sys.argv[7].split())
 def served(d):
-    return sum(r["count"] for r in d["requests"] if r["type"] == kind and r["outcome"] == "ok")
+    return sum(r["count"] for r in d["requests"]
+               if r["type"] == kind and r["outcome"] == "ok" and r["pid"] in pids)
 wall = (b["wall_ns"] - a["wall_ns"]) / 1e9
 queues = b["cards"] * b["domains"]
 n = served(b) - served(a)
 if n > 0:
     print("%.2f %.3f %.4f" % (n / wall, (b["busy_ns"] - a["busy_ns"]) / 1e9 / wall / queues, ticks / tck / n * 1000))
-' "$kind" "$s1" "$s2" "$t1" "$t2" "$TCK"
+' "$kind" "$s1" "$s2" "$t1" "$t2" "$TCK" "$pids"
 }
 
 # Configurations "name|side|speed args"; every round runs each once, in
