@@ -70,7 +70,8 @@ EOF
 # stopped after the window). Summing each child's +R1 would not do: under
 # qemu the children start up to a second apart, so each one's signing
 # phase overlaps others' verification phases, which for rustica do not use
-# the card. Prints "signatures/s fraction-of-capacity cpu-ms-per-signature":
+# the card. The window is 2.5 s from 0.5 s after the run's first signing
+# request. Prints "signatures/s fraction-of-capacity cpu-ms-per-signature":
 # the side's signing requests (CRT for A and B, ME for C) answered in the
 # window per second, the card's busy time over the window's wall time x
 # queues, and the side's processes' CPU time in the window over those
@@ -84,7 +85,20 @@ card_window() { # side speed-args...
   side_cmd "$side"
   setsid "${SIDE_CMD[@]}" speed -elapsed -seconds 6 -mr "$@" rsa2048 >/dev/null 2>&1 &
   run=$!
-  sleep 2
+  # The window opens 0.5 s after the run's first signing request: under
+  # qemu on a loaded host, starting a process that loads rustica's module
+  # can take seconds, and a window from a fixed time would hold part of it.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    sleep 0.1
+    card_ctl stats | python3 -c '
+import json, sys
+pids = set(int(p) for p in sys.argv[2].split())
+d = json.load(sys.stdin)
+sys.exit(0 if any(r["type"] == sys.argv[1] and r["pid"] in pids for r in d["requests"]) else 1)
+' "$kind" "$(pg_pids "$run")" && break
+  done
+  sleep 0.5
   s1=$(card_ctl stats) t1=$(pg_ticks "$run")
   sleep 2.5
   s2=$(card_ctl stats) t2=$(pg_ticks "$run")
