@@ -210,7 +210,7 @@ print(d["late"], sum(r["count"] for r in d["requests"]))')
   lower=$(echo "$b1" | sed -n 's/^[^[]*\[\([0-9.]*\).*/\1/p')
   if [ -n "$mark" ]; then verdict=$mark
   elif awk -v l="$lower" 'BEGIN {exit !(l >= 0.95)}'; then verdict="pass"
-  else verdict="not shown (lower bound $lower < 0.95)"
+  else verdict="fail (lower bound $lower < 0.95)"
   fi
   echo "$verdict" >"$U/verdict"
   cell() { echo "$(med "$U/rate-$1") sig/s, card busy $(med "$U/busy-$1")"; }
