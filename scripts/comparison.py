@@ -6,8 +6,9 @@ scripts/s390x-three-sides.sh writes one facts.tsv per Debian release
 of each under docs/comparison/<release>.tsv when asked to, and this script
 renders the page from those copies:
 
-  scripts/comparison.py --write                 render docs/comparison.md
-  scripts/comparison.py --check                 the page matches the copies
+  scripts/comparison.py --write                 render docs/comparison.md (and the
+                                                 card-speed table in docs/performance.md)
+  scripts/comparison.py --check                 both match the copies
   scripts/comparison.py --check-facts R FILE    a fresh run of release R
                                                  agrees with docs/comparison/R.tsv
 
@@ -25,6 +26,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FACTS_DIR = ROOT / "docs" / "comparison"
 PAGE = ROOT / "docs" / "comparison.md"
+# docs/performance.md holds the card-speed rows too, between these markers.
+PERF = ROOT / "docs" / "performance.md"
+PERF_BEGIN = "<!-- card-speed rows: scripts/comparison.py --write renders this table -->"
+PERF_END = "<!-- end of the card-speed rows -->"
 RELEASES = [("bookworm", "Debian 12"), ("stable", "Debian 13")]
 
 SECTIONS = [
@@ -206,20 +211,24 @@ CARD_INTRO = {
         "= the command succeeded with a wrong result. In brackets, what the card counted."
     ),
     "card-speed": (
-        "`openssl speed -elapsed -mr rsa2048` (OpenSSL 3.5) with -multi P processes, or one "
-        "process with -async_jobs 32, the configurations alternating round by round. The card "
-        "measures each run in a window inside the signing phase (2 to 4.5 s after the start): "
-        "the side's signing requests answered per second (CRT for A and B, ME for C) and its "
-        "busy time over the window's wall time x queues, the fraction of its capacity used "
-        "(1.000 = both queues busy all the time: 185 2048-bit CRT/s at this unit). Summing "
-        "the children's own rates would not do: under qemu they start apart, so one's signing "
-        "overlaps another's verification. A0 computes in software: its rate is the children's "
-        "`+R1` sum. The unit is scaled so that the card, not qemu, is the bottleneck: at 200 us "
-        "a 2048-bit CRT takes 10.8 ms, about 14 times rustica's CPU time per signature under "
-        "qemu (0.75 ms; stock's is 0.5 ms). B/A0 therefore says how this unit compares with "
-        "qemu's software, not what a card does against a z16's CPU. Ratios are `rustica "
-        "compare` over the rounds' pairs (Hodges-Lehmann estimate, Wilcoxon 95 % interval, "
-        "docs/lab.md)."
+        "The card's speed as a dimension: `openssl speed -elapsed -mr rsa2048` (OpenSSL 3.5) at "
+        "each card unit of `S390X_CARD_SPEED_UNITS` (a 2048-bit CRT is 54 units), with one "
+        "process, -multi 2 and 4, or one process with -async_jobs 32, the configurations "
+        "alternating round by round (`scripts/lib/s390x-card-speed.sh`). The card measures each "
+        "run in a window inside the signing phase (2.5 s, from 0.5 s after its first signing request): the side's "
+        "signing requests answered per second (CRT for A and B, ME for C) and its busy time "
+        "over the window's wall time x queues (1.000 = both queues busy all the time); the "
+        "side's processes' user + system CPU time in the same window over those signatures is "
+        "the host CPU per signature: qemu's CPU time for emulated s390x code, not z16 time. A0 "
+        "computes in software; its CPU per signature and per verification are OpenSSL's own "
+        "user-time figures for one process. Each unit is placed against the host as the ratio "
+        "of the card's service time for a 2048-bit CRT to A0's CPU per signature: large = the "
+        "card is the slow part, small = the host's own cost per request decides. A unit with "
+        "over 1 % of its answers late (the card model's native computation outlasting the "
+        "service time) is marked INVALID and its verdict void. The verdict \"B >= 0.95 x A\" "
+        "is non-inferiority against stock's own offload, one process, sync: pass when the "
+        "interval's lower bound is at or above 0.95. Ratios are `rustica compare` over the "
+        "rounds' pairs (Hodges-Lehmann estimate, Wilcoxon 95 % interval, docs/lab.md)."
     ),
     "card-lab": (
         "`rustica lab` itself on the card, as on an IBM Z host (`scripts/s390x-card-lab.sh`: "
@@ -235,6 +244,23 @@ CARD_INTRO = {
 }
 
 
+def card_table(rows):
+    out = ["| measurement | release | A stock | A0 stock, nocex | B rustica | C ibmca engine | note |", "|---|---|---|---|---|---|---|"]
+    for name, (_, item, a, a0, b, c, note, _) in rows:
+        out.append(f"| {cell(item)} | {name} | {cell(a)} | {cell(a0)} | {cell(b)} | {cell(c)} | {cell(note)} |")
+    return out
+
+
+def render_perf(text, card_facts):
+    """docs/performance.md with the card-speed rows between the markers."""
+    if PERF_BEGIN not in text or PERF_END not in text:
+        raise SystemExit("comparison: docs/performance.md lacks the card-speed markers")
+    head, rest = text.split(PERF_BEGIN, 1)
+    _, tail = rest.split(PERF_END, 1)
+    rows = [(name, r) for release, name in RELEASES for r in card_facts.get(release, []) if r[0] == "card-speed"]
+    return head + PERF_BEGIN + "\n" + "\n".join(card_table(rows)) + "\n" + PERF_END + tail
+
+
 def render_card(w, card_facts):
     if not any(card_facts.values()):
         return
@@ -246,10 +272,8 @@ def render_card(w, card_facts):
         w("")
         w(CARD_INTRO[key])
         w("")
-        w("| measurement | release | A stock | A0 stock, nocex | B rustica | C ibmca engine | note |")
-        w("|---|---|---|---|---|---|---|")
-        for name, (_, item, a, a0, b, c, note, _) in rows:
-            w(f"| {cell(item)} | {name} | {cell(a)} | {cell(a0)} | {cell(b)} | {cell(c)} | {cell(note)} |")
+        for line in card_table(rows):
+            w(line)
         w("")
 
 
@@ -373,13 +397,19 @@ def main():
         for r, _ in RELEASES
     }
     page = render(facts, card_facts)
+    perf = render_perf(PERF.read_text(), card_facts)
     if args.write:
         PAGE.write_text(page)
+        PERF.write_text(perf)
         return 0
+    bad = 0
     if PAGE.read_text() != page:
         print("comparison: docs/comparison.md is not what scripts/comparison.py renders from docs/comparison/; run it with --write", file=sys.stderr)
-        return 1
-    return 0
+        bad = 1
+    if PERF.read_text() != perf:
+        print("comparison: docs/performance.md's card-speed table is not what scripts/comparison.py renders from docs/comparison/; run it with --write", file=sys.stderr)
+        bad = 1
+    return bad
 
 
 if __name__ == "__main__":

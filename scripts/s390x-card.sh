@@ -20,7 +20,8 @@
 # Writes facts.tsv (section, item, A, A0, B, C, note, "varies" or empty)
 # for scripts/comparison.py. With S390X_CARD_SPEED=1 it also measures
 # throughput with the card as the bottleneck (minutes under qemu; the lane
-# records it, CI does not run it). Exits non-zero, saying what failed,
+# records it, CI does not run it; scripts/lib/s390x-card-speed.sh says
+# what it measures, at which card speeds). Exits non-zero, saying what failed,
 # when a side's result is wrong where it must not be, or a side does not
 # reach the card as its design says.
 # shellcheck source-path=SCRIPTDIR source-path=.
@@ -43,6 +44,9 @@ done
 for v in RELEASE SYSROOT MODULE ENGINE_DEB KEYS OUT CARD_BIN INTERPOSER RUSTICA; do
   [ -n "${!v}" ] || die "$(echo "--${v,,} is required" | tr _ -)"
 done
+# The sides run from the root's directory tree too: the module's path must
+# not depend on the working directory.
+case $MODULE in /*) ;; *) MODULE=$PWD/$MODULE ;; esac
 say_as="card[$RELEASE]" say_clock=1
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -147,6 +151,9 @@ VARIES=varies fact card-versions openssl "$VERSION_OPENSSL" \
   "$([ $STOCK_OFFLOADS = 1 ] && echo "$VERSION_OPENSSL, OPENSSL_s390xcap=nocex" || echo "–")" \
   "$VERSION_OPENSSL" "$VERSION_OPENSSL"
 
+# S390X_CARD_SPEED_ONLY=1 (with S390X_CARD_SPEED=1) skips sections 1 and 2:
+# the speed rows alone, to be spliced into the recorded facts by hand.
+if [ -z "${S390X_CARD_SPEED_ONLY:-}" ]; then
 # --- 1. requests per operation, by type -----------------------------------------
 key=$KEYS/key-2048.pem pub=$OUT/pub-2048.pem
 host_openssl pkey -in "$key" -pubout -out "$pub"
@@ -337,6 +344,8 @@ fallbacks=$(( $(rustica_fallbacks) - fallbacks_before ))
 fact card-faults "rustica's counters over the runs above" "" "" \
   "$b_corrupt corrupt answers, $fallbacks counted as fallback (recomputed in software)" "" \
   "EIO and ENODEV are answered by libica's own software fallback and counted by it (icastats: software)"
+
+fi # S390X_CARD_SPEED_ONLY
 
 # --- 3. throughput with the card as the bottleneck (S390X_CARD_SPEED=1) -----------
 if [ -n "${S390X_CARD_SPEED:-}" ]; then
