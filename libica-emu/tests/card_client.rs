@@ -9,55 +9,24 @@
 //! reads its LIBICA_EMU_* variables once per process. A card they need
 //! is the card crate's server, run in this process or in a child of it.
 
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use libica_abi::{ica_rsa_key_crt_t, ica_rsa_key_mod_expo_t};
 use rustica_card::server::{self, Options};
+
+#[path = "../../card/tests/support/private_dir.rs"]
+mod private_dir;
+use private_dir::{is_root, Dir};
 
 #[path = "../../card/tests/support/memory_scan.rs"]
 mod memory_scan;
 use memory_scan::copies_left;
 
 const NOBODY: u32 = 65534;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A private directory (mode 0700), removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new() -> Dir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "libica-emu-card-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
-        Dir(path)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A card with one queue and 1 µs units at `socket`, its options.
 fn small_card(socket: &Path) -> Options {
