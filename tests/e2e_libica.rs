@@ -830,8 +830,9 @@ fn a_key_libica_generated_is_counted_as_software_with_the_reason() {
 /// A stalled queue (the emulated libica hangs every call for two minutes)
 /// with `offload-timeout-ms = 100`: `openssl dgst -sign` gives the right
 /// signature, computed in software after the deadline (one fallback, one
-/// late request, traced), and the process exits without waiting for the
-/// offload thread still in the hung call. Without the deadline the
+/// late request, traced, the deadline named on the init line), and the
+/// process exits without waiting for the offload thread still in the hung
+/// call. Without the deadline the
 /// signature would wait the full two minutes.
 #[test]
 fn a_hung_adapter_call_is_given_up_at_the_deadline() {
@@ -874,5 +875,9 @@ fn a_hung_adapter_call_is_given_up_at_the_deadline() {
         log.contains("sign rsa-2048: backend=fallback (ica_rsa_crt late after")
             && log.contains("ms; finished in software)"),
         "{log}"
+    );
+    assert!(
+        log.contains("; offload deadline 100 ms, then software"),
+        "the init line names the deadline: {log}"
     );
 }

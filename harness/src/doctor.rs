@@ -211,6 +211,7 @@ fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u
         r.ok("backend", line);
     }
     r.ok("async", router.async_status());
+    r.ok("deadline", router.deadline_status());
 }
 
 /// The module loads into the stock openssl command and reports itself active.

@@ -292,8 +292,10 @@ impl Router {
             deadline: crate::pool::Deadline::from_ms(s.offload_timeout_ms, s.async_limits),
         };
         router.log(format_args!(
-            "init: {}; async {}",
-            router.status.detail, router.async_status
+            "init: {}; async {}; offload deadline {}",
+            router.status.detail,
+            router.async_status,
+            router.deadline_status()
         ));
         router
     }
@@ -324,6 +326,14 @@ impl Router {
     /// result, when there is a deadline (`offload-timeout-ms`).
     pub(crate) fn deadline(&self) -> Option<crate::pool::Deadline> {
         self.deadline
+    }
+
+    /// `offload-timeout-ms` as said by the init trace and `rustica doctor`.
+    pub fn deadline_status(&self) -> String {
+        match self.deadline {
+            Some(d) => format!("{} ms, then software", d.after.as_millis()),
+            None => "off (offload-timeout-ms = 0: a call waits for its answer)".into(),
+        }
     }
 
     /// The libica operations run on, when it is the backend.
