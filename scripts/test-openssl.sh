@@ -42,7 +42,7 @@ openssl version | grep -q "^OpenSSL $series\." || die "PATH does not run OpenSSL
 # primitive's own unit tests do not depend on the OpenSSL version and run
 # in scripts/test.sh.
 cargo build -p rustica --all-targets
-cargo build -p libica-emu -p rustica-harness --bins --lib
+cargo build -p libica-emu -p rustica-card -p rustica-harness --bins --lib
 module=$CARGO_TARGET_DIR/debug/rustica.so
 . scripts/lib/module.sh
 place_module "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
