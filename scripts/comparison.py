@@ -4,7 +4,10 @@
 scripts/s390x-three-sides.sh writes one facts.tsv per Debian release
 (section, item, A, B, C, note, "varies" or empty). The lane keeps a copy
 of each under docs/comparison/<release>.tsv when asked to, and this script
-renders the page from those copies:
+renders the page from those copies. The card's facts have a fourth side,
+A0 (section, item, A, A0, B, C, note, varies): <release>-card.tsv
+(scripts/s390x-card.sh), <release>-card-lab.tsv (scripts/s390x-card-lab.sh)
+and <release>-card-maint.tsv (the outage rows, S390X_CARD_MAINT=1):
 
   scripts/comparison.py --write                 render docs/comparison.md (and the
                                                  card-speed table in docs/performance.md)
@@ -110,7 +113,7 @@ def read_facts(path, width=7):
 
 
 def card_width(release):
-    return 8 if release.endswith("-card") or release.endswith("-card-lab") else 7
+    return 8 if release.endswith(("-card", "-card-lab", "-card-maint")) else 7
 
 
 def cell(text):
@@ -183,6 +186,7 @@ CARD_SECTIONS = [
     ("card-versions", "One card for every side: what ran"),
     ("card-requests", "One card: requests per operation, by type"),
     ("card-faults", "One card failing or lying: what each side's caller gets"),
+    ("card-maint", "Across an outage, one process per side"),
     ("card-speed", "One card as the bottleneck: throughput and capacity"),
     ("card-lab", "The lab on one card: the kernel's requests per operation"),
 ]
@@ -230,6 +234,25 @@ CARD_INTRO = {
         "interval's lower bound is at or above 0.95. Ratios are `rustica compare` over the "
         "rounds' pairs (Hodges-Lehmann estimate, Wilcoxon 95 % interval, docs/lab.md)."
     ),
+    "card-maint": (
+        "The fault rows above start a new process for every run. Here one process per side "
+        "lives across a card outage (`S390X_CARD_MAINT=1 scripts/s390x-card.sh`, "
+        "`scripts/lib/s390x-card-maint.sh`): an `openssl s_server` under qemu-user (TLS 1.3, "
+        "ChaCha20-Poly1305, which every side runs under qemu; the lane's 2048-bit key), A, B "
+        "and C one after the other, each under a closed-loop load of 2 host client threads, "
+        "one new handshake after another, every server signature (CertificateVerify) verified "
+        "by the host's OpenSSL: a wrong one fails its handshake with BAD_SIGNATURE and counts "
+        "as wrong. Phases: 5 s before; every card offline 5 s, then online; 6 s after; queue "
+        "00.0000 stalled 3 s (the request it holds is answered ETIME at the end) in a 5 s "
+        "phase; 6 s more. The card (2 cards, unit 50 us) runs with `--sysfs` on the root's "
+        "/sys, so its online files and request counters change as a host's would. Per phase: "
+        "the card's answers to the side's process (its `stats`), libica's own counters "
+        "(icastats: hardware, software) and rustica's. After \"online\", the root's "
+        "`request_count` files are polled every 50 ms until a request of the side reaches a "
+        "queue again. A0 has no card to lose and is left out. The rows without numbers are "
+        "checked against a fresh run (`--check-facts <release>-card-maint`); the counts and "
+        "times vary from run to run."
+    ),
     "card-lab": (
         "`rustica lab` itself on the card, as on an IBM Z host (`scripts/s390x-card-lab.sh`: "
         "2048 bits, per-process columns, 6 processes a cell; A, B and C in one lab, A0 in a "
@@ -251,6 +274,14 @@ def card_table(rows):
     return out
 
 
+def maint_table(rows):
+    """The outage rows: A, B and C only (A0 has no card to lose)."""
+    out = ["| measurement | release | A stock, own offload | B rustica | C ibmca engine | note |", "|---|---|---|---|---|---|"]
+    for name, (_, item, a, _, b, c, note, _) in rows:
+        out.append(f"| {cell(item)} | {name} | {cell(a)} | {cell(b)} | {cell(c)} | {cell(note)} |")
+    return out
+
+
 def render_perf(text, card_facts):
     """docs/performance.md with the card-speed rows between the markers."""
     if PERF_BEGIN not in text or PERF_END not in text:
@@ -266,13 +297,21 @@ def render_card(w, card_facts):
         return
     for key, title in CARD_SECTIONS:
         rows = [(name, r) for release, name in RELEASES for r in card_facts.get(release, []) if r[0] == key]
+        if not rows and key == "card-maint":
+            w(f"## {title}")
+            w("")
+            w(CARD_INTRO[key])
+            w("")
+            w("Not yet recorded: `docs/comparison/stable-card-maint.tsv` does not exist.")
+            w("")
+            continue
         if not rows:
             continue
         w(f"## {title}")
         w("")
         w(CARD_INTRO[key])
         w("")
-        for line in card_table(rows):
+        for line in (maint_table if key == "card-maint" else card_table)(rows):
             w(line)
         w("")
 
@@ -316,6 +355,13 @@ WHY = """What the engine does that produces these rows:
 - **ASYNC.** The engine has no asynchronous path: under `-async_jobs` its
   calls block the job's thread. rustica pauses the job and makes the libica
   call on an offload thread (docs/libica.md).
+- **No deadline.** A request a stalled queue holds keeps the engine's
+  caller waiting until the kernel answers it: the whole 3 s stall in the
+  outage rows, and up to the kernel's 900 s request timeout on a queue that
+  never answers. rustica stops waiting at `offload-timeout-ms` (1000 ms by
+  default) and finishes in software. Across the outage itself B and C
+  behave alike: libica's software fallback answers every ENODEV inside the
+  call, and libica's next call after the cards are back goes to the card.
 - **OpenSSL 4.0.** ENGINEs are gone; the engine cannot load at all.
   `rustica config --from-engine` turns its configuration into rustica's
   (docs/system-wide.md).
@@ -343,6 +389,11 @@ and `crypto/bn/bn_s390x.c`):
   OpenSSL's own CRT code, whose exponentiations and check each try the card
   again; ENODEV ends the card's use for the rest of the process. Both give the
   right answer.
+- **Gone for good after one outage.** The outage rows show it in a running
+  server: one ENODEV while every card was offline, and none of its later
+  requests reached the card, after the cards were back too; it computed in
+  software for the rest of its life. rustica and the engine, on libica,
+  were back on the card at the first look after the cards returned.
 """
 
 
@@ -393,7 +444,9 @@ def main():
         return 0
     facts = {r: read_facts(FACTS_DIR / f"{r}.tsv") for r, _ in RELEASES}
     card_facts = {
-        r: read_facts(FACTS_DIR / f"{r}-card.tsv", 8) + read_facts(FACTS_DIR / f"{r}-card-lab.tsv", 8)
+        r: read_facts(FACTS_DIR / f"{r}-card.tsv", 8)
+        + read_facts(FACTS_DIR / f"{r}-card-lab.tsv", 8)
+        + read_facts(FACTS_DIR / f"{r}-card-maint.tsv", 8)
         for r, _ in RELEASES
     }
     page = render(facts, card_facts)

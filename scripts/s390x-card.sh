@@ -21,7 +21,14 @@
 # for scripts/comparison.py. With S390X_CARD_SPEED=1 it also measures
 # throughput with the card as the bottleneck (minutes under qemu; the lane
 # records it, CI does not run it; scripts/lib/s390x-card-speed.sh says
-# what it measures, at which card speeds). Exits non-zero, saying what failed,
+# what it measures, at which card speeds). With S390X_CARD_MAINT=1 it also
+# runs one TLS server per side (A, B, C) across a card outage and a stalled
+# queue, and records what each does: falls back, fails, returns wrong
+# results, comes back to the card or not (about 90 s under qemu; OpenSSL
+# 3.2 and later; scripts/lib/s390x-card-maint.sh), into maint-facts.tsv.
+# S390X_CARD_SPEED_ONLY=1 or S390X_CARD_MAINT_ONLY=1 skips sections 1 and
+# 2 (the requests per operation and the single-operation faults).
+# Exits non-zero, saying what failed,
 # when a side's result is wrong where it must not be, or a side does not
 # reach the card as its design says.
 # shellcheck source-path=SCRIPTDIR source-path=.
@@ -153,7 +160,9 @@ VARIES=varies fact card-versions openssl "$VERSION_OPENSSL" \
 
 # S390X_CARD_SPEED_ONLY=1 (with S390X_CARD_SPEED=1) skips sections 1 and 2:
 # the speed rows alone, to be spliced into the recorded facts by hand.
-if [ -z "${S390X_CARD_SPEED_ONLY:-}" ]; then
+# S390X_CARD_MAINT_ONLY=1 (with S390X_CARD_MAINT=1) skips them too: the
+# outage rows have a file of their own (maint-facts.tsv).
+if [ -z "${S390X_CARD_SPEED_ONLY:-}" ] && [ -z "${S390X_CARD_MAINT_ONLY:-}" ]; then
 # --- 1. requests per operation, by type -----------------------------------------
 key=$KEYS/key-2048.pem pub=$OUT/pub-2048.pem
 host_openssl pkey -in "$key" -pubout -out "$pub"
@@ -345,11 +354,16 @@ fact card-faults "rustica's counters over the runs above" "" "" \
   "$b_corrupt corrupt answers, $fallbacks counted as fallback (recomputed in software)" "" \
   "EIO and ENODEV are answered by libica's own software fallback and counted by it (icastats: software)"
 
-fi # S390X_CARD_SPEED_ONLY
+fi # S390X_CARD_SPEED_ONLY, S390X_CARD_MAINT_ONLY
 
 # --- 3. throughput with the card as the bottleneck (S390X_CARD_SPEED=1) -----------
 if [ -n "${S390X_CARD_SPEED:-}" ]; then
   . scripts/lib/s390x-card-speed.sh
+fi
+
+# --- 4. one process per side across a card outage (S390X_CARD_MAINT=1) ----------
+if [ -n "${S390X_CARD_MAINT:-}" ]; then
+  . scripts/lib/s390x-card-maint.sh
 fi
 
 card_stop

@@ -34,7 +34,8 @@
 # cross-built for s390x; then all four sides (stock with and without its
 # own offload, rustica, the engine) on one shared card model that answers
 # their /dev/z90crypt (scripts/s390x-card.sh; S390X_CARD_SPEED=1 adds its
-# throughput rows). Their facts must match docs/comparison/ (what
+# throughput rows, S390X_CARD_MAINT=1 one server per side across a card
+# outage, checked against docs/comparison/<release>-card-maint.tsv). Their facts must match docs/comparison/ (what
 # docs/comparison.md is rendered from; S390X_LANE_RECORD=1 records them).
 # Prints each part's OpenSSL and libica versions and counters. Exits
 # non-zero, saying what failed.
@@ -556,6 +557,15 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   fi
   scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
     || fail "the sides on one card no longer behave as docs/comparison.md says"
+  # With S390X_CARD_MAINT=1: one server per side across a card outage.
+  if [ -s "$PART/card/maint-facts.tsv" ]; then
+    if [ -n "${S390X_LANE_RECORD:-}" ]; then
+      cp "$PART/card/maint-facts.tsv" "docs/comparison/$RELEASE-card-maint.tsv"
+      say "recorded docs/comparison/$RELEASE-card-maint.tsv"
+    fi
+    scripts/comparison.py --check-facts "$RELEASE-card-maint" "$PART/card/maint-facts.tsv" \
+      || fail "the sides across a card outage no longer behave as docs/comparison.md says"
+  fi
   # The lab itself on that card, where its users run it (Debian 13: stock
   # 3.5 offloads by itself): every side's card requests per operation
   # from the kernel's counters in the root's /sys, wall and CPU per
