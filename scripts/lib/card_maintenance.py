@@ -109,6 +109,28 @@ def rustica_sign(rustica, stats):
     return json.loads(out.stdout)["ops"]["sign"]
 
 
+def handshake(port, ctx, request, timeout):
+    """One new TLS connection to 127.0.0.1:port (a new SSLSocket, no
+    session given: never resumed), one request, the answer read to its end.
+    Returns (time the handshake ended, outcome, error): outcome "ok",
+    "wrong" (the server's signature did not verify: BAD_SIGNATURE) or
+    "failed" (anything else, a failed certificate check and timeouts
+    among them)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+                t1 = time.time()
+                s.sendall(request)
+                while s.recv(4096):
+                    pass
+        return t1, "ok", ""
+    except ssl.SSLError as e:
+        outcome = "wrong" if e.reason == "BAD_SIGNATURE" else "failed"
+        return time.time(), outcome, "%s: %s" % (e.reason, e)
+    except (OSError, ValueError) as e:
+        return time.time(), "failed", "%s: %s" % (type(e).__name__, e)
+
+
 class Load:
     """CONCURRENCY threads of back-to-back new handshakes."""
 
@@ -136,24 +158,7 @@ class Load:
         tls, ctx = self.contexts[i % 2]
         while not self.stop.is_set():
             t0 = time.time()
-            outcome, error = "ok", ""
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=30) as raw:
-                    # A new SSLSocket, no session given: never resumed.
-                    with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-                        t1 = time.time()
-                        s.sendall(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
-                        while s.recv(4096):
-                            pass
-            except ssl.SSLError as e:
-                t1 = time.time()
-                outcome = "wrong" if e.reason == "BAD_SIGNATURE" else "failed"
-                error = "%s: %s" % (e.reason, e)
-            except (OSError, ValueError) as e:
-                # Includes a failed certificate check (ssl.SSLCertVerificationError
-                # is an SSLError, above) and timeouts.
-                t1 = time.time()
-                outcome, error = "failed", "%s: %s" % (type(e).__name__, e)
+            t1, outcome, error = handshake(self.port, ctx, b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", 30)
             with self.lock:
                 self.records.append((t0, t1, tls, outcome, error))
             if outcome != "ok":

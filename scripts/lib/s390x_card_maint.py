@@ -36,7 +36,6 @@ note, "varies" or empty, separated by the unit separator (0x1f).
 import argparse
 import json
 import os
-import socket
 import ssl
 import struct
 import subprocess
@@ -45,7 +44,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from card_maintenance import Card, percentile  # noqa: E402
+from card_maintenance import Card, handshake, percentile  # noqa: E402
 
 POLL_S = 0.05
 SEP = "\x1f"
@@ -70,21 +69,7 @@ class Load:
     def run(self):
         while not self.stop.is_set():
             t0 = time.time()
-            outcome, error = "ok", ""
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=60) as raw:
-                    with self.ctx.wrap_socket(raw, server_hostname="localhost") as s:
-                        t1 = time.time()
-                        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-                        while s.recv(4096):
-                            pass
-            except ssl.SSLError as e:
-                t1 = time.time()
-                outcome = "wrong" if e.reason == "BAD_SIGNATURE" else "failed"
-                error = "%s: %s" % (e.reason, e)
-            except (OSError, ValueError) as e:
-                t1 = time.time()
-                outcome, error = "failed", "%s: %s" % (type(e).__name__, e)
+            t1, outcome, error = handshake(self.port, self.ctx, b"GET / HTTP/1.0\r\n\r\n", 60)
             with self.lock:
                 self.records.append((t0, t1, outcome, error))
             if outcome != "ok":
