@@ -131,22 +131,33 @@ def handshake(port, ctx, request, timeout):
         return time.time(), "failed", "%s: %s" % (type(e).__name__, e)
 
 
-class Load:
-    """CONCURRENCY threads of back-to-back new handshakes."""
+def tls_contexts(ca):
+    """The x86 scenario's two client contexts: TLS 1.3, and TLS 1.2 with
+    ECDHE-RSA; each verifies the server against CA, no session tickets."""
+    contexts = []
+    for version in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(ca)  # check_hostname, CERT_REQUIRED
+        ctx.minimum_version = ctx.maximum_version = version
+        ctx.options |= ssl.OP_NO_TICKET
+        if version == ssl.TLSVersion.TLSv1_2:
+            ctx.set_ciphers("ECDHE-RSA-AES128-GCM-SHA256")
+        contexts.append(("1.3" if version == ssl.TLSVersion.TLSv1_3 else "1.2", ctx))
+    return contexts
 
-    def __init__(self, port, ca, concurrency):
+
+class Load:
+    """CONCURRENCY threads of back-to-back new handshakes, thread i with
+    contexts[i % len(contexts)] (label, SSLContext); after a handshake that
+    is not ok a thread pauses PAUSE seconds (no busy loop against a
+    refusing server)."""
+
+    def __init__(self, port, contexts, concurrency, request, timeout, pause):
         self.port, self.stop = port, threading.Event()
-        self.records = []  # (start, end, tls, outcome, error)
+        self.contexts, self.request = contexts, request
+        self.timeout, self.pause = timeout, pause
+        self.records = []  # (start, end, label, outcome, error)
         self.lock = threading.Lock()
-        self.contexts = []
-        for version in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.load_verify_locations(ca)  # check_hostname, CERT_REQUIRED
-            ctx.minimum_version = ctx.maximum_version = version
-            ctx.options |= ssl.OP_NO_TICKET
-            if version == ssl.TLSVersion.TLSv1_2:
-                ctx.set_ciphers("ECDHE-RSA-AES128-GCM-SHA256")
-            self.contexts.append(("1.3" if version == ssl.TLSVersion.TLSv1_3 else "1.2", ctx))
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
                         for i in range(concurrency)]
 
@@ -155,14 +166,14 @@ class Load:
             t.start()
 
     def run(self, i):
-        tls, ctx = self.contexts[i % 2]
+        label, ctx = self.contexts[i % len(self.contexts)]
         while not self.stop.is_set():
             t0 = time.time()
-            t1, outcome, error = handshake(self.port, ctx, b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", 30)
+            t1, outcome, error = handshake(self.port, ctx, self.request, self.timeout)
             with self.lock:
-                self.records.append((t0, t1, tls, outcome, error))
+                self.records.append((t0, t1, label, outcome, error))
             if outcome != "ok":
-                time.sleep(0.01)  # no busy loop against a refusing server
+                time.sleep(self.pause)
 
     def finish(self, timeout):
         self.stop.set()
@@ -170,6 +181,18 @@ class Load:
         for t in self.threads:
             t.join(max(0.1, end - time.time()))
         return sum(t.is_alive() for t in self.threads)
+
+
+def in_phase(records, lo, hi, last):
+    """The records (sorted, from Load) of the phase [lo, hi), and its
+    longest time in ms with no handshake completed. A handshake belongs to
+    the phase that holds the middle of its time: one that started just
+    before a stall and waited for it belongs to the stall. The last phase
+    keeps those that end late."""
+    mine = [r for r in records if lo <= (r[0] + r[1]) / 2 and (last or (r[0] + r[1]) / 2 < hi)]
+    ends = sorted([lo] + [r[1] for r in records if lo <= r[1] < hi] + [hi])
+    gap = max((b - c for c, b in zip(ends, ends[1:])), default=0) * 1000
+    return mine, gap
 
 
 def schedule(cards):
@@ -205,7 +228,8 @@ def main():
     a = parse_args()
     card = Card(a.card_socket, a.sysfs, a.cards)
     phases = schedule(a.cards)
-    load = Load(a.port, a.ca, a.concurrency)
+    load = Load(a.port, tls_contexts(a.ca), a.concurrency,
+                b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", 30, 0.01)
 
     def snapshot():
         return {
@@ -279,16 +303,9 @@ def main():
     rows = []
     for i, (name, seconds, _, _) in enumerate(phases):
         lo, hi = starts[i], starts[i + 1]
-        # A handshake belongs to the phase that holds the middle of its
-        # time: one that started just before a stall and waited for it
-        # belongs to the stall. The last phase keeps those that end late.
-        last = i == len(phases) - 1
-        mine = [r for r in records if lo <= (r[0] + r[1]) / 2 and (last or (r[0] + r[1]) / 2 < hi)]
+        mine, gap = in_phase(records, lo, hi, i == len(phases) - 1)
         ok = [r for r in mine if r[3] == "ok"]
         lat = [(r[1] - r[0]) * 1000 for r in ok]
-        # Longest time in the phase with no handshake completed.
-        ends = sorted([lo] + [r[1] for r in records if lo <= r[1] < hi] + [hi])
-        gap = max((b - c for c, b in zip(ends, ends[1:])), default=0) * 1000
         s0, s1 = snaps[i], snaps[i + 1]
         d = {k: s1["sign"][k] - s0["sign"][k] for k in ("libica", "software", "fallback", "failed", "async")}
         recv = [s1["received"][c] - s0["received"][c] for c in range(a.cards)]

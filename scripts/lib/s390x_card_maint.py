@@ -40,47 +40,22 @@ import ssl
 import struct
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from card_maintenance import Card, handshake, percentile  # noqa: E402
+from card_maintenance import Card, Load, in_phase, percentile  # noqa: E402
 
 POLL_S = 0.05
 SEP = "\x1f"
 
 
-class Load:
-    """CONCURRENCY threads of back-to-back new TLS 1.3 handshakes."""
-
-    def __init__(self, port, cert, concurrency):
-        self.port, self.stop = port, threading.Event()
-        self.records = []  # (start, end, outcome, error)
-        self.lock = threading.Lock()
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self.ctx.load_verify_locations(cert)  # check_hostname, CERT_REQUIRED
-        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-        self.threads = [threading.Thread(target=self.run, daemon=True) for _ in range(concurrency)]
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def run(self):
-        while not self.stop.is_set():
-            t0 = time.time()
-            t1, outcome, error = handshake(self.port, self.ctx, b"GET / HTTP/1.0\r\n\r\n", 60)
-            with self.lock:
-                self.records.append((t0, t1, outcome, error))
-            if outcome != "ok":
-                time.sleep(0.05)
-
-    def finish(self, timeout):
-        self.stop.set()
-        end = time.time() + timeout
-        for t in self.threads:
-            t.join(max(0.1, end - time.time()))
-        return sum(t.is_alive() for t in self.threads)
+def tls13_load(port, cert, concurrency):
+    """card_maintenance.Load with one TLS 1.3 context that verifies the
+    server against CERT."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cert)  # check_hostname, CERT_REQUIRED
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    return Load(port, [("1.3", ctx)], concurrency, b"GET / HTTP/1.0\r\n\r\n", 60, 0.05)
 
 
 def icastats(path):
@@ -145,17 +120,17 @@ def run(a):
         })
         return snap, t
 
-    load = Load(a.port, a.cert, a.concurrency)
+    load = tls13_load(a.port, a.cert, a.concurrency)
     # The first handshake (module loading, key set-up) before the clock starts.
-    warm = Load(a.port, a.cert, 1)
+    warm = tls13_load(a.port, a.cert, 1)
     warm.threads[0].start()
     deadline = time.time() + 120
     while not warm.records and time.time() < deadline:
         time.sleep(0.1)
     warm.finish(60)
-    if not warm.records or warm.records[0][2] != "ok":
+    if not warm.records or warm.records[0][3] != "ok":
         print("s390x_card_maint: side %s: no first handshake: %s"
-              % (a.side, warm.records[0][3] if warm.records else "timeout"), file=sys.stderr)
+              % (a.side, warm.records[0][4] if warm.records else "timeout"), file=sys.stderr)
         return 1
     card.ctl("reset")
     load.start()
@@ -187,18 +162,15 @@ def run(a):
     rows = []
     for i, (name, _, _) in enumerate(phases):
         lo, hi = starts[i], starts[i + 1]
-        last = i == len(phases) - 1
-        mine = [r for r in records if lo <= (r[0] + r[1]) / 2 and (last or (r[0] + r[1]) / 2 < hi)]
-        lat = [(r[1] - r[0]) * 1000 for r in mine if r[2] == "ok"]
-        ends = sorted([lo] + [r[1] for r in records if lo <= r[1] < hi] + [hi])
-        gap = max((b - c for c, b in zip(ends, ends[1:])), default=0) * 1000
+        mine, gap = in_phase(records, lo, hi, i == len(phases) - 1)
+        lat = [(r[1] - r[0]) * 1000 for r in mine if r[3] == "ok"]
         s0, s1 = snaps[i], snaps[i + 1]
         req = {k: s1["requests"].get(k, 0) - s0["requests"].get(k, 0)
                for k in set(s0["requests"]) | set(s1["requests"])}
         rows.append({
             "phase": name, "seconds": round(hi - lo, 2),
-            "ok": len(lat), "failed": sum(r[2] == "failed" for r in mine),
-            "wrong": sum(r[2] == "wrong" for r in mine),
+            "ok": len(lat), "failed": sum(r[3] == "failed" for r in mine),
+            "wrong": sum(r[3] == "wrong" for r in mine),
             "p50_ms": round(percentile(lat, 0.5), 1) if lat else None,
             "max_ms": round(max(lat), 1) if lat else None,
             "gap_ms": round(gap),
@@ -210,8 +182,8 @@ def run(a):
         })
     errors = {}
     for r in records:
-        if r[2] != "ok":
-            errors[r[3]] = errors.get(r[3], 0) + 1
+        if r[3] != "ok":
+            errors[r[4]] = errors.get(r[4], 0) + 1
     report = {
         "side": a.side, "phases": rows, "stall_ms": a.stall_ms, "cards": a.cards,
         "back_ms": None if back_ms is None else round(back_ms),
