@@ -297,14 +297,6 @@ def render_card(w, card_facts):
         return
     for key, title in CARD_SECTIONS:
         rows = [(name, r) for release, name in RELEASES for r in card_facts.get(release, []) if r[0] == key]
-        if not rows and key == "card-maint":
-            w(f"## {title}")
-            w("")
-            w(CARD_INTRO[key])
-            w("")
-            w("Not yet recorded: `docs/comparison/stable-card-maint.tsv` does not exist.")
-            w("")
-            continue
         if not rows:
             continue
         w(f"## {title}")
