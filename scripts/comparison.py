@@ -250,7 +250,8 @@ CARD_INTRO = {
         "(icastats: hardware, software) and rustica's. After \"online\", the root's "
         "`request_count` files are polled every 50 ms until a request of the side reaches a "
         "queue again. A0 has no card to lose and is left out. The rows without numbers are "
-        "checked against a fresh run (`--check-facts <release>-card-maint`); the counts and "
+        "checked against a fresh run in every CI run (`--check-facts <release>-card-maint`); "
+        "the counts and "
         "times vary from run to run."
     ),
     "card-lab": (
