@@ -658,11 +658,19 @@ fn paused_jobs_give_a_hung_adapter_call_up_at_the_deadline() {
 /// given up at its deadline and finished in software; while its thread
 /// (the only one, `async-threads = 1`) waits for the answer the others go
 /// to software at once; when the answer comes it is discarded and counted.
-/// The process stays 15 s (ten times the hang: a bound on the event).
+/// The process stays 15 s (ten times the hang: a bound on the event). The
+/// debug trace says so too, once per discarded answer.
 #[test]
 fn a_late_answer_is_discarded_and_counted_when_it_comes() {
+    let debug_dir = tempfile::tempdir().unwrap();
+    let debug_path = debug_dir.path().display().to_string();
     let lab = emu_lab(
-        &[("offload-timeout-ms", "100"), ("async-threads", "1")],
+        &[
+            ("offload-timeout-ms", "100"),
+            ("async-threads", "1"),
+            ("debug", "yes"),
+            ("debug-path", &debug_path),
+        ],
         &[],
     );
     let key = lab.genkey(2048, "key.pem");
@@ -684,6 +692,12 @@ fn a_late_answer_is_discarded_and_counted_when_it_comes() {
     );
     assert_eq!(s.get(Op::Sign, Backend::Failed), 0, "{}", s.to_json());
     assert_eq!(s.get(Op::Sign, Backend::Libica), 0, "{}", s.to_json());
+    let trace = std::fs::read_to_string(debug_dir.path().join("rustica-debug.log")).unwrap();
+    let told = trace
+        .lines()
+        .filter(|l| l.ends_with("a late answer came from libica, discarded"))
+        .count() as u64;
+    assert_eq!(told, late, "{trace}");
 }
 
 /// Requests still queued when their jobs give them up are never sent: one

@@ -7,12 +7,13 @@
 //! libraries are shared by the process (opened once per name).
 
 use std::fmt;
-use std::io::Write as _;
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 mod trace;
 
-use trace::{open_trace, trace_line, TraceSink};
+pub(crate) use trace::Tracer;
+use trace::{open_trace, TraceSink};
 pub use trace::{open_trace_file, Trace, TRACE_FILE};
 
 use crate::error::{ErrorKind, RsaError};
@@ -86,7 +87,7 @@ pub struct Router {
     unavailable: Option<String>,
     min_bits: u32,
     max_bits: u32,
-    trace: TraceSink,
+    trace: Arc<TraceSink>,
     status: Status,
     /// The offload pool's limits when libica calls inside ASYNC jobs go to
     /// it; `None`: always synchronous.
@@ -284,7 +285,7 @@ impl Router {
             unavailable,
             min_bits: s.offload_min_bits,
             max_bits: s.offload_max_bits,
-            trace: open_trace(&s.trace),
+            trace: Arc::new(open_trace(&s.trace)),
             status,
             async_limits,
             async_status,
@@ -379,32 +380,18 @@ impl Router {
     }
 
     pub(crate) fn tracing(&self) -> bool {
-        !matches!(self.trace, TraceSink::Off)
+        !matches!(*self.trace, TraceSink::Off)
     }
 
-    /// Writes one trace line (when tracing is on), in one write: lines of
-    /// concurrent processes and threads stay whole (the file is opened in
-    /// append mode, and a forked child shares it).
+    /// Writes one trace line (when tracing is on); see [`TraceSink::write`].
     pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
-        if !self.tracing() {
-            return;
-        }
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() };
-        let line = trace_line(pid, &msg.to_string());
-        match &self.trace {
-            TraceSink::Off => {}
-            TraceSink::Stderr => {
-                crate::fd2::write(line.as_bytes());
-            }
-            TraceSink::File(f, id) => {
-                use std::os::unix::fs::MetadataExt;
-                let same = f.metadata().is_ok_and(|m| (m.dev(), m.ino()) == *id);
-                if same {
-                    let _ = (&*f).write_all(line.as_bytes());
-                }
-            }
-        }
+        self.trace.write(msg);
+    }
+
+    /// This router's trace for something that may outlive the router (a
+    /// late answer arrives after its operation): `None` when tracing is off.
+    pub(crate) fn tracer(&self) -> Option<Tracer> {
+        self.tracing().then(|| Tracer::new(self.trace.clone()))
     }
 
     /// The per-operation trace line: backend, key size, outcome.
@@ -435,7 +422,9 @@ pub fn probe(explicit: Option<&str>) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::trace::trace_line;
     use super::*;
+    use std::io::Write as _;
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where debug trace lines go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +20,7 @@ pub enum Trace {
 /// The trace file's name inside `debug-path`.
 pub const TRACE_FILE: &str = "rustica-debug.log";
 
-/// Where [`Router::log`] writes.
+/// Where [`super::Router::log`] writes.
 pub(super) enum TraceSink {
     Off,
     Stderr,
@@ -126,5 +127,50 @@ pub(super) fn open_trace(trace: &Trace) -> TraceSink {
                 TraceSink::Off
             }
         },
+    }
+}
+
+impl TraceSink {
+    /// Writes one trace line, in one write: lines of concurrent processes
+    /// and threads stay whole (the file is opened in append mode, and a
+    /// forked child shares it). Nothing when the sink is off, or when the
+    /// file's descriptor now names another file.
+    pub(super) fn write(&self, msg: fmt::Arguments<'_>) {
+        use std::io::Write as _;
+        if matches!(self, TraceSink::Off) {
+            return;
+        }
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        let line = trace_line(pid, &msg.to_string());
+        match self {
+            TraceSink::Off => {}
+            TraceSink::Stderr => {
+                crate::fd2::write(line.as_bytes());
+            }
+            TraceSink::File(f, id) => {
+                use std::os::unix::fs::MetadataExt;
+                let same = f.metadata().is_ok_and(|m| (m.dev(), m.ino()) == *id);
+                if same {
+                    let _ = (&*f).write_all(line.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// A router's trace, shared: it stays open while something that outlives
+/// its router still has a line to write (an offload thread with a late
+/// answer), and closes with the last holder.
+#[derive(Clone)]
+pub(crate) struct Tracer(Arc<TraceSink>);
+
+impl Tracer {
+    pub(super) fn new(sink: Arc<TraceSink>) -> Tracer {
+        Tracer(sink)
+    }
+
+    pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
+        self.0.write(msg);
     }
 }

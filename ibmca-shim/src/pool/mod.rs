@@ -272,31 +272,64 @@ impl Pool {
 /// without an event; neither must turn into a busy loop.
 const IDLE_RESUMES: u32 = 4;
 
+/// What a late answer is counted under when it comes and is discarded,
+/// and who else hears of it (the operation's debug trace, when on).
+#[derive(Clone)]
+pub(crate) struct LateAnswer {
+    op: Op,
+    tell: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl LateAnswer {
+    /// Counted under `op`, and `tell` called when it is discarded.
+    pub(crate) fn told(op: Op, tell: Arc<dyn Fn() + Send + Sync>) -> LateAnswer {
+        LateAnswer {
+            op,
+            tell: Some(tell),
+        }
+    }
+
+    fn discarded(&self) {
+        crate::stats::record_late_discarded(self.op);
+        if let Some(tell) = &self.tell {
+            tell();
+        }
+    }
+}
+
+impl From<Op> for LateAnswer {
+    fn from(op: Op) -> LateAnswer {
+        LateAnswer { op, tell: None }
+    }
+}
+
 /// Runs `call`: on an offload thread while the running ASYNC job pauses
 /// when `limits` is set and the caller is in a job with a wait context;
 /// else, with a `deadline`, on an offload thread while the caller waits at
-/// most that long; else right here. `op` is what a discarded late answer
-/// is counted under. The largest number in flight is counted
+/// most that long; else right here. `late` says what a discarded late
+/// answer is counted under (an [`Op`] will do) and who else hears of it.
+/// The largest number in flight is counted
 /// ([`crate::stats::record_inflight`]).
 pub(crate) fn run<R, F>(
     limits: Option<Limits>,
     deadline: Option<Deadline>,
-    op: Op,
+    late: impl Into<LateAnswer>,
     call: F,
 ) -> Ran<R>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
+    let late = late.into();
     let call = match (limits, ossl::current_wait_ctx()) {
-        (Some(limits), Some(w)) => match offload(limits, deadline, op, w, call) {
+        (Some(limits), Some(w)) => match offload(limits, deadline, &late, w, call) {
             Ok(ran) => return ran,
             Err(call) => call,
         },
         _ => call,
     };
     match deadline {
-        Some(d) => waited(d, op, call),
+        Some(d) => waited(d, late, call),
         None => Ran::Sync(call()),
     }
 }
@@ -314,7 +347,7 @@ pub(crate) fn would_pause(limits: Option<Limits>) -> bool {
 fn task_for<R, F>(
     pool: &'static Pool,
     shared: Arc<Shared<R>>,
-    op: Op,
+    late: LateAnswer,
     call: F,
     announce: impl FnOnce() + Send + 'static,
 ) -> Task
@@ -336,7 +369,7 @@ where
             }
         } else {
             pool.late.fetch_sub(1, Ordering::AcqRel);
-            crate::stats::record_late_discarded(op);
+            late.discarded();
         }
     })
 }
@@ -344,23 +377,24 @@ where
 /// A call outside a job (or a job that cannot pause) with a deadline: on
 /// an offload thread, the caller waiting on a condition variable until the
 /// answer or the deadline, whichever comes first.
-fn waited<R, F>(d: Deadline, op: Op, call: F) -> Ran<R>
+fn waited<R, F>(d: Deadline, late: LateAnswer, call: F) -> Ran<R>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
     match pool() {
-        Some(pool) => waited_on(pool, d, op, call),
+        Some(pool) => waited_on(pool, d, late, call),
         None => Ran::Sync(call()),
     }
 }
 
 /// [`waited`] on `pool`.
-fn waited_on<R, F>(pool: &'static Pool, d: Deadline, op: Op, call: F) -> Ran<R>
+fn waited_on<R, F>(pool: &'static Pool, d: Deadline, late: impl Into<LateAnswer>, call: F) -> Ran<R>
 where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
+    let late = late.into();
     if pool.all_late(d.limits) {
         return Ran::Busy;
     }
@@ -370,7 +404,7 @@ where
     // requests of paused jobs.
     pool.inflight.fetch_add(1, Ordering::AcqRel);
     let shared = Arc::new(Shared::new(pool.pid));
-    let task = task_for(pool, shared.clone(), op, call, || {});
+    let task = task_for(pool, shared.clone(), late, call, || {});
     match pool.push(task, d.limits.threads) {
         Ok(()) => {
             if !shared.wait(Some(started + d.after)) {
@@ -397,7 +431,7 @@ where
 fn offload<R, F>(
     limits: Limits,
     deadline: Option<Deadline>,
-    op: Op,
+    late: &LateAnswer,
     w: *mut ossl::WaitCtx,
     call: F,
 ) -> Result<Ran<R>, F>
@@ -456,7 +490,7 @@ where
         });
         (at, pool.arm(at, fire))
     });
-    let task = task_for(pool, shared.clone(), op, call, move || {
+    let task = task_for(pool, shared.clone(), late.clone(), call, move || {
         notify.wake(id, wake)
     });
     // The job's stack keeps only a plain pointer from here on.

@@ -135,7 +135,22 @@ impl<'a> Offload<'a> {
     {
         let limits = self.router.and_then(Router::async_limits);
         let deadline = self.router.and_then(Router::deadline);
-        match pool::run(limits, deadline, self.op, f) {
+        let late = match self.router.and_then(Router::tracer) {
+            Some(trace) if deadline.is_some() => {
+                let (op, bits) = (self.op, self.bits);
+                pool::LateAnswer::told(
+                    op,
+                    Arc::new(move || {
+                        trace.log(format_args!(
+                            "{} rsa-{bits}: a late answer came from libica, discarded",
+                            op.name()
+                        ))
+                    }),
+                )
+            }
+            _ => self.op.into(),
+        };
+        match pool::run(limits, deadline, late, f) {
             Ran::Sync(r) => Ok(r),
             Ran::Async(r) => {
                 self.asynced.set(true);
