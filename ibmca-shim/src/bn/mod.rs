@@ -290,9 +290,26 @@ impl Bn {
     }
 
     /// As `to_be_padded`, for public values (no zeroizing on drop).
+    ///
+    /// The buffer is not zeroed first: BN_bn2binpad writes every byte, and
+    /// a zeroed allocation (calloc) is one more libc path in the
+    /// instruction cache of every verification (docs/performance.md, "The
+    /// instruction cache").
     pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
-        let mut out = vec![0u8; len];
-        self.write_be_padded(&mut out)?;
+        let clen =
+            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
+        let mut out = Vec::<u8>::with_capacity(len);
+        // SAFETY: out's allocation has room for len bytes; BN_bn2binpad
+        // writes exactly len bytes there, or nothing and -1 when the value
+        // does not fit.
+        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
+        if r < 0 {
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
+        }
+        // SAFETY: the len bytes were all written just above.
+        unsafe { out.set_len(len) };
         Ok(out)
     }
 

@@ -35,10 +35,11 @@
 //! table (more than [`BITS_SLOTS`] key sizes in one shard) still counts the
 //! operation, without its size.
 //!
-//! Counts are spread over [`SHARDS`] shards, each process and thread adding
-//! to its own (by pid and thread), so processes signing side by side
-//! (`openssl speed -multi`, nginx workers) do not bounce one cache line
-//! between cores on every operation; readers add the shards up.
+//! Counts are spread over [`SHARDS`] shards, a caller adding to the shard of
+//! the CPU it runs on, so processes signing side by side (`openssl speed
+//! -multi`, nginx workers) do not bounce one cache line between cores on
+//! every operation; readers add the shards up. (Before, the shard came from
+//! the pid and a per-thread index: a thread-local lookup on every count.)
 //!
 //! Safety of the file (docs/security.md). Counting is best effort and is
 //! never the reason an operation fails, blocks or crashes:
@@ -168,40 +169,19 @@ const ASYNC_OFF: usize = NOPS * NBACKENDS * 8;
 const _: () = assert!(ASYNC_OFF + NOPS * 8 <= BITS_OFF);
 const _: () = assert!(BITS_OFF + NOPS * BITS_SLOTS * 16 <= SHARD_SIZE);
 
-/// The shard this thread adds to: the process's base (from its pid, reset
-/// in a child after fork) plus the thread's own index.
+/// The shard a caller adds to: the CPU it runs on. Processes and threads
+/// counting side by side run on different CPUs, so they do not bounce one
+/// cache line between cores; two that share a CPU take turns on it. A CPU
+/// read through glibc's restartable-sequence area costs no thread-local
+/// lookup, which in a dlopened module is a call and a few data-cache
+/// lines on every operation (docs/performance.md, "A fresh signing
+/// context per operation: the instruction cache"). The counts stay exact
+/// whichever shard they land in: every shard's words are atomic.
 fn my_shard() -> usize {
-    use std::cell::Cell;
-    use std::sync::atomic::AtomicUsize;
-    static PROCESS_BASE: AtomicUsize = AtomicUsize::new(usize::MAX);
-    static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-    static ATFORK: std::sync::Once = std::sync::Once::new();
-    thread_local! {
-        static THREAD_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    extern "C" fn child_after_fork() {
-        // SAFETY: getpid is async-signal-safe and has no preconditions.
-        let pid = unsafe { libc::getpid() } as usize;
-        PROCESS_BASE.store(pid % SHARDS, Ordering::Relaxed);
-    }
-    let mut base = PROCESS_BASE.load(Ordering::Relaxed);
-    if base == usize::MAX {
-        ATFORK.call_once(|| {
-            // SAFETY: registers a handler that only stores to an atomic;
-            // pthread_atfork has no other preconditions. A failure only
-            // means a child shares its parent's shard (still correct).
-            unsafe { libc::pthread_atfork(None, None, Some(child_after_fork)) };
-        });
-        child_after_fork();
-        base = PROCESS_BASE.load(Ordering::Relaxed);
-    }
-    let index = THREAD_INDEX.with(|t| {
-        if t.get() == usize::MAX {
-            t.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
-        }
-        t.get()
-    });
-    (base + index) % SHARDS
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 where the
+    // CPU cannot be read, and shard 0 takes those.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(0) % SHARDS
 }
 
 fn counter_off(shard: usize, op: Op, b: Backend) -> usize {
@@ -329,7 +309,12 @@ impl Stats {
 
     /// Counts one `op` completed on `backend` with a `bits`-bit key.
     pub fn record(&self, op: Op, backend: Backend, bits: u32) {
-        let shard = my_shard();
+        self.record_in(my_shard(), op, backend, bits);
+    }
+
+    /// [`Stats::record`] into `shard` (tests choose theirs: a thread may
+    /// move between CPUs, and with it between shards, at any time).
+    pub(crate) fn record_in(&self, shard: usize, op: Op, backend: Backend, bits: u32) {
         self.word(counter_off(shard, op, backend))
             .fetch_add(1, Ordering::Relaxed);
         if bits <= MAX_TRACKED_BITS {

@@ -139,11 +139,11 @@ fn counts_and_json() {
 fn many_key_sizes_fill_the_table_without_harm() {
     let p = temp_path("many-sizes");
     let st = Stats::open(&p).unwrap();
-    // More sizes than slots, all from this thread (one shard).
+    // More sizes than slots, all in one shard.
     for bits in 0..(BITS_SLOTS as u32 + 10) {
-        st.record(Op::Sign, Backend::Software, 1024 + bits);
+        st.record_in(3, Op::Sign, Backend::Software, 1024 + bits);
     }
-    st.record(Op::Sign, Backend::Software, 1024); // has a slot: counted
+    st.record_in(3, Op::Sign, Backend::Software, 1024); // has a slot: counted
     let s = st.snapshot();
     assert_eq!(s.get(Op::Sign, Backend::Software), BITS_SLOTS as u64 + 11);
     let by = s.by_bits(Op::Sign);
