@@ -70,12 +70,13 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
     m1.set_consttime();
     m2.set_consttime();
 
-    // Garner: h = (m1 - m2) * qinv mod p; m = m2 + h * q. m2 < q < p, so both
-    // operands of the subtraction are already reduced mod p. qinv is kept in
+    // Garner: h = (m1 - m2) * qinv mod p; m = m2 + h * q. m2 < q < p (keys
+    // are normalised so that p > q), so both operands of the subtraction
+    // are already reduced mod p and need no division. qinv is kept in
     // Montgomery form, so one Montgomery product yields h * qinv mod p.
     // The two inputs, no longer needed, hold the intermediate values.
     let (diff, h) = (&mut cp, &mut cq);
-    bn::mod_sub(diff, &m1, &m2, &crt.p, ctx)?;
+    bn::mod_sub_reduced(diff, &m1, &m2, &crt.p)?;
     bn::mont_mul(h, diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
     let hq = diff;
     bn::mul(hq, h, &crt.q, ctx)?;

@@ -217,6 +217,20 @@ pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Re
     )
 }
 
+/// r = a - b mod m for a and b already in [0, m): a subtraction and, when
+/// it went below zero, one addition of m. [`mod_sub`] reaches the same
+/// result through a division (`BN_nnmod`), a path of its own in the
+/// instruction cache of every signature. Both branch on the sign of
+/// a - b, the same one bit.
+pub(crate) fn mod_sub_reduced(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn) -> Result<(), RsaError> {
+    check(
+        // SAFETY: valid BIGNUMs, r distinct from the inputs; the caller
+        // keeps a and b below m, which BN_mod_sub_quick requires.
+        unsafe { BN_mod_sub_quick(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr()) },
+        "BN_mod_sub_quick",
+    )
+}
+
 pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
     check(
         // SAFETY: valid BIGNUMs, r distinct, ctx exclusive.

@@ -19,6 +19,12 @@ use crate::libctx::LibCtx;
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
 extern "C" {
     fn BN_bn2lebinpad(a: *const BIGNUM, to: *mut u8, tolen: c_int) -> c_int;
+    fn BN_mod_sub_quick(
+        r: *mut BIGNUM,
+        a: *const BIGNUM,
+        b: *const BIGNUM,
+        m: *const BIGNUM,
+    ) -> c_int;
     fn BN_MONT_CTX_new() -> *mut BN_MONT_CTX;
     fn BN_MONT_CTX_free(mont: *mut BN_MONT_CTX);
     fn BN_MONT_CTX_set(mont: *mut BN_MONT_CTX, m: *const BIGNUM, ctx: *mut BN_CTX) -> c_int;
