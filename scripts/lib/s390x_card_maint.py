@@ -172,6 +172,7 @@ def run(a):
             "ok": len(lat), "failed": sum(r[3] == "failed" for r in mine),
             "wrong": sum(r[3] == "wrong" for r in mine),
             "p50_ms": round(percentile(lat, 0.5), 1) if lat else None,
+            "p99_ms": round(percentile(lat, 0.99), 1) if lat else None,
             "max_ms": round(max(lat), 1) if lat else None,
             "gap_ms": round(gap),
             "requests": {k: v for k, v in sorted(req.items()) if v},
@@ -335,6 +336,10 @@ def facts(paths):
         [" / ".join("%d/%d" % (p["rustica"]["libica"], p["rustica"]["fallback"]) for p in r["phases"])
          if r["phases"][0]["rustica"] is not None else "" for r in reps],
         "rustica stats: fallback = recomputed by rustica in software", "varies")
+    row("median / 99th percentile handshake per phase, ms",
+        [" / ".join("%.0f-%.0f" % (p["p50_ms"], p["p99_ms"]) if p["p50_ms"] is not None else "–"
+                    for p in r["phases"]) for r in reps],
+        "each phase's p50-p99, under qemu-user on a shared host", "varies")
     row("longest handshake per phase, ms",
         [" / ".join("%.0f" % p["max_ms"] if p["max_ms"] is not None else "–" for p in r["phases"]) for r in reps],
         "under qemu-user on a shared host", "varies")
