@@ -16,6 +16,7 @@
 #   newkey,tls,speed,multi,load-cost --out DIR`; 30 rounds by default.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
+. scripts/lib/bench-stats.sh
 rounds=30
 while getopts "r:" opt; do
   case $opt in
@@ -30,6 +31,8 @@ zone_dir=$lab/dnssec-$bits
 [ -f "$zone_dir/zone.db" ] || die "$zone_dir/zone.db is missing: not a lab that signed at $bits bits"
 command -v dnssec-signzone >/dev/null || die "dnssec-signzone is missing (scripts/setup.sh installs BIND's tools)"
 [ -x target/release/rustica ] || scripts/build.sh >/dev/null
+bench_rustica=target/release/rustica
+BENCH_TARGET_PCT=2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export RUSTICA_STATS_PATH=$work/stats
@@ -59,11 +62,8 @@ for i in $(seq "$rounds"); do
 done
 echo "| bits | rounds | A RRSIG/s (median) | B RRSIG/s (median) | B/A [95 %] |"
 echo "|---:|---:|---:|---:|---|"
-read -r estimate interval verdict < <(target/release/rustica compare --target 2 <"$work/pairs" | tr '\t' ' ' \
-  | awk '{ e = $1; i = $2; $1 = ""; $2 = ""; sub(/^ +/, ""); print e, i, $0 }')
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-echo "| $bits | $rounds | $(cut -d' ' -f1 "$work/pairs" | median) | $(cut -d' ' -f2 "$work/pairs" | median) | $estimate $interval $verdict |"
-counted=$(target/release/rustica stats --json 2>/dev/null \
+echo "| $bits | $rounds | $(cut -d' ' -f1 "$work/pairs" | bench_median) | $(cut -d' ' -f2 "$work/pairs" | bench_median) | $(bench_cell <"$work/pairs") |"
+counted=$("$bench_rustica" stats --json 2>/dev/null \
   | python3 -c "import json,sys; print(json.load(sys.stdin)['ops']['sign']['by_bits'].get('$bits', 0))") \
   || die "could not read rustica's counters"
 signatures=$(awk '{ s += $1 } END { print s }' "$work/b-signatures")
