@@ -302,19 +302,10 @@ impl Bn {
     /// instruction cache of every verification (docs/performance.md, "The
     /// instruction cache").
     pub(crate) fn to_be_padded_public(&self, len: usize) -> Result<Vec<u8>, RsaError> {
-        let clen =
-            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
         let mut out = Vec::<u8>::with_capacity(len);
-        // SAFETY: out's allocation has room for len bytes; BN_bn2binpad
-        // writes exactly len bytes there, or nothing and -1 when the value
-        // does not fit.
-        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
-        if r < 0 {
-            return Err(RsaError::bad_input(
-                "integer does not fit its output buffer",
-            ));
-        }
-        // SAFETY: the len bytes were all written just above.
+        // SAFETY: out's allocation has room for len bytes.
+        unsafe { self.bn2binpad(out.as_mut_ptr(), len)? };
+        // SAFETY: bn2binpad wrote all len bytes (it returned Ok).
         unsafe { out.set_len(len) };
         Ok(out)
     }
@@ -322,11 +313,22 @@ impl Bn {
     /// Writes the value big-endian, right-aligned, into all of `out`
     /// (secret memory the caller owns); fails when it does not fit.
     pub(crate) fn write_be_padded(&self, out: &mut [u8]) -> Result<(), RsaError> {
-        let clen = c_int::try_from(out.len())
-            .map_err(|_| RsaError::bad_input("output length is too large"))?;
-        // SAFETY: out is valid for its length; BN_bn2binpad writes exactly
-        // that many bytes or fails (-1) if the value does not fit.
-        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), out.as_mut_ptr(), clen) };
+        // SAFETY: out is valid for writes of its length.
+        unsafe { self.bn2binpad(out.as_mut_ptr(), out.len()) }
+    }
+
+    /// BN_bn2binpad into `len` bytes at `to`: every byte written on `Ok`,
+    /// none on `Err` (the value does not fit, or `len` is beyond `c_int`).
+    ///
+    /// # Safety
+    /// `to` must be valid for writes of `len` bytes (initialised or not).
+    #[inline]
+    unsafe fn bn2binpad(&self, to: *mut u8, len: usize) -> Result<(), RsaError> {
+        let clen =
+            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
+        // SAFETY: the caller gives len writable bytes at to; BN_bn2binpad
+        // writes exactly that many or fails (-1) if the value does not fit.
+        let r = unsafe { openssl_sys::BN_bn2binpad(self.as_ptr(), to, clen) };
         if r < 0 {
             return Err(RsaError::bad_input(
                 "integer does not fit its output buffer",
