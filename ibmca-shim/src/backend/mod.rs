@@ -7,13 +7,12 @@
 //! libraries are shared by the process (opened once per name).
 
 use std::fmt;
-
 use std::sync::{Arc, Mutex, PoisonError};
 
 mod trace;
 
+use trace::open_trace;
 pub(crate) use trace::Tracer;
-use trace::{open_trace, TraceSink};
 pub use trace::{open_trace_file, Trace, TRACE_FILE};
 
 use crate::error::{ErrorKind, RsaError};
@@ -87,7 +86,7 @@ pub struct Router {
     unavailable: Option<String>,
     min_bits: u32,
     max_bits: u32,
-    trace: Arc<TraceSink>,
+    trace: Tracer,
     status: Status,
     /// The offload pool's limits when libica calls inside ASYNC jobs go to
     /// it; `None`: always synchronous.
@@ -285,7 +284,7 @@ impl Router {
             unavailable,
             min_bits: s.offload_min_bits,
             max_bits: s.offload_max_bits,
-            trace: Arc::new(open_trace(&s.trace)),
+            trace: Tracer::new(open_trace(&s.trace)),
             status,
             async_limits,
             async_status,
@@ -380,18 +379,18 @@ impl Router {
     }
 
     pub(crate) fn tracing(&self) -> bool {
-        !matches!(*self.trace, TraceSink::Off)
+        self.trace.is_on()
     }
 
-    /// Writes one trace line (when tracing is on); see [`TraceSink::write`].
+    /// Writes one trace line (when tracing is on); see [`Tracer::log`].
     pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
-        self.trace.write(msg);
+        self.trace.log(msg);
     }
 
     /// This router's trace for something that may outlive the router (a
     /// late answer arrives after its operation): `None` when tracing is off.
     pub(crate) fn tracer(&self) -> Option<Tracer> {
-        self.tracing().then(|| Tracer::new(self.trace.clone()))
+        self.tracing().then(|| self.trace.clone())
     }
 
     /// The per-operation trace line: backend, key size, outcome.

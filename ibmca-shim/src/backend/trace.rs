@@ -20,7 +20,7 @@ pub enum Trace {
 /// The trace file's name inside `debug-path`.
 pub const TRACE_FILE: &str = "rustica-debug.log";
 
-/// Where [`super::Router::log`] writes.
+/// Where [`super::Router::log`] writes (through its [`Tracer`]).
 pub(super) enum TraceSink {
     Off,
     Stderr,
@@ -166,10 +166,15 @@ impl TraceSink {
 pub(crate) struct Tracer(Arc<TraceSink>);
 
 impl Tracer {
-    pub(super) fn new(sink: Arc<TraceSink>) -> Tracer {
-        Tracer(sink)
+    pub(super) fn new(sink: TraceSink) -> Tracer {
+        Tracer(Arc::new(sink))
     }
 
+    pub(super) fn is_on(&self) -> bool {
+        !matches!(*self.0, TraceSink::Off)
+    }
+
+    /// Writes one trace line; see [`TraceSink::write`].
     pub(crate) fn log(&self, msg: fmt::Arguments<'_>) {
         self.0.write(msg);
     }
