@@ -7,10 +7,14 @@
 
 use crate::bn::{self, Bn, BnCtx, MontCtx};
 use crate::error::RsaError;
+use crate::secret::SecretBytes;
 
 /// A private key's CRT parts with their cached Montgomery contexts (p > q).
 pub(crate) struct Crt {
     pub(crate) p: Bn,
+    /// p as little-endian limb bytes, for Garner's constant-time
+    /// subtraction.
+    pub(crate) p_le: SecretBytes,
     pub(crate) q: Bn,
     pub(crate) dp: Bn,
     pub(crate) dq: Bn,
@@ -72,11 +76,12 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
 
     // Garner: h = (m1 - m2) * qinv mod p; m = m2 + h * q. m2 < q < p (keys
     // are normalised so that p > q), so both operands of the subtraction
-    // are already reduced mod p and need no division. qinv is kept in
+    // are already reduced mod p and need no division; the subtraction
+    // does not branch on the sign of m1 - m2. qinv is kept in
     // Montgomery form, so one Montgomery product yields h * qinv mod p.
     // The two inputs, no longer needed, hold the intermediate values.
     let (diff, h) = (&mut cp, &mut cq);
-    bn::mod_sub_reduced(diff, &m1, &m2, &crt.p)?;
+    bn::mod_sub_reduced(diff, &m1, &m2, &crt.p_le)?;
     bn::mont_mul(h, diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
     let hq = diff;
     bn::mul(hq, h, &crt.q, ctx)?;

@@ -217,18 +217,49 @@ pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Re
     )
 }
 
-/// r = a - b mod m for a and b already in [0, m): a subtraction and, when
-/// it went below zero, one addition of m. [`mod_sub`] reaches the same
-/// result through a division (`BN_nnmod`), a path of its own in the
-/// instruction cache of every signature. Both branch on the sign of
-/// a - b, the same one bit.
-pub(crate) fn mod_sub_reduced(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn) -> Result<(), RsaError> {
-    check(
-        // SAFETY: valid BIGNUMs, r distinct from the inputs; the caller
-        // keeps a and b below m, which BN_mod_sub_quick requires.
-        unsafe { BN_mod_sub_quick(r.as_mut_ptr(), a.as_ptr(), b.as_ptr(), m.as_ptr()) },
-        "BN_mod_sub_quick",
-    )
+/// r = a - b mod m for a and b already in [0, m), m given as its
+/// little-endian bytes (a whole number of limbs: [`Bn::to_le_limb_bytes`]),
+/// constant time in the values: a limb subtraction over all of m's limbs,
+/// then m added back under a mask made from the final borrow. libcrypto's
+/// public `BN_mod_sub_quick` branches on the sign of a - b and trims
+/// leading zero limbs as it goes; the default provider's CRT uses an
+/// internal fixed-width subtraction that a provider cannot call. Garner's
+/// step subtracts two secret residues, so the sign must not show in the
+/// time.
+pub(crate) fn mod_sub_reduced(r: &mut Bn, a: &Bn, b: &Bn, m_le: &[u8]) -> Result<(), RsaError> {
+    let l = m_le.len().div_ceil(8).max(1);
+    // One wiped buffer for a (then the result) and b.
+    let mut work = Zeroizing::new(vec![0u64; 2 * l]);
+    let (x, y) = work.split_at_mut(l);
+    a.write_limbs(x)?;
+    b.write_limbs(y)?;
+    sub_add_back(x, y, m_le);
+    r.set_limbs(x)
+}
+
+/// x = x - y, plus m (little-endian bytes, zero-extended to x's limbs)
+/// when that went below zero; every limb read and written whatever the
+/// values, the choice made by a mask.
+fn sub_add_back(x: &mut [u64], y: &[u64], m_le: &[u8]) {
+    let mut borrow = 0u64;
+    for (xi, &yi) in x.iter_mut().zip(y) {
+        let (d1, b1) = xi.overflowing_sub(yi);
+        let (d2, b2) = d1.overflowing_sub(borrow);
+        *xi = d2;
+        borrow = u64::from(b1) | u64::from(b2);
+    }
+    let add = borrow.wrapping_neg();
+    let mut carry = 0u64;
+    for (i, xi) in x.iter_mut().enumerate() {
+        let mut limb = [0u8; 8];
+        let bytes = m_le.get(8 * i..).unwrap_or(&[]);
+        let n = bytes.len().min(8);
+        limb[..n].copy_from_slice(&bytes[..n]);
+        let mi = u64::from_le_bytes(limb);
+        let s = u128::from(*xi) + u128::from(mi & add) + u128::from(carry);
+        *xi = s as u64;
+        carry = (s >> 64) as u64;
+    }
 }
 
 pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {
@@ -407,4 +438,46 @@ pub(crate) fn power_of_two(n: u32) -> Result<Bn, RsaError> {
         "BN_set_bit",
     )?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bn::prime::{self, Top};
+    use crate::libctx::LibCtx;
+    use crate::random::Random;
+
+    /// The constant-time subtraction agrees with libcrypto's BN_mod_sub
+    /// for moduli of many sizes and operands of every order: a < b, a = b,
+    /// a > b, zero, m - 1, values with zero limbs at the top.
+    #[test]
+    fn mod_sub_reduced_agrees_with_libcrypto() {
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+        let rng = Random::new(LibCtx::DEFAULT);
+        for bits in [64u32, 65, 127, 512, 520, 1024, 1536, 2048] {
+            let m = prime::rand_bits(bits, Top::One, true, &rng).unwrap();
+            let m_le = m.to_le_limb_bytes().unwrap();
+            let mut m_minus_1 = Bn::new().unwrap();
+            m_minus_1.copy_from(&m).unwrap();
+            sub_word(&mut m_minus_1, 1).unwrap();
+            let mut values = vec![
+                Bn::new().unwrap(),
+                Bn::from_be(&[1]).unwrap(),
+                m_minus_1,
+                Bn::from_be(&[0x41; 7]).unwrap(),
+            ];
+            for _ in 0..6 {
+                values.push(prime::rand_range(&m, &rng).unwrap());
+            }
+            for a in &values {
+                for b in &values {
+                    let mut want = Bn::new().unwrap();
+                    mod_sub(&mut want, a, b, &m, &mut ctx).unwrap();
+                    let mut got = Bn::new().unwrap();
+                    mod_sub_reduced(&mut got, a, b, &m_le).unwrap();
+                    assert_eq!(got.cmp(&want), std::cmp::Ordering::Equal, "{bits} bits");
+                }
+            }
+        }
+    }
 }

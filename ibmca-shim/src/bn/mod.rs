@@ -14,17 +14,13 @@ use zeroize::Zeroizing;
 
 use crate::error::RsaError;
 use crate::libctx::LibCtx;
+use crate::secret::SecretBytes;
 
 // libcrypto functions that openssl-sys does not declare (all present in
 // OpenSSL 3.0's <openssl/bn.h> and exported by libcrypto.so.3).
 extern "C" {
     fn BN_bn2lebinpad(a: *const BIGNUM, to: *mut u8, tolen: c_int) -> c_int;
-    fn BN_mod_sub_quick(
-        r: *mut BIGNUM,
-        a: *const BIGNUM,
-        b: *const BIGNUM,
-        m: *const BIGNUM,
-    ) -> c_int;
+    fn BN_lebin2bn(s: *const u8, len: c_int, ret: *mut BIGNUM) -> *mut BIGNUM;
     fn BN_MONT_CTX_new() -> *mut BN_MONT_CTX;
     fn BN_MONT_CTX_free(mont: *mut BN_MONT_CTX);
     fn BN_MONT_CTX_set(mont: *mut BN_MONT_CTX, m: *const BIGNUM, ctx: *mut BN_CTX) -> c_int;
@@ -360,6 +356,46 @@ impl Bn {
         // hosts (a no-op there); swapped on big-endian ones (s390x).
         for limb in out.iter_mut() {
             *limb = u64::from_le(*limb);
+        }
+        Ok(())
+    }
+
+    /// The value as little-endian bytes filling whole 64-bit limbs, in a
+    /// [`SecretBytes`] (the secure heap when the application has one): a
+    /// secret key part kept for limb arithmetic.
+    pub(crate) fn to_le_limb_bytes(&self) -> Result<SecretBytes, RsaError> {
+        let len = self.num_bytes().div_ceil(8).max(1) * 8;
+        let mut out = SecretBytes::zeroed(len);
+        let clen = c_int::try_from(len).map_err(|_| RsaError::bad_input("integer is too long"))?;
+        // SAFETY: out is valid for len bytes; BN_bn2lebinpad writes exactly
+        // that many, or fails (-1) when the value does not fit (it does:
+        // len covers num_bytes).
+        if unsafe { BN_bn2lebinpad(self.as_ptr(), out.as_mut_ptr(), clen) } < 0 {
+            return Err(RsaError::bad_input(
+                "integer does not fit its output buffer",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Sets the value from little-endian 64-bit limbs, where it lives
+    /// unchanged. `limbs` is left in little-endian byte order (the same on
+    /// little-endian hosts): the caller's buffer, wiped by its owner.
+    pub(crate) fn set_limbs(&mut self, limbs: &mut [u64]) -> Result<(), RsaError> {
+        let len = limbs
+            .len()
+            .checked_mul(8)
+            .and_then(|len| c_int::try_from(len).ok())
+            .ok_or_else(|| RsaError::bad_input("integer is too long"))?;
+        for limb in limbs.iter_mut() {
+            *limb = limb.to_le();
+        }
+        // SAFETY: limbs is valid for len = limbs.len() * 8 bytes, now in
+        // little-endian byte order; u8 has no alignment requirement; self
+        // is a valid BIGNUM that BN_lebin2bn overwrites and returns.
+        let r = unsafe { BN_lebin2bn(limbs.as_ptr().cast::<u8>(), len, self.0.as_ptr()) };
+        if r.is_null() {
+            return Err(RsaError::libcrypto("libcrypto BN_lebin2bn failed"));
         }
         Ok(())
     }

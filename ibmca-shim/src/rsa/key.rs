@@ -367,10 +367,12 @@ impl RsaKey {
         let mut qinv_mont = Bn::new()?;
         bn::to_mont(&mut qinv_mont, &qinv, &mont_p, ctx)?;
         qinv_mont.set_consttime();
+        let p_le = p.to_le_limb_bytes()?;
         Ok((
             d,
             Crt {
                 p,
+                p_le,
                 q,
                 dp,
                 dq,
