@@ -75,6 +75,9 @@ SAMPLE=$ROOT/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample
 [ -f "$SAMPLE" ] || die "the engine package has no openssl.cnf.sample"
 cp "$SAMPLE" "$OUT/c.cnf"
 rustica_conf "$OUT/b.cnf" "$MODULE" "backend = libica" "libica = libica.so.3"
+# Bnd: B without the offload deadline, so each call runs in the caller's
+# thread (what the speed rows' host CPU of a thread hand-off is read from).
+rustica_conf "$OUT/bnd.cnf" "$MODULE" "backend = libica" "libica = libica.so.3" "offload-timeout-ms = 0"
 
 # --- the card ----------------------------------------------------------------------
 SOCKET=$OUT/card.sock
@@ -92,6 +95,7 @@ side_cmd() { # side
     A) ;;
     A0) SIDE_CMD+=(OPENSSL_s390xcap=nocex) ;;
     B) SIDE_CMD+=(OPENSSL_CONF="$OUT/b.cnf" RUSTICA_STATS_PATH="$OUT/stats-B") ;;
+    Bnd) SIDE_CMD+=(OPENSSL_CONF="$OUT/bnd.cnf" RUSTICA_STATS_PATH="$OUT/stats-B") ;;
     C) SIDE_CMD+=(OPENSSL_CONF="$OUT/c.cnf") ;;
     *) die "no side $1" ;;
   esac

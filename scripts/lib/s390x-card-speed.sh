@@ -128,7 +128,7 @@ if n > 0:
 
 # Configurations "name|side|speed args"; every round runs each once, in
 # this order, so that a drift of the host hits every side alike.
-CONFIGS=("A-1|A|" "A0-1|A0|" "B-1|B|" "C-1|C|" "A-2|A|-multi 2" "B-2|B|-multi 2" "A-4|A|-multi 4"
+CONFIGS=("A-1|A|" "A0-1|A0|" "B-1|B|" "Bnd-1|Bnd|" "C-1|C|" "A-2|A|-multi 2" "B-2|B|-multi 2" "A-4|A|-multi 4"
          "B-4|B|-multi 4" "B-async|B|-async_jobs 32")
 
 pairs() { paste -d' ' "$1" "$2"; }
@@ -225,6 +225,6 @@ print(d["late"], sum(r["count"] for r in d["requests"]))')
     "" "" "$(cell B-async)" "" "${valid}B async / A -multi 4: $(compare "$U/rate-A-4" "$U/rate-B-async")"
   VARIES=varies fact card-speed "unit $unit us: qemu CPU ms per signature, 1 process (median of $SPEED_ROUNDS)" \
     "$(med "$U/cpu-A-1")" "$a0 (software)" \
-    "sync $(med "$U/cpu-B-1"); async_jobs 32 $(med "$U/cpu-B-async")" "$(med "$U/cpu-C-1")" \
-    "${valid}lower is better: B/A $(compare "$U/cpu-A-1" "$U/cpu-B-1" --lower-is-better); B/(A + one verification) $(compare "$U/cpu-A+check" "$U/cpu-B-1" --lower-is-better); B async/A $(compare "$U/cpu-A-1" "$U/cpu-B-async" --lower-is-better); C/A $(compare "$U/cpu-A-1" "$U/cpu-C-1" --lower-is-better | as_c)"
+    "sync $(med "$U/cpu-B-1"); sync without the deadline $(med "$U/cpu-Bnd-1"); async_jobs 32 $(med "$U/cpu-B-async")" "$(med "$U/cpu-C-1")" \
+    "${valid}lower is better: B/A $(compare "$U/cpu-A-1" "$U/cpu-B-1" --lower-is-better); B/(A + one verification) $(compare "$U/cpu-A+check" "$U/cpu-B-1" --lower-is-better); B without the deadline/(A + one verification) $(compare "$U/cpu-A+check" "$U/cpu-Bnd-1" --lower-is-better); B/(B without the deadline) $(compare "$U/cpu-Bnd-1" "$U/cpu-B-1" --lower-is-better); B async/A $(compare "$U/cpu-A-1" "$U/cpu-B-async" --lower-is-better); C/A $(compare "$U/cpu-A-1" "$U/cpu-C-1" --lower-is-better | as_c)"
 done
