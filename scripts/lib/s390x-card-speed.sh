@@ -21,6 +21,11 @@
 SPEED_UNITS=${S390X_CARD_SPEED_UNITS:-200 50 20 5}
 SPEED_ROUNDS=${S390X_CARD_SPEED_ROUNDS:-6}
 [[ "$VERSION_OPENSSL" == 3.0.* ]] && die "the card's speed rows are for OpenSSL 3.2 and later (A's own offload)"
+# Host CPU per signature is the point of these rows: a module built
+# without optimisation (the dev profile, whose debug-only test parameter
+# is in its strings) would put its own slowness into B's figures.
+grep -q 'rustica-test-panic' "$MODULE" \
+  && die "the card's speed rows need a release build of rustica ($MODULE is a debug build)"
 TCK=$(getconf CLK_TCK)
 # Without sections 1 and 2 nothing else proves that B loads rustica; a B
 # without it is stock with its own offload, and every B/A would be A/A.
