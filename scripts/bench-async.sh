@@ -10,11 +10,27 @@
 #
 # With BENCH_CARD_UNIT_US=U, rustica's calls go instead to one shared card
 # (rustica-card, 2 queues, unit U us; docs/card-model.md) that every
-# process shares, and each rustica cell also gives the fraction of the
-# card's capacity its signatures used: sign/s x one CRT's service time
-# (the card's weight for the size x U) / 2 queues; each rustica signature
-# is one CRT request (tests/e2e_card.rs counts them). JOBS may then hold mP:
-# `-multi P` processes, synchronous (the P sweep beside the N sweep).
+# process shares, and each row also gives, for both rustica sides (async
+# and `async = off`), the fraction of the card's capacity used: the card's
+# own busy time over the wall time x its queues (scripts/lib/card.sh's
+# card_busy), median of the row's runs. The card is reset when speed starts
+# signing (its "+DTP:BITS:private" line; with -multi, the first process's)
+# and read when verification starts (the first "+DTP:BITS:public"): speed
+# verifies for as long as it signs, in software (rustica sends no public-key
+# operation to the card), so the whole run's wall time would about halve
+# the figure. JOBS may then hold mP: `-multi P` processes, synchronous (the
+# P sweep beside the N sweep).
+#
+# BENCH_FACTS=FILE (a path from the repository's top, where the script
+# runs) also writes the run as facts, one tab-separated line each, for
+# docs/performance.md (scripts/comparison.py renders its x86 card
+# tables from docs/comparison/x86-card-async.tsv):
+#   run       date, command, what ran (the first line printed)
+#   row       bits, run (-async_jobs N or -multi P), then the table's cells:
+#             async, off and default sign/s, rustica / off, rustica /
+#             default, capacity used (async), capacity used (off), sampling
+#   load      the load average after the last row
+#   counters  side (async, off), rustica's counters
 #
 # Usage: scripts/bench-async.sh [SECONDS [ROUNDS [BITS [JOBS]]]]
 #   SECONDS per measurement (default 3); ROUNDS (default 6, the least that
@@ -29,6 +45,15 @@
 # Reports figures only; nothing here is a pass/fail target.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
+# The command as given, for the facts: the variables that shape the run,
+# then the arguments.
+command="scripts/bench-async.sh"
+for v in LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_CARD_UNIT_US; do
+  [ -z "${!v:-}" ] || command="$v=${!v} $command"
+done
+for arg in "$@"; do case "$arg" in *" "* | "") arg="\"$arg\"" ;; esac; command+=" $arg"; done
+facts=${BENCH_FACTS:-}
+[ -z "$facts" ] || : >"$facts"
 seconds=${1:-3}
 rounds=${2:-6}
 bits_list=${3:-1024 2048}
@@ -59,19 +84,38 @@ stock_conf "$work/default.cnf"
 
 # "-async_jobs N", or "-multi P" for mP.
 parallel() { case "$1" in m*) echo "-multi ${1#m}" ;; *) echo "-async_jobs $1" ;; esac; }
-sign_rate() { # conf jobs bits
+# One `openssl speed -mr` run of a side, its standard output to $work/speed.out.
+run_speed() { # conf jobs bits
   local -a card_env=()
   [ -z "$card" ] || [ "$1" = default ] || card_env=(LIBICA_EMU_CARD="$card")
   # shellcheck disable=SC2046
   env "${card_env[@]}" OPENSSL_CONF="$work/$1.cnf" RUSTICA_STATS_PATH="$work/stats-$1" \
-    openssl speed -elapsed -seconds "$seconds" $(parallel "$2") "rsa$3" 2>/dev/null |
-    awk -v b="$3" '$1 == "rsa" && $2 == b { print $6 }'
+    openssl speed -mr -elapsed -seconds "$seconds" $(parallel "$2") "rsa$3" >"$work/speed.out"
 }
-# The fraction of the card's 2 queues that RATE signatures/s of BITS use.
-capacity() { # rate bits
-  local weight
-  case "$2" in 1024) weight=15 ;; 2048) weight=54 ;; *) weight=362 ;; esac
-  awk -v r="$1" -v w="$weight" -v u="$BENCH_CARD_UNIT_US" 'BEGIN {printf "%.3f", r * w * u / 1e6 / 2}'
+# Reads speed's standard error: resets the card when the signing of BITS
+# starts, prints card_busy when its verification starts (see the header).
+signing_window() { # bits
+  local line state=before
+  while IFS= read -r line; do
+    case "$state:$line" in
+      "before:+DTP:$1:private:"*) card_ctl reset >/dev/null && state=signing ;;
+      "signing:+DTP:$1:public:"*) card_busy && state=after ;;
+    esac
+  done
+}
+# Sign/s of one run (speed's "+F2:INDEX:BITS:SIGN/S:VERIFY/S" line); on the
+# card, a rustica side's run adds its capacity used to $work/busy-CONF.
+sign_rate() { # conf jobs bits
+  if [ -z "$card" ] || [ "$1" = default ]; then
+    run_speed "$@" 2>/dev/null || return 1
+  else
+    run_speed "$@" 2>&1 | signing_window "$3" >>"$work/busy-$1" || return 1
+  fi
+  awk -F: -v b="$3" '$1 == "+F2" && $3 == b { print $4 }' "$work/speed.out"
+}
+# The median of a rustica side's capacity used in the row's runs.
+busy_median() { # conf
+  [ ! -s "$work/busy-$1" ] || bench_median <"$work/busy-$1" | xargs printf '%.3f'
 }
 
 # "median" or "median (min-max)" of the numbers on stdin.
@@ -83,15 +127,18 @@ summary() {
 
 adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us"
 [ -n "$card" ] && adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
-echo "openssl speed -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+heading="openssl speed -mr -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "$heading"
+[ -z "$facts" ] || printf 'run\t%s\t%s\t%s, %s\n' "$(date -u +%F)" "$command" "$heading" "$(openssl version | cut -d' ' -f1-2)" >>"$facts"
 echo
 capacity_head="" capacity_rule=""
-[ -n "$card" ] && capacity_head=" rustica's card capacity used |" capacity_rule="---:|"
+[ -n "$card" ] && capacity_head=" card capacity used: async | card capacity used: off |" capacity_rule="---:|---:|"
 echo "| key | jobs | rustica sign/s | rustica async = off sign/s | default provider sign/s | rustica / off [95 % interval]: verdict | rustica / default [95 % interval]: verdict |$capacity_head sampling |"
 echo "|---|---:|---:|---:|---:|---|---|$capacity_rule---|"
 for bits in $bits_list; do
   for jobs in $jobs_list; do
     : >"$work/a" && : >"$work/o" && : >"$work/d" && : >"$work/vs-off" && : >"$work/vs-default"
+    : >"$work/busy-async" && : >"$work/busy-off"
     round=0 cell_start=$SECONDS
     while bench_more "$round" "$cell_start" "$work/vs-off" "$work/vs-default"; do
       round=$((round + 1))
@@ -103,14 +150,25 @@ for bits in $bits_list; do
       echo "$o $a" >>"$work/vs-off"
       echo "$d $a" >>"$work/vs-default"
     done
-    capacity_cell=""
-    [ -n "$card" ] && capacity_cell=" $(capacity "$(bench_median <"$work/a")" "$bits") |"
-    echo "| $bits | $(parallel "$jobs") | $(summary <"$work/a") | $(summary <"$work/o") | $(summary <"$work/d") | $(bench_cell <"$work/vs-off") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
+    cells=("$bits" "$(parallel "$jobs")" "$(summary <"$work/a")" "$(summary <"$work/o")" "$(summary <"$work/d")"
+      "$(bench_cell <"$work/vs-off")" "$(bench_cell <"$work/vs-default")")
+    capacity=("" "")
+    if [ -n "$card" ]; then
+      capacity=("$(busy_median async)" "$(busy_median off)")
+      cells+=("${capacity[@]}")
+    fi
+    cells+=("$(bench_sampling "$round" "$cell_start")")
+    printf '|'; printf ' %s |' "${cells[@]}"; echo
+    [ -z "$facts" ] || { printf 'row'; printf '\t%s' "${cells[@]:0:7}" "${capacity[@]}" "${cells[-1]}"; echo; } >>"$facts"
   done
 done
-echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "(load after: $load)"
+[ -z "$facts" ] || printf 'load\t%s\n' "$load" >>"$facts"
 echo
 for side in async off; do
-  echo "counters ($side): $(target/$profile/rustica stats --json --path "$work/stats-$side" |
-    python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["ops"]["sign"]; print("sign libica", s["libica"], "async", s["async"], "fallback", s["fallback"], "failed", s["failed"], "max in flight", d["async_max_inflight"])')"
+  counters=$(target/$profile/rustica stats --json --path "$work/stats-$side" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["ops"]["sign"]; print("sign libica", s["libica"], "async", s["async"], "fallback", s["fallback"], "failed", s["failed"], "max in flight", d["async_max_inflight"])')
+  echo "counters ($side): $counters"
+  [ -z "$facts" ] || printf 'counters\t%s\t%s\n' "$side" "$counters" >>"$facts"
 done

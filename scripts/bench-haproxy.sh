@@ -15,9 +15,22 @@
 #
 # BENCH_NBTHREAD=N runs HAProxy with N threads. With BENCH_CARD_UNIT_US=U,
 # rustica's calls go to one shared card instead (rustica-card, 2 queues,
-# unit U us; docs/card-model.md), and each async cell also gives the
-# fraction of the card's capacity the run used (its busy time over the
-# run's wall time x queues).
+# unit U us; docs/card-model.md), and each row also gives, for both rustica
+# sides (with and without ssl-mode-async), the fraction of the card's
+# capacity used: the card is reset just before each ab run and read just
+# after it, its busy time over that wall time x its queues
+# (scripts/lib/card.sh's card_busy), median of the row's runs.
+#
+# BENCH_FACTS=FILE (a path from the repository's top, where the script
+# runs) also writes the run as facts, one tab-separated line each, for
+# docs/performance.md (scripts/comparison.py renders its x86 card
+# tables from docs/comparison/x86-card-haproxy.tsv):
+#   run       date, command, what ran (the first line printed)
+#   row       TLS version, then the table's cells: async, no async and
+#             default handshakes/s, async / no async, async / default,
+#             capacity used (async), capacity used (no async), sampling
+#   load      the load average after the last row
+#   counters  side (async, sync), rustica's counters
 #
 # Usage: scripts/bench-haproxy.sh [REQUESTS [ROUNDS [CONCURRENCY]]]
 #   (defaults 2000, 6, 32). Each cell is measured at least ROUNDS times
@@ -30,6 +43,15 @@
 #   ASYNC job). Figures only: nothing here is a pass/fail target.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
+# The command as given, for the facts: the variables that shape the run,
+# then the arguments.
+command="scripts/bench-haproxy.sh"
+for v in LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_NBTHREAD BENCH_CARD_UNIT_US; do
+  [ -z "${!v:-}" ] || command="$v=${!v} $command"
+done
+for arg in "$@"; do case "$arg" in *" "* | "") arg="\"$arg\"" ;; esac; command+=" $arg"; done
+facts=${BENCH_FACTS:-}
+[ -z "$facts" ] || : >"$facts"
 requests=${1:-2000}
 rounds=${2:-6}
 concurrency=${3:-32}
@@ -119,6 +141,11 @@ summary() {
     if (NR > 1) printf "%.0f (%.0f-%.0f)", m, v[1], v[NR]; else printf "%.0f", m }'
 }
 
+# The median of a rustica side's capacity used in the row's runs.
+busy_median() { # side
+  [ ! -s "$work/busy-$1" ] || bench_median <"$work/busy-$1" | xargs printf '%.3f'
+}
+
 # signatures on libica / async, from a side's counters.
 counters() {
   "$rustica" stats --json --path "$work/stats-$1" | python3 -c '
@@ -135,42 +162,53 @@ BENCH_MIN_ROUNDS=$rounds
 . scripts/lib/bench-stats.sh
 adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us"
 [ -z "$card" ] || adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
-echo "haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread $nbthread, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+heading="haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread $nbthread, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "$heading"
+[ -z "$facts" ] || printf 'run\t%s\t%s\t%s, %s\n' "$(date -u +%F)" "$command" "$heading" "$(openssl version | cut -d' ' -f1-2)" >>"$facts"
 echo
 capacity_head="" capacity_rule=""
-[ -z "$card" ] || capacity_head=" async: card capacity used |" capacity_rule="---:|"
+[ -z "$card" ] || capacity_head=" card capacity used: async | card capacity used: no async |" capacity_rule="---:|---:|"
 echo "| TLS | rustica, ssl-mode-async | rustica, no ssl-mode-async | default provider | async / no async [95 % interval]: verdict | async / default [95 % interval]: verdict |$capacity_head sampling |"
 echo "|---|---:|---:|---:|---|---|$capacity_rule---|"
 for tls in 1.3 1.2; do
   for side in async sync default; do : >"$work/rates-$side"; done
-  : >"$work/vs-sync" && : >"$work/vs-default" && : >"$work/capacity"
+  : >"$work/vs-sync" && : >"$work/vs-default" && : >"$work/busy-async" && : >"$work/busy-sync"
   round=0 cell_start=$SECONDS
   while bench_more "$round" "$cell_start" "$work/vs-sync" "$work/vs-default"; do
     round=$((round + 1))
     for side in async sync default; do
       start_haproxy "$side"
-      # The card's busy time over this run's wall time: from a reset.
-      [ -z "$card" ] || [ "$side" != async ] || card_ctl reset >/dev/null
+      # A rustica side's capacity used: the card's busy time over this ab
+      # run's wall time.
+      [ -z "$card" ] || [ "$side" = default ] || card_ctl reset >/dev/null
       rate "$tls" | awk '{ print $1 }' >>"$work/rates-$side"
-      if [ -n "$card" ] && [ "$side" = async ]; then
-        card_ctl stats | python3 -c 'import json, sys; d = json.load(sys.stdin)
-print("%.2f" % (d["busy_ns"] / d["wall_ns"] / (d["cards"] * d["domains"])))' >>"$work/capacity"
-      fi
+      [ -z "$card" ] || [ "$side" = default ] || card_busy >>"$work/busy-$side"
       stop_haproxy "$side"
     done
     a=$(tail -1 "$work/rates-async") s=$(tail -1 "$work/rates-sync") d=$(tail -1 "$work/rates-default")
     echo "$s $a" >>"$work/vs-sync"
     echo "$d $a" >>"$work/vs-default"
   done
-  capacity_cell=""
-  [ -z "$card" ] || capacity_cell=" $(bench_median <"$work/capacity" | xargs printf '%.2f') |"
-  echo "| $tls | $(summary <"$work/rates-async") | $(summary <"$work/rates-sync") | $(summary <"$work/rates-default") | $(bench_cell <"$work/vs-sync") | $(bench_cell <"$work/vs-default") |$capacity_cell $(bench_sampling "$round" "$cell_start") |"
+  cells=("$tls" "$(summary <"$work/rates-async")" "$(summary <"$work/rates-sync")" "$(summary <"$work/rates-default")"
+    "$(bench_cell <"$work/vs-sync")" "$(bench_cell <"$work/vs-default")")
+  capacity=("" "")
+  if [ -n "$card" ]; then
+    capacity=("$(busy_median async)" "$(busy_median sync)")
+    cells+=("${capacity[@]}")
+  fi
+  cells+=("$(bench_sampling "$round" "$cell_start")")
+  printf '|'; printf ' %s |' "${cells[@]}"; echo
+  [ -z "$facts" ] || { printf 'row'; printf '\t%s' "${cells[@]:0:6}" "${capacity[@]}" "${cells[-1]}"; echo; } >>"$facts"
 done
-echo "(load after: $(cut -d' ' -f1-3 /proc/loadavg))"
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "(load after: $load)"
+[ -z "$facts" ] || printf 'load\t%s\n' "$load" >>"$facts"
 if [ "$crashes" -gt 0 ]; then
   echo "haproxy died during $crashes run(s); logs in ${TMPDIR:-/tmp}/bench-haproxy-crash-*.log (see docs/performance.md)"
 fi
 echo
 for side in async sync; do
-  echo "counters (rustica, $side): $(counters "$side")"
+  line=$(counters "$side")
+  echo "counters (rustica, $side): $line"
+  [ -z "$facts" ] || printf 'counters\t%s\t%s\n' "$side" "$line" >>"$facts"
 done

@@ -10,10 +10,20 @@ A0 (section, item, A, A0, B, C, note, varies): <release>-card.tsv
 and <release>-card-maint.tsv (the outage rows, S390X_CARD_MAINT=1):
 
   scripts/comparison.py --write                 render docs/comparison.md (and the
-                                                 card-speed table in docs/performance.md)
+                                                 card-speed and x86 card tables in
+                                                 docs/performance.md)
   scripts/comparison.py --check                 both match the copies
   scripts/comparison.py --check-facts R FILE    a fresh run of release R
                                                  agrees with docs/comparison/R.tsv
+
+docs/performance.md's x86 card tables come from facts too:
+docs/comparison/x86-card-async.tsv and x86-card-haproxy.tsv, which
+scripts/bench-async.sh and scripts/bench-haproxy.sh write with
+BENCH_FACTS=FILE (kind, then its cells: "run" date, command, what ran;
+"row" the table's cells; "load" the load after; "counters" side, rustica's
+counters). --write renders them between their markers, --check compares.
+They are measurements of one run on one machine, not checked against a
+fresh run: record them again with the command each table's lead-in names.
 
 --check-facts compares every fact exactly except those marked "varies"
 (versions, timings, key generation's random counts), which must only
@@ -34,6 +44,54 @@ PERF = ROOT / "docs" / "performance.md"
 PERF_BEGIN = "<!-- card-speed rows: scripts/comparison.py --write renders this table -->"
 PERF_END = "<!-- end of the card-speed rows -->"
 RELEASES = [("bookworm", "Debian 12"), ("stable", "Debian 13")]
+
+# docs/performance.md's x86 card tables: facts file (docs/comparison/NAME.tsv),
+# what a row's cells are, the table's head (one column per cell), and the
+# counters' sides with their names.
+X86_TABLES = {
+    "x86-card-async": {
+        "what": "private-key signatures/s, median (range); B/A ratios are rustica with `async = auto` (B) against the other side (A)",
+        "head": [
+            "key",
+            "run",
+            "rustica (async = auto) sign/s",
+            "rustica, async = off sign/s",
+            "default provider sign/s",
+            "rustica / off [95 %]: verdict",
+            "rustica / default [95 %]: verdict",
+            "card capacity used: async",
+            "card capacity used: off",
+            "sampling",
+        ],
+        "right": {2, 3, 4, 7, 8},
+        "code": {1},
+        "sides": {"async": "async = auto", "off": "async = off"},
+    },
+    "x86-card-haproxy": {
+        "what": "new handshakes/s, median (range); B/A ratios are rustica with `ssl-mode-async` (B) against the other side (A)",
+        "head": [
+            "TLS",
+            "rustica, `ssl-mode-async`",
+            "rustica, no `ssl-mode-async`",
+            "default provider",
+            "async / no async [95 %]: verdict",
+            "async / default [95 %]: verdict",
+            "card capacity used: async",
+            "card capacity used: no async",
+            "sampling",
+        ],
+        "right": {1, 2, 3, 6, 7},
+        "code": set(),
+        "sides": {"async": "`ssl-mode-async`", "sync": "no `ssl-mode-async`"},
+    },
+}
+
+
+def x86_markers(name):
+    return (
+        f"<!-- {name} rows: scripts/comparison.py --write renders this from docs/comparison/{name}.tsv -->",
+        f"<!-- end of the {name} rows -->",
+    )
 
 SECTIONS = [
     ("versions", "What ran"),
@@ -283,14 +341,57 @@ def maint_table(rows):
     return out
 
 
-def render_perf(text, card_facts):
-    """docs/performance.md with the card-speed rows between the markers."""
-    if PERF_BEGIN not in text or PERF_END not in text:
-        raise SystemExit("comparison: docs/performance.md lacks the card-speed markers")
-    head, rest = text.split(PERF_BEGIN, 1)
-    _, tail = rest.split(PERF_END, 1)
+def replace_between(text, begin, end, lines, what):
+    """TEXT with LINES between the markers BEGIN and END."""
+    if begin not in text or end not in text:
+        raise SystemExit(f"comparison: docs/performance.md lacks the {what} markers")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + "\n" + "\n".join(lines) + "\n" + end + tail
+
+
+def x86_table(name, facts):
+    """The lines of an x86 card table from its facts: a lead-in naming the
+    command and the date, the table, rustica's counters."""
+    spec = X86_TABLES[name]
+    width = len(spec["head"])
+    runs = [r for r in facts if r[0] == "run"]
+    if len(runs) != 1:
+        raise SystemExit(f"comparison: docs/comparison/{name}.tsv has {len(runs)} run lines, not one")
+    _, date, command, setup = runs[0][:4]
+    load = [r[1] for r in facts if r[0] == "load"]
+    after = f"; load after: {load[0]}" if load else ""
+    out = [
+        f"`{command}` on {date}, recorded with `BENCH_FACTS` in docs/comparison/{name}.tsv. "
+        f"What ran: {setup}{after}. Cells: {spec['what']}.",
+        "",
+        "| " + " | ".join(spec["head"]) + " |",
+        "|" + "".join("---:|" if i in spec["right"] else "---|" for i in range(width)),
+    ]
+    for r in facts:
+        if r[0] != "row":
+            continue
+        cells = [f"`{c}`" if i in spec["code"] and c else cell(c) for i, c in enumerate(r[1 : width + 1])]
+        out.append("| " + " | ".join(cells) + " |")
+    counters = [f"{spec['sides'].get(r[1], r[1])}: {r[2]}" for r in facts if r[0] == "counters"]
+    if counters:
+        out += ["", "rustica's counters over the whole run: " + "; ".join(counters) + "."]
+    return out
+
+
+def read_x86(name):
+    return read_facts(FACTS_DIR / f"{name}.tsv", len(X86_TABLES[name]["head"]) + 1)
+
+
+def render_perf(text, card_facts, x86_facts):
+    """docs/performance.md with the card-speed rows and the x86 card tables
+    between their markers."""
     rows = [(name, r) for release, name in RELEASES for r in card_facts.get(release, []) if r[0] == "card-speed"]
-    return head + PERF_BEGIN + "\n" + "\n".join(card_table(rows)) + "\n" + PERF_END + tail
+    text = replace_between(text, PERF_BEGIN, PERF_END, card_table(rows), "card-speed")
+    for name in X86_TABLES:
+        begin, end = x86_markers(name)
+        text = replace_between(text, begin, end, x86_table(name, x86_facts[name]), name)
+    return text
 
 
 def render_card(w, card_facts):
@@ -443,7 +544,8 @@ def main():
         for r, _ in RELEASES
     }
     page = render(facts, card_facts)
-    perf = render_perf(PERF.read_text(), card_facts)
+    x86_facts = {name: read_x86(name) for name in X86_TABLES}
+    perf = render_perf(PERF.read_text(), card_facts, x86_facts)
     if args.write:
         PAGE.write_text(page)
         PERF.write_text(perf)
@@ -453,7 +555,11 @@ def main():
         print("comparison: docs/comparison.md is not what scripts/comparison.py renders from docs/comparison/; run it with --write", file=sys.stderr)
         bad = 1
     if PERF.read_text() != perf:
-        print("comparison: docs/performance.md's card-speed table is not what scripts/comparison.py renders from docs/comparison/; run it with --write", file=sys.stderr)
+        print(
+            "comparison: docs/performance.md's card-speed or x86 card tables are not what scripts/comparison.py "
+            "renders from docs/comparison/; run it with --write",
+            file=sys.stderr,
+        )
         bad = 1
     return bad
 

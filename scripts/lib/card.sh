@@ -5,6 +5,9 @@
 #   card_start BIN SOCKET LOG [rustica-card options...]   starts it, waits
 #                                                          until it listens
 #   card_ctl COMMAND...                                    one control command
+#   card_busy                                              the fraction of its
+#                                                          capacity used since
+#                                                          its last reset
 #   card_stop                                              quit, socket removed
 #
 # CARD_BIN, CARD_SOCKET and CARD_PID describe the running card.
@@ -24,6 +27,16 @@ card_start() { # bin socket log [options...]
   return 1
 }
 card_ctl() { "$CARD_BIN" --socket "$CARD_SOCKET" --ctl "$@"; }
+# The card's own measure of its use (docs/card-model.md, "Busy time"): the
+# service its queues gave since start or the last `card_ctl reset`, over
+# that wall time x the requests it can serve at once (cards x engines;
+# 1.000 = every engine busy all the time), three decimals. A run's figure:
+# `card_ctl reset` just before it, card_busy just after.
+card_busy() {
+  card_ctl stats | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print("%.3f" % (d["busy_ns"] / d["wall_ns"] / (d["cards"] * d["engines"])))'
+}
 card_stop() {
   [ -n "$CARD_PID" ] || return 0
   card_ctl quit >/dev/null 2>&1 || kill "$CARD_PID" 2>/dev/null || true
