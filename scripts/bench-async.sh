@@ -113,11 +113,6 @@ sign_rate() { # conf jobs bits
   fi
   awk -F: -v b="$3" '$1 == "+F2" && $3 == b { print $4 }' "$work/speed.out"
 }
-# The median of a rustica side's capacity used in the row's runs.
-busy_median() { # conf
-  [ ! -s "$work/busy-$1" ] || bench_median <"$work/busy-$1" | xargs printf '%.3f'
-}
-
 # "median" or "median (min-max)" of the numbers on stdin.
 summary() {
   sort -g | awk '{ v[NR] = $1 } END {
@@ -150,16 +145,11 @@ for bits in $bits_list; do
       echo "$o $a" >>"$work/vs-off"
       echo "$d $a" >>"$work/vs-default"
     done
-    cells=("$bits" "$(parallel "$jobs")" "$(summary <"$work/a")" "$(summary <"$work/o")" "$(summary <"$work/d")"
-      "$(bench_cell <"$work/vs-off")" "$(bench_cell <"$work/vs-default")")
     capacity=("" "")
-    if [ -n "$card" ]; then
-      capacity=("$(busy_median async)" "$(busy_median off)")
-      cells+=("${capacity[@]}")
-    fi
-    cells+=("$(bench_sampling "$round" "$cell_start")")
-    printf '|'; printf ' %s |' "${cells[@]}"; echo
-    [ -z "$facts" ] || { printf 'row'; printf '\t%s' "${cells[@]:0:7}" "${capacity[@]}" "${cells[-1]}"; echo; } >>"$facts"
+    [ -z "$card" ] || capacity=("$(bench_busy_median "$work/busy-async")" "$(bench_busy_median "$work/busy-off")")
+    bench_row "$facts" "$card" "${capacity[@]}" "$(bench_sampling "$round" "$cell_start")" \
+      "$bits" "$(parallel "$jobs")" "$(summary <"$work/a")" "$(summary <"$work/o")" "$(summary <"$work/d")" \
+      "$(bench_cell <"$work/vs-off")" "$(bench_cell <"$work/vs-default")"
   done
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)

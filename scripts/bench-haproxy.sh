@@ -141,11 +141,6 @@ summary() {
     if (NR > 1) printf "%.0f (%.0f-%.0f)", m, v[1], v[NR]; else printf "%.0f", m }'
 }
 
-# The median of a rustica side's capacity used in the row's runs.
-busy_median() { # side
-  [ ! -s "$work/busy-$1" ] || bench_median <"$work/busy-$1" | xargs printf '%.3f'
-}
-
 # signatures on libica / async, from a side's counters.
 counters() {
   "$rustica" stats --json --path "$work/stats-$1" | python3 -c '
@@ -189,16 +184,11 @@ for tls in 1.3 1.2; do
     echo "$s $a" >>"$work/vs-sync"
     echo "$d $a" >>"$work/vs-default"
   done
-  cells=("$tls" "$(summary <"$work/rates-async")" "$(summary <"$work/rates-sync")" "$(summary <"$work/rates-default")"
-    "$(bench_cell <"$work/vs-sync")" "$(bench_cell <"$work/vs-default")")
   capacity=("" "")
-  if [ -n "$card" ]; then
-    capacity=("$(busy_median async)" "$(busy_median sync)")
-    cells+=("${capacity[@]}")
-  fi
-  cells+=("$(bench_sampling "$round" "$cell_start")")
-  printf '|'; printf ' %s |' "${cells[@]}"; echo
-  [ -z "$facts" ] || { printf 'row'; printf '\t%s' "${cells[@]:0:6}" "${capacity[@]}" "${cells[-1]}"; echo; } >>"$facts"
+  [ -z "$card" ] || capacity=("$(bench_busy_median "$work/busy-async")" "$(bench_busy_median "$work/busy-sync")")
+  bench_row "$facts" "$card" "${capacity[@]}" "$(bench_sampling "$round" "$cell_start")" \
+    "$tls" "$(summary <"$work/rates-async")" "$(summary <"$work/rates-sync")" "$(summary <"$work/rates-default")" \
+    "$(bench_cell <"$work/vs-sync")" "$(bench_cell <"$work/vs-default")"
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "(load after: $load)"
