@@ -457,18 +457,7 @@ mod tests {
         for bits in [64u32, 65, 127, 512, 520, 1024, 1536, 2048] {
             let m = prime::rand_bits(bits, Top::One, true, &rng).unwrap();
             let m_le = m.to_le_limb_bytes().unwrap();
-            let mut m_minus_1 = Bn::new().unwrap();
-            m_minus_1.copy_from(&m).unwrap();
-            sub_word(&mut m_minus_1, 1).unwrap();
-            let mut values = vec![
-                Bn::new().unwrap(),
-                Bn::from_be(&[1]).unwrap(),
-                m_minus_1,
-                Bn::from_be(&[0x41; 7]).unwrap(),
-            ];
-            for _ in 0..6 {
-                values.push(prime::rand_range(&m, &rng).unwrap());
-            }
+            let values = crate::bn::test_operands(&m, 6, &rng);
             for a in &values {
                 for b in &values {
                     let mut want = Bn::new().unwrap();

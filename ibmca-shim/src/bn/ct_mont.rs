@@ -162,18 +162,7 @@ mod tests {
             let mont = MontCtx::new(&n, &mut ctx).unwrap();
             let len = bits.div_ceil(8) as usize;
             let n_be = be(&n, len);
-            let mut n_minus_1 = n_be.clone();
-            n_minus_1[len - 1] &= 0xfe;
-            let mut values = vec![
-                Bn::new().unwrap(),
-                Bn::from_be(&[1]).unwrap(),
-                Bn::from_be(&n_minus_1).unwrap(),
-                // Most limbs at the top zero, as a block with no padding.
-                Bn::from_be(&[0x41; 7]).unwrap(),
-            ];
-            for _ in 0..8 {
-                values.push(prime::rand_range(&n, &rng).unwrap());
-            }
+            let values = bn::test_operands(&n, 8, &rng);
             for a in &values {
                 for b in &values {
                     let mut want = Bn::new().unwrap();

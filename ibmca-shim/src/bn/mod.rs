@@ -495,3 +495,23 @@ pub(crate) mod ct_mont;
 pub(crate) mod prime;
 
 pub(crate) use arith::*;
+
+/// Operands for tests of arithmetic modulo `m` (odd, above 1): zero, one,
+/// m - 1, a value whose top limbs are zero (as a block with no padding),
+/// and `random` values below m.
+#[cfg(test)]
+pub(crate) fn test_operands(m: &Bn, random: usize, rng: &crate::random::Random) -> Vec<Bn> {
+    let mut m_minus_1 = Bn::new().unwrap();
+    m_minus_1.copy_from(m).unwrap();
+    sub_word(&mut m_minus_1, 1).unwrap();
+    let mut values = vec![
+        Bn::new().unwrap(),
+        Bn::from_be(&[1]).unwrap(),
+        m_minus_1,
+        Bn::from_be(&[0x41; 7]).unwrap(),
+    ];
+    for _ in 0..random {
+        values.push(prime::rand_range(m, rng).unwrap());
+    }
+    values
+}
