@@ -338,20 +338,13 @@ impl Bn {
     /// not fit. The conversion is libcrypto's, the same as
     /// `write_be_padded`'s, in the other byte order.
     pub(crate) fn write_limbs(&self, out: &mut [u64]) -> Result<(), RsaError> {
-        let clen = out
+        let len = out
             .len()
             .checked_mul(8)
-            .and_then(|len| c_int::try_from(len).ok())
             .ok_or_else(|| RsaError::bad_input("output length is too large"))?;
-        // SAFETY: out is valid for out.len() * 8 = clen bytes and u8 has no
-        // alignment requirement; BN_bn2lebinpad writes exactly that many
-        // bytes or fails (-1) if the value does not fit.
-        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), out.as_mut_ptr().cast::<u8>(), clen) };
-        if r < 0 {
-            return Err(RsaError::bad_input(
-                "integer does not fit its output buffer",
-            ));
-        }
+        // SAFETY: out is valid for writes of out.len() * 8 = len bytes, and
+        // u8 has no alignment requirement.
+        unsafe { self.bn2lebinpad(out.as_mut_ptr().cast::<u8>(), len)? };
         // Little-endian bytes are the limbs' own layout on little-endian
         // hosts (a no-op there); swapped on big-endian ones (s390x).
         for limb in out.iter_mut() {
@@ -366,16 +359,28 @@ impl Bn {
     pub(crate) fn to_le_limb_bytes(&self) -> Result<SecretBytes, RsaError> {
         let len = self.num_bytes().div_ceil(8).max(1) * 8;
         let mut out = SecretBytes::zeroed(len);
-        let clen = c_int::try_from(len).map_err(|_| RsaError::bad_input("integer is too long"))?;
-        // SAFETY: out is valid for len bytes; BN_bn2lebinpad writes exactly
-        // that many, or fails (-1) when the value does not fit (it does:
-        // len covers num_bytes).
-        if unsafe { BN_bn2lebinpad(self.as_ptr(), out.as_mut_ptr(), clen) } < 0 {
+        // SAFETY: out is valid for writes of its len bytes.
+        unsafe { self.bn2lebinpad(out.as_mut_ptr(), len)? };
+        Ok(out)
+    }
+
+    /// [`Bn::bn2binpad`] in little-endian byte order (BN_bn2lebinpad).
+    ///
+    /// # Safety
+    /// `to` must be valid for writes of `len` bytes (initialised or not).
+    #[inline]
+    unsafe fn bn2lebinpad(&self, to: *mut u8, len: usize) -> Result<(), RsaError> {
+        let clen =
+            c_int::try_from(len).map_err(|_| RsaError::bad_input("output length is too large"))?;
+        // SAFETY: the caller gives len writable bytes at to; BN_bn2lebinpad
+        // writes exactly that many or fails (-1) if the value does not fit.
+        let r = unsafe { BN_bn2lebinpad(self.as_ptr(), to, clen) };
+        if r < 0 {
             return Err(RsaError::bad_input(
                 "integer does not fit its output buffer",
             ));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Sets the value from little-endian 64-bit limbs, where it lives
