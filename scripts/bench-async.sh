@@ -45,13 +45,9 @@
 # Reports figures only; nothing here is a pass/fail target.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
-# The command as given, for the facts: the variables that shape the run,
-# then the arguments.
-command="scripts/bench-async.sh"
-for v in LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_CARD_UNIT_US; do
-  [ -z "${!v:-}" ] || command="$v=${!v} $command"
-done
-for arg in "$@"; do case "$arg" in *" "* | "") arg="\"$arg\"" ;; esac; command+=" $arg"; done
+. scripts/lib/bench-facts.sh
+# The command as given, for the facts (before any default is set).
+command=$(bench_command scripts/bench-async.sh "LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_CARD_UNIT_US" "$@")
 facts=${BENCH_FACTS:-}
 [ -z "$facts" ] || : >"$facts"
 seconds=${1:-3}
@@ -124,7 +120,7 @@ adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us
 [ -n "$card" ] && adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
 heading="openssl speed -mr -elapsed -seconds $seconds, at least $BENCH_MIN_ROUNDS rounds per cell (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s), $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "$heading"
-[ -z "$facts" ] || printf 'run\t%s\t%s\t%s, %s\n' "$(date -u +%F)" "$command" "$heading" "$(openssl version | cut -d' ' -f1-2)" >>"$facts"
+bench_fact "$facts" run "$(date -u +%F)" "$command" "$heading, $(openssl version | cut -d' ' -f1-2)"
 echo
 capacity_head="" capacity_rule=""
 [ -n "$card" ] && capacity_head=" card capacity used: async | card capacity used: off |" capacity_rule="---:|---:|"
@@ -154,11 +150,11 @@ for bits in $bits_list; do
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "(load after: $load)"
-[ -z "$facts" ] || printf 'load\t%s\n' "$load" >>"$facts"
+bench_fact "$facts" load "$load"
 echo
 for side in async off; do
   counters=$(target/$profile/rustica stats --json --path "$work/stats-$side" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["ops"]["sign"]; print("sign libica", s["libica"], "async", s["async"], "fallback", s["fallback"], "failed", s["failed"], "max in flight", d["async_max_inflight"])')
   echo "counters ($side): $counters"
-  [ -z "$facts" ] || printf 'counters\t%s\t%s\n' "$side" "$counters" >>"$facts"
+  bench_fact "$facts" counters "$side" "$counters"
 done

@@ -43,13 +43,9 @@
 #   ASYNC job). Figures only: nothing here is a pass/fail target.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
-# The command as given, for the facts: the variables that shape the run,
-# then the arguments.
-command="scripts/bench-haproxy.sh"
-for v in LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_NBTHREAD BENCH_CARD_UNIT_US; do
-  [ -z "${!v:-}" ] || command="$v=${!v} $command"
-done
-for arg in "$@"; do case "$arg" in *" "* | "") arg="\"$arg\"" ;; esac; command+=" $arg"; done
+. scripts/lib/bench-facts.sh
+# The command as given, for the facts (before any default is set).
+command=$(bench_command scripts/bench-haproxy.sh "LIBICA_EMU_UNITS LIBICA_EMU_LATENCY_US BENCH_MAX_ROUNDS BENCH_TARGET_PCT BENCH_BUDGET_S BENCH_NBTHREAD BENCH_CARD_UNIT_US" "$@")
 facts=${BENCH_FACTS:-}
 [ -z "$facts" ] || : >"$facts"
 requests=${1:-2000}
@@ -159,7 +155,7 @@ adapter="emulated adapter: $LIBICA_EMU_UNITS units x ${LIBICA_EMU_LATENCY_US} us
 [ -z "$card" ] || adapter="one shared card (rustica-card): 2 queues, unit ${BENCH_CARD_UNIT_US} us"
 heading="haproxy $(haproxy -v | awk 'NR == 1 { print $3 }'), nbthread $nbthread, ab -n $requests -c $concurrency, at least $BENCH_MIN_ROUNDS rounds (until ±$BENCH_TARGET_PCT % or ${BENCH_BUDGET_S}s); $adapter ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "$heading"
-[ -z "$facts" ] || printf 'run\t%s\t%s\t%s, %s\n' "$(date -u +%F)" "$command" "$heading" "$(openssl version | cut -d' ' -f1-2)" >>"$facts"
+bench_fact "$facts" run "$(date -u +%F)" "$command" "$heading, $(openssl version | cut -d' ' -f1-2)"
 echo
 capacity_head="" capacity_rule=""
 [ -z "$card" ] || capacity_head=" card capacity used: async | card capacity used: no async |" capacity_rule="---:|---:|"
@@ -192,7 +188,7 @@ for tls in 1.3 1.2; do
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "(load after: $load)"
-[ -z "$facts" ] || printf 'load\t%s\n' "$load" >>"$facts"
+bench_fact "$facts" load "$load"
 if [ "$crashes" -gt 0 ]; then
   echo "haproxy died during $crashes run(s); logs in ${TMPDIR:-/tmp}/bench-haproxy-crash-*.log (see docs/performance.md)"
 fi
@@ -200,5 +196,5 @@ echo
 for side in async sync; do
   line=$(counters "$side")
   echo "counters (rustica, $side): $line"
-  [ -z "$facts" ] || printf 'counters\t%s\t%s\n' "$side" "$line" >>"$facts"
+  bench_fact "$facts" counters "$side" "$line"
 done

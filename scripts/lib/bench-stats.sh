@@ -72,24 +72,3 @@ bench_sampling() {
 bench_busy_median() {
   [ ! -s "$1" ] || bench_median <"$1" | xargs printf '%.3f'
 }
-
-# bench_row FACTS ON_CARD CAPACITY_1 CAPACITY_2 SAMPLING CELLS...: one
-# table row. Markdown on stdout: CELLS, the two capacity cells when
-# ON_CARD is non-empty, SAMPLING. Appended to FACTS when set, as a "row"
-# line (tab-separated) with the capacity cells always in their place,
-# empty off the card, so that scripts/comparison.py reads one layout.
-bench_row() {
-  local facts=$1 on_card=$2 c1=$3 c2=$4 sampling=$5
-  shift 5
-  local shown=("$@")
-  [ -z "$on_card" ] || shown+=("$c1" "$c2")
-  shown+=("$sampling")
-  printf '|'
-  printf ' %s |' "${shown[@]}"
-  echo
-  [ -z "$facts" ] || {
-    printf 'row'
-    printf '\t%s' "$@" "$c1" "$c2" "$sampling"
-    echo
-  } >>"$facts"
-}
