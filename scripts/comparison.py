@@ -17,7 +17,8 @@ and <release>-card-maint.tsv (the outage rows, S390X_CARD_MAINT=1):
                                                  agrees with docs/comparison/R.tsv
 
 docs/performance.md's x86 card tables come from facts too:
-docs/comparison/x86-card-async.tsv and x86-card-haproxy.tsv, which
+docs/comparison/x86-card-async.tsv (with -25us and -10us at faster card
+units) and x86-card-haproxy.tsv, which
 scripts/bench-async.sh and scripts/bench-haproxy.sh write with
 BENCH_FACTS=FILE (kind, then its cells: "run" date, command, what ran;
 "row" the table's cells; "load" the load after; "counters" side, rustica's
