@@ -4,8 +4,13 @@
  * costs. scripts/bench-load.sh compares rustica against it.
  *
  * Its algorithms carry the property "provider=idle", so nothing selects
- * them unless asked; its implementations have just enough functions for a
- * fetch to construct them (never used by the benchmark).
+ * them unless asked; its implementations have just enough functions for
+ * OpenSSL to construct them (a key manager needs `has`, a signature or
+ * cipher an init and an operation for one direction), so they sit in the
+ * method stores beside the default provider's as rustica's do: key
+ * decoding collects the second key manager's names and every fetch of
+ * RSA walks over a second implementation. Nothing calls them; every
+ * function declines.
  *
  * Built with -DIDLE_DECODERS it offers nothing but the six DER decoders a
  * provider would need to decode RSA and RSA-PSS keys into its own key
@@ -20,20 +25,37 @@
 
 static void *idle_new(void *provctx) { (void)provctx; return NULL; }
 static void idle_free(void *obj) { (void)obj; }
+static int idle_has(const void *keydata, int selection) { (void)keydata; (void)selection; return 0; }
+static int idle_init(void *ctx, void *key, const OSSL_PARAM params[])
+{
+    (void)ctx; (void)key; (void)params;
+    return 0;
+}
+static int idle_op(void *ctx, unsigned char *out, size_t *outlen, size_t outsize,
+                   const unsigned char *in, size_t inlen)
+{
+    (void)ctx; (void)out; (void)outlen; (void)outsize; (void)in; (void)inlen;
+    return 0;
+}
 
 static const OSSL_DISPATCH idle_keymgmt[] = {
     { OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))idle_new },
     { OSSL_FUNC_KEYMGMT_FREE, (void (*)(void))idle_free },
+    { OSSL_FUNC_KEYMGMT_HAS, (void (*)(void))idle_has },
     { 0, NULL }
 };
 static const OSSL_DISPATCH idle_signature[] = {
     { OSSL_FUNC_SIGNATURE_NEWCTX, (void (*)(void))idle_new },
     { OSSL_FUNC_SIGNATURE_FREECTX, (void (*)(void))idle_free },
+    { OSSL_FUNC_SIGNATURE_SIGN_INIT, (void (*)(void))idle_init },
+    { OSSL_FUNC_SIGNATURE_SIGN, (void (*)(void))idle_op },
     { 0, NULL }
 };
 static const OSSL_DISPATCH idle_cipher[] = {
     { OSSL_FUNC_ASYM_CIPHER_NEWCTX, (void (*)(void))idle_new },
     { OSSL_FUNC_ASYM_CIPHER_FREECTX, (void (*)(void))idle_free },
+    { OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT, (void (*)(void))idle_init },
+    { OSSL_FUNC_ASYM_CIPHER_DECRYPT, (void (*)(void))idle_op },
     { 0, NULL }
 };
 

@@ -6,6 +6,9 @@ ms and ratios, then the same for CPU time (user + system of the process,
 less disturbed than wall time by other work on a loaded machine). Each
 ratio is the Hodges-Lehmann estimate over the rounds' pairs with its 95 %
 interval and verdict, from `rustica compare` (the lab's statistics).
+Then, when WORK/phases exists (benches/load/phases.c), the same rotation
+in-process: the wall time and minor page faults of each phase of one
+signing process, per side, with the signing provider checked each run.
 Called by scripts/bench-load.sh, which prepares WORK."""
 import os
 import statistics
@@ -97,6 +100,56 @@ def table(results, ratios, what):
               f"| {r['rustica']}{extra} |")
 
 
+PHASES = ["configuration and providers loaded", "PEM private key read",
+          "EVP_DigestSignInit_ex", "EVP_DigestSign (one digest)", "OPENSSL_cleanup"]
+
+
+def run_phases(side):
+    """One process of benches/load/phases.c: (phase times in µs, faults)."""
+    # Its own counters file, so bench-load.sh's counts of the openssl
+    # commands stay exact; the signer's name is this run's proof.
+    env = dict(os.environ, OPENSSL_CONF=conf[side],
+               RUSTICA_STATS_PATH=os.path.join(work, "stats-phases"))
+    out = subprocess.run([os.path.join(work, "phases"), key], env=env, capture_output=True,
+                         text=True)
+    fields = out.stdout.split()
+    if out.returncode != 0 or len(fields) != 1 + 2 * len(PHASES):
+        sys.exit(f"bench-load: phases failed on side {side}:\n{out.stderr}")
+    want = "rustica" if side in ("rustica", "before") else "default"
+    if fields[0] != want:
+        sys.exit(f"bench-load: phases on side {side} signed with {fields[0]}, not {want}")
+    n = len(PHASES)
+    return [float(x) for x in fields[1:1 + n]], [int(x) for x in fields[1 + n:]]
+
+
+def phases_table():
+    times = {s: [[] for _ in PHASES] for s in sides}
+    totals = {s: [] for s in sides}
+    faults = {s: [[] for _ in PHASES] for s in sides}
+    for s in sides:
+        run_phases(s)
+    for r in range(rounds):
+        for s in sides[r % len(sides):] + sides[:r % len(sides)]:
+            t, f = run_phases(s)
+            for i in range(len(PHASES)):
+                times[s][i].append(t[i])
+                faults[s][i].append(f[i])
+            totals[s].append(sum(t))
+    med = statistics.median
+    print("| phase (in-process, wall) | stock (µs) | idle provider (µs) | rustica (µs) "
+          "| rustica - idle (µs) | rustica - stock (µs) | rustica / stock [95 % interval]: verdict "
+          "| minor faults stock / idle / rustica |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
+    rows = [(name, [times[s][i] for s in ("stock", "idle", "rustica")],
+             [faults[s][i] for s in ("stock", "idle", "rustica")]) for i, name in enumerate(PHASES)]
+    rows.append(("whole", [totals[s] for s in ("stock", "idle", "rustica")],
+                 [[sum(x) for x in zip(*faults[s])] for s in ("stock", "idle", "rustica")]))
+    for name, (a, i, b), fl in rows:
+        print(f"| {name} | {med(a):.0f} | {med(i):.0f} | {med(b):.0f} | {med(b) - med(i):+.0f} "
+              f"| {med(b) - med(a):+.0f} | {compare(a, b)} "
+              f"| {' / '.join(f'{med(x):.0f}' for x in fl)} |")
+
+
 print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
 if flags:
     print("# every side loaded by command-line flags: "
@@ -105,3 +158,6 @@ if flags:
 table(results, ratio, "wall")
 print()
 table(cpu, cpu_ratio, "CPU")
+if os.path.exists(os.path.join(work, "phases")) and not flags:
+    print()
+    phases_table()

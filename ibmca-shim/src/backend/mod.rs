@@ -168,7 +168,16 @@ fn choose(s: &Settings) -> Chosen {
     if matches!(s.choice, Choice::Software) {
         return Chosen::software("backend = software".into());
     }
-    if let Some(why) = refuse_libica(crate::env::privileged(), &crate::env::libica_variables()) {
+    // Only a privileged process's LIBICA_* variables matter; reading the
+    // whole environment costs every other process about 100 K instructions
+    // (docs/performance.md, "Where a process's time goes, phase by phase").
+    let privileged = crate::env::privileged();
+    let libica_vars = if privileged {
+        crate::env::libica_variables()
+    } else {
+        Vec::new()
+    };
+    if let Some(why) = refuse_libica(privileged, &libica_vars) {
         return Chosen::software(why);
     }
     let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
