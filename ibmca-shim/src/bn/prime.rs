@@ -130,7 +130,7 @@ pub(crate) fn rand_range(range: &Bn, rng: &Random) -> Result<Bn, RsaError> {
 /// above 3. All in software, one round after the other (the auxiliary
 /// primes and key checks; p and q go through [`first_probable_prime`]).
 fn miller_rabin(w: &Bn, rounds: u32, rng: &Random, ctx: &mut BnCtx) -> Result<bool, RsaError> {
-    let c = Candidate::new(w.dup()?, ctx)?;
+    let c = Candidate::new(w.dup()?)?;
     for _ in 0..rounds {
         let b = c.draw_base(rng)?;
         let z = c.exp_in_software(&b, ctx)?;
@@ -155,11 +155,14 @@ pub(crate) struct Candidate {
     /// The odd part of w - 1: each round's exponent.
     pub(crate) m: Bn,
     a: u32,
-    mont: MontCtx,
+    /// Built at the candidate's first exponentiation in software: a batch
+    /// prepares BATCH candidates, and the ones after the batch's prime are
+    /// never tested (nor are any whose rounds run on an adapter).
+    mont: OnceLock<MontCtx>,
 }
 
 impl Candidate {
-    pub(crate) fn new(mut w: Bn, ctx: &mut BnCtx) -> Result<Candidate, RsaError> {
+    pub(crate) fn new(mut w: Bn) -> Result<Candidate, RsaError> {
         w.set_consttime();
         let mut w1 = w.dup()?;
         super::arith::sub_word(&mut w1, 1)?;
@@ -171,15 +174,22 @@ impl Candidate {
         }
         let mut m = shift_right(&w1, a)?;
         m.set_consttime();
-        let mont = MontCtx::new(&w, ctx)?;
         Ok(Candidate {
             w,
             w1,
             w3,
             m,
             a,
-            mont,
+            mont: OnceLock::new(),
         })
+    }
+
+    fn mont(&self, ctx: &mut BnCtx) -> Result<&MontCtx, RsaError> {
+        if let Some(m) = self.mont.get() {
+            return Ok(m);
+        }
+        let m = MontCtx::new(&self.w, ctx)?;
+        Ok(self.mont.get_or_init(|| m))
     }
 
     /// A random base in [2, w - 2] (B.3.1 step 4.1).
@@ -194,7 +204,8 @@ impl Candidate {
     /// b^m mod w in software, in constant time (w is a secret candidate).
     pub(crate) fn exp_in_software(&self, b: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
         let mut z = Bn::new_secret()?;
-        mod_exp_consttime(&mut z, b, &self.m, &self.w, &self.mont, ctx)?;
+        let mont = self.mont(ctx)?;
+        mod_exp_consttime(&mut z, b, &self.m, &self.w, mont, ctx)?;
         Ok(z)
     }
 
@@ -426,7 +437,7 @@ pub(crate) fn classic_prime(
             if candidate.num_bits() != bits {
                 continue;
             }
-            batch.push(Candidate::new(candidate, ctx)?);
+            batch.push(Candidate::new(candidate)?);
         }
         if let Some(i) = first_probable_prime(&batch, default_rounds(bits), runner, rng, ctx)? {
             return Ok(batch.swap_remove(i).w);

@@ -267,7 +267,7 @@ fn derive_prime(
                 }
                 let y1 = bn::minus_one(&y)?;
                 if bn::coprime_to_public(&y1, e, bn)? && prime::survives_trial_division(&y)? {
-                    batch.push(Candidate::new(y.dup()?, bn)?);
+                    batch.push(Candidate::new(y.dup()?)?);
                 }
                 tries += 1;
                 if tries >= max_steps {
