@@ -7,10 +7,10 @@
 # 2048-bit key. Prints a Markdown table of medians, deltas and ratios (each
 # with its 95 % interval and verdict, `rustica compare`), and
 # checks that every rustica-side signature and verification was counted.
-# Then, in the same rotation, one signing process timed phase by phase
-# from inside (benches/load/phases.c: configuration, key read, sign init,
-# signature, cleanup; wall time and minor faults of each), every run's
-# signer checked by EVP_PKEY_CTX_get0_provider.
+# Then, rotating the sides the same way, one signing process timed phase
+# by phase from inside (benches/load/phases.c: configuration, key read,
+# sign init, signature, cleanup; wall time and minor faults of each),
+# every run's signer checked by EVP_PKEY_CTX_get0_provider.
 # Then the resident set of an idle process and of one after 1,000
 # signatures (benches/load/rss.c), per side.
 #

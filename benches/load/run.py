@@ -6,9 +6,10 @@ ms and ratios, then the same for CPU time (user + system of the process,
 less disturbed than wall time by other work on a loaded machine). Each
 ratio is the Hodges-Lehmann estimate over the rounds' pairs with its 95 %
 interval and verdict, from `rustica compare` (the lab's statistics).
-Then, when WORK/phases exists (benches/load/phases.c), the same rotation
-in-process: the wall time and minor page faults of each phase of one
-signing process, per side, with the signing provider checked each run.
+Then, when WORK/phases exists (benches/load/phases.c), with the sides
+rotated the same way: the wall time and minor page faults of each phase
+of one signing process, timed from inside, with the signing provider
+checked each run.
 Called by scripts/bench-load.sh, which prepares WORK."""
 import os
 import statistics
