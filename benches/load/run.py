@@ -59,6 +59,12 @@ def run(side, args):
                  + err.decode(errors="replace"))
     return (t1 - t0) / 1e6, (usage.ru_utime + usage.ru_stime) * 1e3
 
+def rotated(names, r):
+    """Round r's order of the sides: each side goes first in turn, so that
+    drift on a shared machine hits every side alike."""
+    return names[r % len(names):] + names[:r % len(names)]
+
+
 def compare(a, b):
     """B/A of paired times: "ratio [lo–hi]: verdict"."""
     pairs = "".join(f"{x} {y}\n" for x, y in zip(a, b))
@@ -74,8 +80,7 @@ for name, args in commands.items():
     for s in sides:  # warm the page cache once per side
         run(s, args)
     for r in range(rounds):
-        order = sides[r % len(sides):] + sides[:r % len(sides)]
-        for s in order:
+        for s in rotated(sides, r):
             wall, used = run(s, args)
             samples[s].append(wall)
             cpu_samples[s].append(used)
@@ -116,7 +121,7 @@ def run_phases(side):
     fields = out.stdout.split()
     if out.returncode != 0 or len(fields) != 1 + 2 * len(PHASES):
         sys.exit(f"bench-load: phases failed on side {side}:\n{out.stderr}")
-    want = "rustica" if side in ("rustica", "before") else "default"
+    want = "rustica" if side == "rustica" else "default"
     if fields[0] != want:
         sys.exit(f"bench-load: phases on side {side} signed with {fields[0]}, not {want}")
     n = len(PHASES)
@@ -124,13 +129,15 @@ def run_phases(side):
 
 
 def phases_table():
-    times = {s: [[] for _ in PHASES] for s in sides}
-    totals = {s: [] for s in sides}
-    faults = {s: [[] for _ in PHASES] for s in sides}
-    for s in sides:
+    # The table's three sides only (not bench-load.sh -c's "before").
+    shown = ["stock", "idle", "rustica"]
+    times = {s: [[] for _ in PHASES] for s in shown}
+    totals = {s: [] for s in shown}
+    faults = {s: [[] for _ in PHASES] for s in shown}
+    for s in shown:
         run_phases(s)
     for r in range(rounds):
-        for s in sides[r % len(sides):] + sides[:r % len(sides)]:
+        for s in rotated(shown, r):
             t, f = run_phases(s)
             for i in range(len(PHASES)):
                 times[s][i].append(t[i])
@@ -141,10 +148,10 @@ def phases_table():
           "| rustica - idle (µs) | rustica - stock (µs) | rustica / stock [95 % interval]: verdict "
           "| minor faults stock / idle / rustica |")
     print("|---|---:|---:|---:|---:|---:|---|---|")
-    rows = [(name, [times[s][i] for s in ("stock", "idle", "rustica")],
-             [faults[s][i] for s in ("stock", "idle", "rustica")]) for i, name in enumerate(PHASES)]
-    rows.append(("whole", [totals[s] for s in ("stock", "idle", "rustica")],
-                 [[sum(x) for x in zip(*faults[s])] for s in ("stock", "idle", "rustica")]))
+    rows = [(name, [times[s][i] for s in shown], [faults[s][i] for s in shown])
+            for i, name in enumerate(PHASES)]
+    rows.append(("whole", [totals[s] for s in shown],
+                 [[sum(x) for x in zip(*faults[s])] for s in shown]))
     for name, (a, i, b), fl in rows:
         print(f"| {name} | {med(a):.0f} | {med(i):.0f} | {med(b):.0f} | {med(b) - med(i):+.0f} "
               f"| {med(b) - med(a):+.0f} | {compare(a, b)} "
