@@ -10,9 +10,12 @@
 #   scripts/cargo-vendor.sh --tarball    # prints a .tar.gz holding vendor/ (the RPM's Source1)
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
-CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}/cargo-vendor
+cache_dir
+CACHE=$RUSTICA_CACHE/cargo-vendor
 LOCK_HASH=$(sha256sum Cargo.lock | cut -c1-16)
 DIR=$CACHE/$LOCK_HASH/vendor
+# The vendored crates' build scripts run in the package builds.
+cache_reuse "$CACHE" "$CACHE/$LOCK_HASH" "$DIR" "$DIR/.complete" "$DIR.tmp" "$CACHE/$LOCK_HASH"/*.tar.gz*
 if [ ! -f "$DIR/.complete" ]; then
   say "vendoring Cargo.lock's crates into $DIR"
   rm -rf "$DIR" "$DIR.tmp"

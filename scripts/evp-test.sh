@@ -21,7 +21,8 @@
 #
 # Source and build: scripts/openssl-build.sh VERSION (Debian's copy of the
 # upstream release tarball: 3.0 from bookworm, 3.5 from stable, 4.0 from
-# experimental; built once into /var/tmp/rustica-cache/openssl-VERSION).
+# experimental; built once into $RUSTICA_CACHE/openssl-VERSION,
+# /var/cache/rustica-build/openssl-VERSION for root).
 # rustica is built with cargo's current settings: scripts/test-openssl.sh
 # points them (OPENSSL_DIR, CARGO_TARGET_DIR) at the same OpenSSL.
 # shellcheck source-path=SCRIPTDIR source-path=.

@@ -18,8 +18,10 @@
 # to fuzz/runs.log. Exits non-zero if any seed or run crashed.
 #
 # Needs the nightly toolchain and cargo-fuzz; both are installed if missing,
-# cargo-fuzz into $RUSTICA_CACHE (default /var/tmp/rustica-cache)/cargo-fuzz (reused by later runs).
-# With --ci the fuzz build directory is /var/tmp/rustica-cache/fuzz-target,
+# cargo-fuzz into $RUSTICA_CACHE/cargo-fuzz (reused by later runs; the cache
+# is scripts/lib/common.sh's cache_dir, /var/cache/rustica-build for root,
+# ~/.cache/rustica-build for others; what is reused must be yours alone).
+# With --ci the fuzz build directory is $RUSTICA_CACHE/fuzz-target,
 # so a warm CI run recompiles only rustica itself.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
@@ -45,7 +47,12 @@ else
 fi
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
-cache=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
+cache_dir
+cache=$RUSTICA_CACHE
+# cargo-fuzz's bin/ goes first on PATH and the build directory's programs
+# run: both must be yours alone.
+cache_reuse -r "$cache/cargo-fuzz"
+cache_reuse "$cache/fuzz-target"
 export PATH="$cache/cargo-fuzz/bin:$PATH"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then

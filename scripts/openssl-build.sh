@@ -13,13 +13,16 @@
 # source but leaves out test/, and OpenSSL's own evp_test and its RSA test
 # data are part of what the callers need.
 #
-# Cache: $RUSTICA_CACHE (default /var/tmp/rustica-cache)/openssl-<series>/
+# Cache: $RUSTICA_CACHE (default /var/cache/rustica-build for root,
+# ~/.cache/rustica-build for others; scripts/lib/common.sh's cache_dir)/openssl-<series>/
 # (openssl-<series>-s390x/ for the cross build)
 #   src/      the unpacked, built source tree (test/evp_test is built too,
 #             not for s390x)
 #   install/  bin/openssl, lib/libcrypto.so.* and ossl-modules/ (3.5 for
 #             this machine: fips.so too), include/
-# A completed build is reused; delete the directory to rebuild.
+# A completed build is reused, and only when it and everything in it is
+# yours alone (cache_reuse: status 2 otherwise); delete the directory to
+# rebuild.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
 series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0 [s390x]}
@@ -34,7 +37,8 @@ case $series in
   4.0) suite=experimental ;;
   *) die "unknown series '$series' (3.0, 3.5 or 4.0)" ;;
 esac
-cache=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
+cache_dir
+cache=$RUSTICA_CACHE
 top=$cache/openssl-$series
 [ "$arch" = host ] || top=$top-$arch
 prefix=$top/install
@@ -44,6 +48,8 @@ say_as="openssl-build[$label]"
 # 3.5 for this machine is built with its FIPS provider too (fips.so, for
 # scripts/test-fips.sh); an older cache without it is rebuilt once.
 fips=(); [ "$series" = 3.5 ] && [ "$arch" = host ] && fips=(enable-fips)
+# What is reused below, or removed and rebuilt, is judged first.
+cache_reuse -r "$top"
 if [ -f "$top/.complete" ] && { [ ${#fips[@]} = 0 ] || [ -f "$prefix/lib/ossl-modules/fips.so" ]; }; then
   say "cached in $top ($(cat "$top/.complete"))"
   echo "$prefix"

@@ -19,7 +19,8 @@
 . "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 ARCH=${1:-x86_64}
-CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
+cache_dir
+CACHE=$RUSTICA_CACHE
 for tool in rpmbuild rpmlint cargo; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh installs rpm and rpmlint)"
 done
@@ -30,6 +31,7 @@ CARGO_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p
 [ "$VERSION" = "$CARGO_VERSION" ] || fail "$SPEC's Version $VERSION is not Cargo.toml's $CARGO_VERSION"
 
 TOP=$CACHE/rpm-build/$ARCH
+cache_reuse "$CACHE/rpm-build" "$TOP"
 rm -rf "$TOP/SOURCES" "$TOP/RPMS" "$TOP/SRPMS" "$TOP/BUILDROOT"
 mkdir -p "$TOP/SOURCES" "$TOP/SPECS" "$TOP/BUILD"
 git ls-files -z --cached --others --exclude-standard \
@@ -66,6 +68,7 @@ fi
 # shared target directory the RPM build sees what dpkg-buildpackage gives
 # the Debian build (Debian's hardening flags for the one C file), so
 # neither build undoes the other's work.
+cache_reuse "$CACHE/deb-build" "$CACHE/deb-build/$DEB_ARCH" "$CACHE/deb-build/$DEB_ARCH/cargo-target"
 DEB_SRC=$CACHE/deb-build/$DEB_ARCH/rustica-$(dpkg-parsechangelog -l debian/changelog -S Version)
 mkdir -p "$DEB_SRC"
 CFLAGS=$(cd "$DEB_SRC" && dpkg-architecture -a "$DEB_ARCH" -c dpkg-buildflags --get CFLAGS 2>/dev/null)

@@ -23,7 +23,8 @@
 . "$(dirname "$0")/lib/common.sh"
 REPO=$(pwd)
 ARCH=${1:-amd64}
-CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
+cache_dir
+CACHE=$RUSTICA_CACHE
 
 for tool in dpkg-buildpackage dh lintian cargo; do
   command -v "$tool" >/dev/null \
@@ -38,6 +39,8 @@ CARGO_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p
 VENDOR=$(scripts/cargo-vendor.sh) || die "the crates could not be vendored"
 
 BUILD=$CACHE/deb-build/$ARCH
+# Its cargo target directory's build scripts run: yours alone, or refused.
+cache_reuse "$CACHE/deb-build" "$BUILD" "$BUILD/cargo-target"
 SRC=$BUILD/rustica-$VERSION
 mkdir -p "$SRC"
 # The tree as git sees it (tracked and new files), never target/ or .git;

@@ -4,7 +4,8 @@
 #   scripts/test-openssl.sh 3.5|4.0|3.0
 #
 # 1. builds that OpenSSL (scripts/openssl-build.sh; cached under
-#    /var/tmp/rustica-cache, so a second run reuses it);
+#    the build cache, /var/cache/rustica-build for root, so a second run
+#    reuses it);
 # 2. builds rustica against its headers and libcrypto (target dir
 #    target/openssl-<series>, libcrypto found through an rpath);
 # 3. runs the provider's tests with that version's `openssl` first on PATH

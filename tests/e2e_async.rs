@@ -479,6 +479,65 @@ fn implicit_rejection_inside_jobs_matches_the_synchronous_path() {
     }
 }
 
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The build cache as scripts/lib/common.sh's `cache_dir` names it:
+/// $RUSTICA_CACHE, else /var/cache/rustica-build for root and
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/rustica-build for anyone else (a
+/// relative XDG_CACHE_HOME ignored).
+fn build_cache() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if let Some(c) = std::env::var_os("RUSTICA_CACHE") {
+        return Some(c.into());
+    }
+    if euid() == 0 {
+        return Some("/var/cache/rustica-build".into());
+    }
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = xdg.or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".cache")))?;
+    Some(base.join("rustica-build"))
+}
+
+/// The cache's rule (docs/security.md, "What the build scripts trust") for
+/// a program this test would run from it: the program, with no link left in
+/// its name, is the caller's and writable by the caller alone; every
+/// directory above it is the caller's or root's, and one others may write
+/// to is sticky.
+fn trusted_build(program: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let real = program
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let m = std::fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+    if m.uid() != euid() || m.permissions().mode() & 0o022 != 0 {
+        return Err(format!(
+            "{} has owner {} and mode {:o}: not yours (uid {}) alone",
+            real.display(),
+            m.uid(),
+            m.permissions().mode() & 0o7777,
+            euid()
+        ));
+    }
+    for dir in real.ancestors().skip(1) {
+        let m = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mode = m.permissions().mode();
+        if (m.uid() != 0 && m.uid() != euid()) || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
+            return Err(format!(
+                "{} has owner {} and mode {:o}: another user could swap what is below it",
+                dir.display(),
+                m.uid(),
+                mode & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// An `openssl` command whose libcrypto is not the one rustica was built
 /// against: OpenSSL 4.0's (libcrypto.so.4, scripts/openssl-build.sh's
 /// cache) when rustica calls a 3.x libcrypto, the host's 3.x when rustica
@@ -490,8 +549,13 @@ fn foreign_openssl() -> Option<std::path::PathBuf> {
     }
     let linked = ibmca_shim::linked_openssl_version().0;
     let candidate = if linked == 3 {
-        let cache = std::env::var_os("RUSTICA_CACHE").unwrap_or("/var/tmp/rustica-cache".into());
-        std::path::PathBuf::from(cache).join("openssl-4.0/install/bin/openssl")
+        let candidate = build_cache()?.join("openssl-4.0/install/bin/openssl");
+        if candidate.exists() {
+            if let Err(e) = trusted_build(&candidate) {
+                panic!("refusing to run {}: {e}", candidate.display());
+            }
+        }
+        candidate
     } else {
         std::path::PathBuf::from("/usr/bin/openssl")
     };

@@ -2,9 +2,12 @@
 # Sourced by scripts/test-trixie.sh, scripts/coverage-trixie.sh,
 # scripts/test-sshd-adapter.sh and scripts/lab-dnssec-trixie.sh: the Debian 13
 # (trixie) chroot they use, made with debootstrap (minbase plus
-# openssl) from Debian's archive and cached as $CHROOT (default
-# $RUSTICA_CACHE/trixie-chroot, RUSTICA_CACHE defaulting to
-# /var/tmp/rustica-cache). Needs say and die (scripts/lib/common.sh).
+# openssl) from Debian's archive and cached as $CHROOT
+# ($RUSTICA_CACHE/trixie-chroot; the cache is scripts/lib/common.sh's
+# cache_dir, /var/cache/rustica-build for root). Needs common.sh.
+# A cached chroot is used only when cache_reuse accepts it and its
+# .complete: the chroot itself and the way to it are root's alone (what is
+# inside has the owners and modes debootstrap gave it).
 #
 #   trixie_chroot_ensure   makes $CHROOT unless a complete one is cached;
 #                          returns 3 when debootstrap cannot reach the
@@ -27,7 +30,8 @@
 #                          mounted there only, and an empty environment
 #                          but PATH, HOME and LANG
 
-CACHE=${RUSTICA_CACHE:-/var/tmp/rustica-cache}
+cache_dir
+CACHE=$RUSTICA_CACHE
 CHROOT=$CACHE/trixie-chroot
 COV_CHROOT=$CACHE/trixie-coverage-chroot
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -49,6 +53,7 @@ rustica_amd64_deb() {
 }
 
 trixie_chroot_ensure() {
+  cache_reuse "$CHROOT" "$CHROOT/.complete" "$CHROOT.tmp"
   [ ! -f "$CHROOT/.complete" ] || return 0
   command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh installs it)"
   mkdir -p "$CACHE" || die "cannot make $CACHE"
@@ -88,6 +93,7 @@ in_chroot() { # SCRIPT
 }
 
 trixie_coverage_chroot() {
+  cache_reuse "$COV_CHROOT" "$COV_CHROOT/.complete" "$COV_CHROOT.tmp"
   if [ ! -f "$COV_CHROOT/.complete" ]; then
     say "copying $CHROOT to $COV_CHROOT"
     rm -rf "$COV_CHROOT" "$COV_CHROOT.tmp" || die "cannot remove an incomplete $COV_CHROOT"
