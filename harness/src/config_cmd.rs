@@ -231,7 +231,8 @@ fn report_loads(merged: &str, included: &[safe_fs::Loaded], module: &Path) {
     for l in loads {
         let what = match l.key.as_str() {
             "module" => "provider module",
-            "dynamic_path" => "engine library",
+            "provider" => "provider module (no `module`: NAME.so from the modules directory)",
+            "dynamic_path" | "SO_PATH" => "engine library",
             "libica" => "libica",
             _ => "engine (by id, from OpenSSL's engines directory)",
         };

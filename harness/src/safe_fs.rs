@@ -22,7 +22,7 @@ use std::path::{Component, Path, PathBuf};
 
 mod config_tree;
 mod new_file;
-pub use config_tree::{loads_of_text, trusted_config, Loaded};
+pub use config_tree::{loads_of_text, trusted_config, trusted_config_in, Loaded, ReadEnv};
 pub use new_file::{write_atomically, NewFile, Replace};
 
 /// Symbolic links followed at most while checking one path (the kernel's

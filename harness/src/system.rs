@@ -6,17 +6,27 @@ use std::process::{Command, Output};
 
 /// A value from `openssl version -d` (OPENSSLDIR) or `-m` (MODULESDIR).
 pub fn openssl_dir(flag: &str) -> Result<PathBuf, String> {
+    openssl_dir_of(Path::new("openssl"), flag)
+}
+
+/// [`openssl_dir`] of another `openssl` program (the lab's `--openssl`).
+pub fn openssl_dir_of(program: &Path, flag: &str) -> Result<PathBuf, String> {
     // With an empty configuration: the openssl command loads its
     // configuration (and the modules and includes it names) even for
     // `version`, and nothing here needs one. Neither the caller's
     // OPENSSL_CONF nor the system's file, whose relative includes the
     // caller's OPENSSL_CONF_INCLUDE would redirect, is read before
     // `rustica config` has judged what it was given.
-    let out = Command::new("openssl")
+    let out = Command::new(program)
         .args(["version", flag])
         .env("OPENSSL_CONF", "/dev/null")
         .output()
-        .map_err(|e| format!("cannot run openssl: {e} (is it installed and on PATH?)"))?;
+        .map_err(|e| {
+            format!(
+                "cannot run {}: {e} (is it installed and on PATH?)",
+                program.display()
+            )
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let value = text
         .split_once('"')

@@ -407,3 +407,188 @@ fn the_engines_libica_is_judged_as_a_module_is() {
     assert_refused(&conf, &[], "--from-engine", &marker);
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `rustica config --input CONF --no-check` (env: extra variables).
+fn config_input(conf: &Path, out: &Path, env: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+    let mut c = rustica();
+    c.arg("config")
+        .arg("--input")
+        .arg(conf)
+        .arg("--module")
+        .arg(real_module())
+        .arg("--out")
+        .arg(out)
+        .arg("--no-check");
+    c.env_remove("OPENSSL_MODULES")
+        .env_remove("OPENSSL_CONF_INCLUDE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Round 6, item 2: includes that appear later. A missing include in a
+/// sticky shared directory, an included directory that is only
+/// sticky-trusted, and a relative include (read by each program from its
+/// own working directory) were all accepted and written into the output,
+/// which root's next OpenSSL then read from wherever nobody chose.
+#[test]
+fn includes_that_can_appear_later_are_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, lib) = shared_marker("late-includes");
+    let cases = [
+        (
+            format!(".include {}/later.cnf\n", shared.display()),
+            "does not exist",
+        ),
+        (format!(".include {}\n", shared.display()), "sticky or not"),
+        (".include later.cnf\n".to_string(), "working directory"),
+    ];
+    for (line, why) in cases {
+        let conf = dir.join("root.cnf");
+        fs::write(&conf, &line).unwrap();
+        let out = dir.join("out.cnf");
+        let o = config_input(&conf, &out, &[]);
+        if o.status.success() {
+            // What the old rule let happen: nobody writes the include, and
+            // root's next OpenSSL on the written file runs their library.
+            let planted = shared.join("later.cnf");
+            fs::write(&planted, config_loading(&lib)).unwrap();
+            give_to_nobody(&planted);
+            let _ = std::process::Command::new("openssl")
+                .args(["list", "-providers"])
+                .env("OPENSSL_CONF", &out)
+                .current_dir(&shared)
+                .output()
+                .unwrap();
+            panic!(
+                "{line:?} accepted (nobody's library then ran as root: {}): {}",
+                marker.exists(),
+                text(&o)
+            );
+        }
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("not used") && err.contains(why),
+            "{line:?}: {err}"
+        );
+        assert!(!out.exists(), "{line:?}: the output was written");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 6, item 3: OpenSSL expands `$var` (and `${var}`, `$ENV::NAME`)
+/// in a value before it loads it; `module = $libdir/marker.so` was judged
+/// as a missing file and rustica config's own check ran nobody's library.
+#[test]
+fn a_library_named_through_a_variable_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, _lib) = shared_marker("variables");
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        format!(
+            "libdir = {}\n{}",
+            shared.display(),
+            config_loading(Path::new("$libdir/marker.so"))
+        ),
+    )
+    .unwrap();
+    let module = real_module();
+    let out = dir.join("out.cnf");
+    let o = config(&["--input".as_ref(), conf.as_os_str()], &module, Some(&out));
+    assert!(
+        !marker.exists(),
+        "nobody's library ran as root during rustica config: {}",
+        text(&o)
+    );
+    assert!(!o.status.success(), "accepted: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("rewrites this value"), "{err}");
+    assert!(!out.exists(), "the output was written");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 6, item 4: a provider section without `module` loads
+/// `<OPENSSL_MODULES>/<name>.so`, which was never judged.
+#[test]
+fn a_provider_without_module_is_judged_where_openssl_finds_it() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, _lib) = shared_marker("implicit-module");
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        "openssl_conf = init\n[init]\nproviders = prov\n[prov]\ndefault = d\n\
+         marker = marker_s\n[d]\nactivate = 1\n[marker_s]\nactivate = 1\n",
+    )
+    .unwrap();
+    assert_refused(
+        &conf,
+        &[("OPENSSL_MODULES", shared.as_os_str())],
+        "--input",
+        &marker,
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Round 6, item 4: `lab --c-config` was judged with the lab's own
+/// OPENSSL_CONF_INCLUDE, but side C runs with it removed and read the
+/// include the pragma names: nobody's, whose library ran as root.
+#[test]
+fn the_labs_side_c_is_judged_in_its_own_environment() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, lib) = shared_marker("lab-env");
+    let own = dir.join("own");
+    fs::create_dir(&own).unwrap();
+    fs::write(own.join("inc.cnf"), "# root's own\n").unwrap();
+    let planted = shared.join("inc.cnf");
+    fs::write(&planted, config_loading(&lib)).unwrap();
+    give_to_nobody(&planted);
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        format!(
+            ".pragma includedir:{}\n.include inc.cnf\n",
+            shared.display()
+        ),
+    )
+    .unwrap();
+    let o = rustica()
+        .args(["lab", "--sizes", "1024", "--count", "1", "--reps", "1"])
+        .args(["--keygen-reps", "1", "--cell-budget", "0", "--skip"])
+        .arg("newkey,multi,speed")
+        .arg("--module")
+        .arg(real_module())
+        .arg("--c-config")
+        .arg(&conf)
+        .arg("--out")
+        .arg(dir.join("lab-out"))
+        .env("OPENSSL_CONF_INCLUDE", &own)
+        .env_remove("OPENSSL_MODULES")
+        .output()
+        .unwrap();
+    assert!(
+        !marker.exists(),
+        "nobody's library ran as root in the lab: {}",
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not used") && err.contains("uid 65534"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

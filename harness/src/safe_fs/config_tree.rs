@@ -1,29 +1,47 @@
 //! An openssl.cnf and everything it pulls in, judged before a program
 //! running as the caller (root, often) reads it: the file, each file and
 //! directory its `.include` lines name (recursively), and each library it
-//! tells OpenSSL to load (`module` of a provider, `dynamic_path` of an
-//! engine, `libica` of the ibmca engine or of rustica). A file that another
-//! user can change names code that root would run; checking only the outer
+//! tells OpenSSL to load (`module` of a provider, or the file a provider
+//! without one is loaded from; `dynamic_path` or `SO_PATH` of an engine;
+//! `libica` of the ibmca engine or of rustica). A file that another user
+//! can change names code that root would run; checking only the outer
 //! file lets that user's file in through an include.
 //!
 //! OpenSSL's rules followed here (measured with OpenSSL 3.0.19, as
-//! crypto/conf/conf_def.c and crypto/provider_core.c do it):
+//! crypto/conf/conf_def.c, crypto/provider_conf.c and
+//! crypto/provider_core.c do it):
 //!
 //! - `.include [=] PATH` takes a file, or a directory whose `*.cnf` and
 //!   `*.conf` files are read. A relative PATH is taken against
 //!   `OPENSSL_CONF_INCLUDE` when that variable is set (set but empty: `/`),
 //!   else against the last `.pragma [=] includedir:DIR` read so far (in any
 //!   file: the pragma belongs to the whole configuration, not to the file
-//!   that says it), else against the working directory.
+//!   that says it), else against the working directory of whichever
+//!   program reads it.
 //! - A relative `module` is joined to the modules directory:
 //!   `OPENSSL_MODULES` when set (set but empty: `/`), else the compiled-in
 //!   MODULESDIR (`openssl version -m`). `module = ../../tmp/x.so` is thus a
-//!   file anywhere, and is judged where it lands.
-//! - A `dynamic_path` or `libica` with a `/` in it is opened as it is
-//!   (relative to the working directory); a bare name is searched by the
-//!   dynamic loader in the system's library directories, which are
-//!   root's, and is listed, not judged.
+//!   file anywhere, and is judged where it lands. A provider section
+//!   without `module` loads NAME.so from the same directory, NAME being its
+//!   `identity` or else its name in the providers section (a NAME with a
+//!   `/` is taken as it is); the built-in `default`, `base` and `null` load
+//!   nothing.
+//! - A `dynamic_path`, `SO_PATH` or `libica` with a `/` in it is opened as
+//!   it is; a bare name is searched by the dynamic loader in the system's
+//!   library directories, which are root's, and is listed, not judged.
+//! - Values are rewritten before use: `$var`, `${var}`, `$(var)` and
+//!   `$ENV::NAME` are expanded, `\` escapes and quotes anywhere in a value
+//!   are undone. A loading value or include with any of `$ \ " '` (a value
+//!   wholly in double quotes aside) is refused rather than judged as
+//!   written: what OpenSSL opens is not what the text says.
+//!
+//! Refused besides: a relative include or library path that some program
+//! would resolve against its own working directory (a configuration is
+//! read by every program from wherever it runs), a missing include or
+//! library where another user could create it, and an included directory
+//! that others may add files to.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -37,10 +55,11 @@ const MAX_DEPTH: usize = 16;
 /// A library the configuration makes OpenSSL load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loaded {
-    /// `module` (a provider), `dynamic_path` (an engine's library),
-    /// `libica` (the library the ibmca engine or rustica opens) or
-    /// `engine_id` (an engine OpenSSL finds by name in its engines
-    /// directory).
+    /// `module` (a provider), `provider` (a provider section without
+    /// `module`: `path` is the name its file is found by), `dynamic_path`
+    /// or `SO_PATH` (an engine's library), `libica` (the library the ibmca
+    /// engine or rustica opens) or `engine_id` (an engine OpenSSL finds by
+    /// name in its engines directory).
     pub key: String,
     pub path: String,
     /// The file that says so.
@@ -48,24 +67,37 @@ pub struct Loaded {
 }
 
 /// The keys that make OpenSSL load a library.
-const LOADING_KEYS: [&str; 4] = ["module", "dynamic_path", "libica", "engine_id"];
+const LOADING_KEYS: [&str; 5] = ["module", "dynamic_path", "SO_PATH", "libica", "engine_id"];
+
+/// The providers built into libcrypto: named without `module`, they load
+/// no file.
+const BUILT_IN_PROVIDERS: [&str; 3] = ["default", "base", "null"];
 
 /// The libraries `text` itself names (its includes not followed).
 pub fn loads_of_text(text: &str, from: &Path) -> Vec<Loaded> {
     text.lines()
-        .filter_map(|line| loading_line(line.trim(), from))
+        .filter_map(|line| {
+            let (key, value) = assignment(line.trim())?;
+            LOADING_KEYS.contains(&key).then(|| Loaded {
+                key: key.to_string(),
+                path: unquote(value).to_string(),
+                from: from.to_path_buf(),
+            })
+        })
         .collect()
 }
 
-fn loading_line(line: &str, from: &Path) -> Option<Loaded> {
+/// `KEY = VALUE` (comment cut, `SECTION::` taken off the key), for a
+/// line that is neither a section header nor a directive.
+fn assignment(line: &str) -> Option<(&str, &str)> {
+    if line.starts_with(['#', '[', '.']) {
+        return None;
+    }
     let (key, value) = line.split_once('=')?;
     let key = key.trim();
+    let key = key.rsplit_once("::").map_or(key, |(_, k)| k.trim());
     let value = value.split('#').next().unwrap_or("").trim();
-    (LOADING_KEYS.contains(&key) && !value.is_empty()).then(|| Loaded {
-        key: key.to_string(),
-        path: unquote(value).to_string(),
-        from: from.to_path_buf(),
-    })
+    (!key.is_empty() && !value.is_empty()).then_some((key, value))
 }
 
 /// What [`trusted_config`] read: the files (the configuration first) and
@@ -76,36 +108,55 @@ pub struct ConfigTree {
     pub loads: Vec<Loaded>,
 }
 
-/// Checks `path` and everything it includes with the trust rule of
-/// [`trusted_file`] (directories with [`trusted_dir`]), and each library it
-/// loads, at the path OpenSSL will open (see the module's rules), with
-/// [`trusted_library`]. A library named by a bare name (an `engine_id`, a
-/// soname) is found by the dynamic loader or OpenSSL in root's own
-/// directories; it is listed, not judged.
-pub fn trusted_config(path: &Path) -> Result<ConfigTree, String> {
-    trusted_config_with(path, &Env::of_process())
-}
-
-/// What the judgement takes from the environment, as OpenSSL does.
-struct Env {
+/// The environment the programs that read a configuration resolve it in:
+/// the two variables OpenSSL joins relative names to, and the `openssl`
+/// whose compiled-in modules directory applies without them.
+pub struct ReadEnv {
     conf_include: Option<OsString>,
     modules: Option<OsString>,
+    openssl: PathBuf,
+    /// The file is for system-wide use: programs that have neither
+    /// variable (every other one, setuid ones included, which ignore
+    /// them) read it too, so it is judged for them as well.
+    system_wide: bool,
 }
 
-impl Env {
-    fn of_process() -> Env {
-        Env {
+impl ReadEnv {
+    /// This process's environment, for a configuration meant for every
+    /// program of the host (`rustica config`, `rustica doctor`).
+    pub fn system_wide() -> ReadEnv {
+        ReadEnv {
             conf_include: std::env::var_os("OPENSSL_CONF_INCLUDE"),
             modules: std::env::var_os("OPENSSL_MODULES"),
+            openssl: PathBuf::from("openssl"),
+            system_wide: true,
         }
     }
 
-    /// Where OpenSSL looks for a relative `module`.
-    fn modules_dir(&self) -> Result<PathBuf, String> {
-        match &self.modules {
-            Some(d) => Ok(base_dir(d)),
-            None => crate::system::modules_dir(),
+    /// Exactly what a child gets that starts `openssl` from this process
+    /// with the variables `removed` taken out of the environment and `set`
+    /// put in (the lab's sides).
+    pub fn of_child(openssl: &Path, removed: &[&str], set: &[(String, String)]) -> ReadEnv {
+        let get = |name: &str| match set.iter().rev().find(|(k, _)| k == name) {
+            Some((_, v)) => Some(OsString::from(v)),
+            None if removed.contains(&name) => None,
+            None => std::env::var_os(name),
+        };
+        ReadEnv {
+            conf_include: get("OPENSSL_CONF_INCLUDE"),
+            modules: get("OPENSSL_MODULES"),
+            openssl: openssl.to_path_buf(),
+            system_wide: false,
         }
+    }
+
+    /// The directories OpenSSL may take a relative module from.
+    fn modules_dirs(&self) -> Result<Vec<PathBuf>, String> {
+        let mut dirs: Vec<PathBuf> = self.modules.as_deref().map(base_dir).into_iter().collect();
+        if dirs.is_empty() || self.system_wide {
+            dirs.push(crate::system::openssl_dir_of(&self.openssl, "-m")?);
+        }
+        Ok(dirs)
     }
 }
 
@@ -119,91 +170,196 @@ fn base_dir(v: &OsStr) -> PathBuf {
     }
 }
 
-fn trusted_config_with(path: &Path, env: &Env) -> Result<ConfigTree, String> {
+/// Checks `path` and everything it includes with the trust rule of
+/// [`trusted_file`] (directories with [`trusted_dir`]), and each library it
+/// loads, at the path OpenSSL will open (see the module's rules), with
+/// [`trusted_library`], for a configuration meant for every program of the
+/// host ([`ReadEnv::system_wide`]). A library named by a bare name (an
+/// `engine_id`, a soname) is found by the dynamic loader or OpenSSL in
+/// root's own directories; it is listed, not judged.
+pub fn trusted_config(path: &Path) -> Result<ConfigTree, String> {
+    trusted_config_in(path, &ReadEnv::system_wide())
+}
+
+/// [`trusted_config`] for the programs that read `path` in `env`.
+pub fn trusted_config_in(path: &Path, env: &ReadEnv) -> Result<ConfigTree, String> {
     let mut tree = ConfigTree::default();
     let mut walk = Walk {
         env,
         includedir: None,
+        section: "default".into(),
+        sections: HashMap::new(),
     };
     visit(path, 0, &mut tree, &mut walk)?;
+    tree.loads.extend(walk.providers_without_module()?);
     for l in &tree.loads {
-        let Some(file) = opened_path(l, env)? else {
-            continue;
-        };
-        let shown = if Path::new(&l.path) == file {
-            String::new()
-        } else {
-            format!(", opened as {}", file.display())
-        };
-        trusted_library(&file)
-            .map_err(|e| format!("the library it loads ({} = {}{shown}): {e}", l.key, l.path))?;
+        for file in opened_paths(l, env)? {
+            let shown = if Path::new(&l.path) == file {
+                String::new()
+            } else {
+                format!(", opened as {}", file.display())
+            };
+            trusted_library(&file).map_err(|e| {
+                format!("the library it loads ({} = {}{shown}): {e}", l.key, l.path)
+            })?;
+        }
     }
     Ok(tree)
 }
 
-/// The file OpenSSL (or the library it loads) opens for `l`; `None` for a
-/// name the loader finds in its own directories.
-fn opened_path(l: &Loaded, env: &Env) -> Result<Option<PathBuf>, String> {
+/// The files OpenSSL (or the library it loads) may open for `l`; none for
+/// a name the loader finds in its own directories.
+fn opened_paths(l: &Loaded, env: &ReadEnv) -> Result<Vec<PathBuf>, String> {
     let p = Path::new(&l.path);
-    if p.is_absolute() {
-        return Ok(Some(p.to_path_buf()));
-    }
     match l.key.as_str() {
-        "engine_id" => Ok(None),
-        "module" => {
-            let dir = env.modules_dir().map_err(|e| {
+        "module" | "provider" => {
+            let file = if l.key == "provider" && !l.path.contains('/') {
+                PathBuf::from(format!("{}.so", l.path))
+            } else {
+                p.to_path_buf()
+            };
+            if file.is_absolute() {
+                return Ok(vec![file]);
+            }
+            let dirs = env.modules_dirs().map_err(|e| {
                 format!(
-                    "module = {}: a relative module is loaded from OpenSSL's modules \
+                    "{} = {}: a relative module is loaded from OpenSSL's modules \
                      directory, which could not be found: {e}",
-                    l.path
+                    l.key, l.path
                 )
             })?;
-            Ok(Some(dir.join(p)))
+            Ok(dirs.iter().map(|d| d.join(&file)).collect())
         }
-        _ if l.path.contains('/') => std::path::absolute(p)
-            .map(Some)
-            .map_err(|e| format!("{} = {}: {e}", l.key, l.path)),
-        _ => Ok(None),
+        _ if p.is_absolute() => Ok(vec![p.to_path_buf()]),
+        "engine_id" => Ok(Vec::new()),
+        _ if l.path.contains('/') => Err(format!(
+            "{} = {} (in {}): a relative path is opened from the working directory of \
+             each program that reads the configuration; write it as an absolute path",
+            l.key,
+            l.path,
+            l.from.display()
+        )),
+        _ => Ok(Vec::new()),
     }
 }
 
-/// A library that is there passes [`trusted_file`]. One that is not (the
-/// s390x engine's path in a configuration read on another host, say)
-/// loads nothing today, but whoever can create it later chooses what
-/// loads: the directory it would appear in, or the nearest one that
-/// exists, must pass [`trusted_dir`] and moreover be writable by its owner
-/// (root or the caller) alone. A sticky directory does not do: there
-/// anybody may create a new name.
-fn trusted_library(path: &Path) -> Result<(), String> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        return trusted_file(path);
-    }
-    let existing = path
-        .ancestors()
-        .skip(1)
-        .find(|a| std::fs::symlink_metadata(a).is_ok())
-        .unwrap_or(Path::new("/"));
-    let real = trusted_dir(existing)?;
+/// A directory writable by its owner (root or the caller) alone, and
+/// trusted on the way ([`trusted_dir`]): nobody else can add a name to
+/// it. Returns its name with no link left in it.
+fn private_dir(dir: &Path) -> Result<PathBuf, String> {
+    let real = trusted_dir(dir)?;
     let mode = std::fs::metadata(&real)
         .map_err(|e| format!("cannot look at {}: {e}", real.display()))?
         .permissions()
         .mode();
     if mode & 0o022 != 0 {
         return Err(format!(
-            "it does not exist, and {} may be written by other users (mode {:o}, sticky \
-             or not): any of them could create it before OpenSSL loads it",
+            "{} may be written by other users (mode {:o}, sticky or not): any of them \
+             could add a name to it",
             real.display(),
             mode & 0o7777
         ));
     }
-    Ok(())
+    Ok(real)
+}
+
+/// A file that is not there (yet) loads or includes nothing today, but
+/// whoever can create it later chooses what OpenSSL reads: the directory
+/// it would appear in, or the nearest one that exists, must be a
+/// [`private_dir`]. A sticky directory does not do: there anybody may
+/// create a new name.
+fn absent_file(path: &Path) -> Result<(), String> {
+    let existing = path
+        .ancestors()
+        .skip(1)
+        .find(|a| std::fs::symlink_metadata(a).is_ok())
+        .unwrap_or(Path::new("/"));
+    private_dir(existing)
+        .map(drop)
+        .map_err(|e| format!("it does not exist, and {e}: OpenSSL would then read it"))
+}
+
+/// A library that is there passes [`trusted_file`]; one that is not
+/// passes [`absent_file`] (the s390x engine's path in a configuration read
+/// on another host, say).
+fn trusted_library(path: &Path) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return trusted_file(path);
+    }
+    absent_file(path)
 }
 
 /// The state of one reading of a configuration that OpenSSL keeps across
-/// its files: the environment and the last `.pragma includedir`.
+/// its files: the environment, the last `.pragma includedir`, the current
+/// section (an included file goes on in the section of the line that
+/// included it) and every section's assignments.
 struct Walk<'a> {
-    env: &'a Env,
+    env: &'a ReadEnv,
     includedir: Option<PathBuf>,
+    section: String,
+    /// section -> (key, value as written, file), in reading order.
+    sections: HashMap<String, Vec<(String, String, PathBuf)>>,
+}
+
+impl Walk<'_> {
+    /// The last value of `key` in `section`, as OpenSSL's lookup gives it.
+    fn value(&self, section: &str, key: &str) -> Option<&(String, String, PathBuf)> {
+        self.sections
+            .get(section)?
+            .iter()
+            .rev()
+            .find(|e| e.0 == key)
+    }
+
+    /// The providers `openssl_conf`'s `providers` section names whose
+    /// sections have no `module`: OpenSSL loads each from the modules
+    /// directory by its name (see the module's rules).
+    fn providers_without_module(&self) -> Result<Vec<Loaded>, String> {
+        let mut out = Vec::new();
+        let Some((_, init, from)) = self.value("default", "openssl_conf") else {
+            return Ok(out);
+        };
+        let init = literal("openssl_conf", init, from)?;
+        let Some((_, list, from)) = self.value(init, "providers") else {
+            return Ok(out);
+        };
+        let list = literal("providers", list, from)?;
+        for (name, section, from) in self.sections.get(list).into_iter().flatten() {
+            let section = literal(name, section, from)?;
+            if self.value(section, "module").is_some() {
+                continue;
+            }
+            let id = match self.value(section, "identity") {
+                Some((_, v, f)) => literal("identity", v, f)?,
+                None => name.as_str(),
+            };
+            if !BUILT_IN_PROVIDERS.contains(&id) {
+                out.push(Loaded {
+                    key: "provider".into(),
+                    path: id.to_string(),
+                    from: from.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `value` of `key` (in `from`) as OpenSSL will use it, when that is the
+/// text itself: one pair of double quotes around the whole is taken off;
+/// anything else OpenSSL rewrites (variables, escapes, quotes) is refused.
+fn literal<'a>(key: &str, value: &'a str, from: &Path) -> Result<&'a str, String> {
+    let inner = unquote(value);
+    match inner.chars().find(|c| matches!(c, '$' | '\\' | '"' | '\'')) {
+        None => Ok(inner),
+        Some(c) => Err(format!(
+            "{key} = {value} (in {}): OpenSSL rewrites this value before using it \
+             (`{c}` starts a variable, an escape or a quote), so what it opens cannot \
+             be judged from the text; write the path out in full, without `$`, `\\` \
+             or quotes",
+            from.display()
+        )),
+    }
 }
 
 fn visit(path: &Path, depth: usize, tree: &mut ConfigTree, walk: &mut Walk) -> Result<(), String> {
@@ -219,24 +375,43 @@ fn visit(path: &Path, depth: usize, tree: &mut ConfigTree, walk: &mut Walk) -> R
     tree.files.push(path.to_path_buf());
     for line in text.lines() {
         let line = line.trim();
-        if let Some(dir) = directive(line, ".pragma").and_then(|v| v.strip_prefix("includedir:")) {
-            walk.includedir = Some(PathBuf::from(dir.trim()));
+        if let Some(v) = directive(line, ".pragma") {
+            if let Some(dir) = v.strip_prefix("includedir:") {
+                let dir = literal(".pragma includedir", dir.trim(), path)?;
+                walk.includedir = Some(PathBuf::from(dir));
+            }
         } else if let Some(target) = directive(line, ".include") {
-            let target = resolve_include(
-                target,
-                walk.env.conf_include.as_deref(),
-                walk.includedir.as_deref(),
-            );
-            include(&target, depth, tree, walk)
-                .map_err(|e| format!("{} includes {}: {e}", path.display(), target.display()))?;
-        } else if let Some(l) = loading_line(line, path) {
-            tree.loads.push(l);
+            let target = literal(".include", target, path)?;
+            for file in include_paths(target, walk, path)? {
+                include(&file, depth, tree, walk)
+                    .map_err(|e| format!("{} includes {}: {e}", path.display(), file.display()))?;
+            }
+        } else if let Some(name) = line.strip_prefix('[') {
+            let name = name.split(']').next().unwrap_or("").trim();
+            walk.section = name.to_string();
+        } else if let Some((key, value)) = assignment(line) {
+            let section = match line.split('=').next().and_then(|k| k.rsplit_once("::")) {
+                Some((s, _)) => s.trim().to_string(),
+                None => walk.section.clone(),
+            };
+            if LOADING_KEYS.contains(&key) {
+                tree.loads.push(Loaded {
+                    key: key.to_string(),
+                    path: literal(key, value, path)?.to_string(),
+                    from: path.to_path_buf(),
+                });
+            }
+            walk.sections.entry(section).or_default().push((
+                key.to_string(),
+                value.to_string(),
+                path.to_path_buf(),
+            ));
         }
     }
     Ok(())
 }
 
-/// The argument of `.NAME [=] VALUE` (comments cut).
+/// The argument of `.NAME [=] VALUE` (comment cut).
 fn directive<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let rest = line.strip_prefix(name)?;
     if !(rest.starts_with([' ', '\t', '='])) {
@@ -244,7 +419,7 @@ fn directive<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     }
     let rest = rest.trim_start().strip_prefix('=').unwrap_or(rest).trim();
     let rest = rest.split('#').next().unwrap_or("").trim();
-    (!rest.is_empty()).then_some(unquote(rest))
+    (!rest.is_empty()).then_some(rest)
 }
 
 fn unquote(v: &str) -> &str {
@@ -253,22 +428,42 @@ fn unquote(v: &str) -> &str {
         .unwrap_or(v)
 }
 
-/// The file a relative `.include` names: `OPENSSL_CONF_INCLUDE` first,
-/// then the pragma, then the working directory (OpenSSL's order).
-fn resolve_include(
-    target: &str,
-    conf_include: Option<&OsStr>,
-    includedir: Option<&Path>,
-) -> PathBuf {
+/// The files a `.include` of `target` (in `from`) names for the programs
+/// that read the configuration: `OPENSSL_CONF_INCLUDE` first, then the
+/// pragma (OpenSSL's order). Without either, a relative target is read
+/// from each program's working directory: refused.
+fn include_paths(target: &str, walk: &Walk, from: &Path) -> Result<Vec<PathBuf>, String> {
     let target = Path::new(target);
     if target.is_absolute() {
-        return target.to_path_buf();
+        return Ok(vec![target.to_path_buf()]);
     }
-    let base = conf_include
+    let mut bases: Vec<PathBuf> = walk
+        .env
+        .conf_include
+        .as_deref()
         .map(base_dir)
-        .or_else(|| includedir.map(Path::to_path_buf))
-        .unwrap_or_default();
-    std::path::absolute(base.join(target)).unwrap_or_else(|_| target.to_path_buf())
+        .into_iter()
+        .collect();
+    if bases.is_empty() || walk.env.system_wide {
+        match &walk.includedir {
+            Some(d) if d.is_absolute() => bases.push(d.clone()),
+            _ => {
+                return Err(format!(
+                    "{}: `.include {}` is relative and no `.pragma includedir` with an \
+                     absolute directory comes before it, so each program reads it from \
+                     its own working directory; write an absolute path",
+                    from.display(),
+                    target.display()
+                ))
+            }
+        }
+    }
+    let mut files: Vec<PathBuf> = bases
+        .iter()
+        .map(|b| std::path::absolute(b.join(target)).unwrap_or_else(|_| b.join(target)))
+        .collect();
+    files.dedup();
+    Ok(files)
 }
 
 fn include(
@@ -277,15 +472,18 @@ fn include(
     tree: &mut ConfigTree,
     walk: &mut Walk,
 ) -> Result<(), String> {
-    // OpenSSL skips an include it cannot open (with an error on its queue);
-    // nothing there to judge.
-    let Ok(meta) = std::fs::metadata(target) else {
-        return Ok(());
-    };
-    if !meta.is_dir() {
+    // OpenSSL skips an include it cannot open (with an error on its
+    // queue), but whoever can create it later chooses what is read.
+    if std::fs::symlink_metadata(target).is_err() {
+        return absent_file(target);
+    }
+    let is_dir = std::fs::metadata(target).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        // A file, or a link that leads nowhere (refused on the way).
         return visit(target, depth + 1, tree, walk);
     }
-    let dir = trusted_dir(target)?;
+    // Every *.cnf in it is read: nobody else may be able to add one.
+    let dir = private_dir(target)?;
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
         .flatten()
@@ -303,170 +501,4 @@ fn include(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        p
-    }
-
-    #[test]
-    fn includes_and_libraries_are_followed() {
-        let d = tempfile::tempdir().unwrap();
-        let sub = d.path().join("conf.d");
-        std::fs::create_dir(&sub).unwrap();
-        write(&sub, "a.cnf", "[p]\nmodule = /nonexistent/a.so\n");
-        write(&sub, "ignored.txt", "module = /never/read.so\n");
-        write(d.path(), "inner.cnf", "[e]\ndynamic_path = engine.so\n");
-        let top = write(
-            d.path(),
-            "top.cnf",
-            &format!(
-                ".pragma includedir:{}\n.include = inner.cnf\n.include {}  # the drop-ins\n",
-                d.path().display(),
-                sub.display()
-            ),
-        );
-        // A library that is not there: the nearest directory that is
-        // (here /) is judged instead.
-        let tree = trusted_config(&top).unwrap();
-        assert_eq!(tree.files.len(), 3, "{tree:?}");
-        let loads: Vec<&str> = tree.loads.iter().map(|l| l.path.as_str()).collect();
-        assert_eq!(loads, ["engine.so", "/nonexistent/a.so"]);
-        assert_eq!(tree.loads[1].from, sub.join("a.cnf"));
-    }
-
-    #[test]
-    fn a_missing_library_in_a_directory_others_may_write_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let open = d.path().join("open");
-        std::fs::create_dir(&open).unwrap();
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let top = write(
-            d.path(),
-            "top.cnf",
-            &format!("module = {}/later.so\n", open.display()),
-        );
-        let err = trusted_config(&top).unwrap_err();
-        assert!(err.contains("later.so") && err.contains("sticky"), "{err}");
-    }
-
-    #[test]
-    fn an_included_file_others_may_write_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let inner = write(d.path(), "inner.cnf", "\n");
-        std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let top = write(
-            d.path(),
-            "top.cnf",
-            &format!(".include {}\n", inner.display()),
-        );
-        let err = trusted_config(&top).unwrap_err();
-        assert!(
-            err.contains("includes") && err.contains("other users"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_include_cycle_ends() {
-        let d = tempfile::tempdir().unwrap();
-        let top = d.path().join("top.cnf");
-        write(
-            d.path(),
-            "top.cnf",
-            &format!(".include {}\n", top.display()),
-        );
-        let err = trusted_config(&top).unwrap_err();
-        assert!(err.contains("nested deeper"), "{err}");
-    }
-
-    fn env(conf_include: Option<&Path>, modules: Option<&Path>) -> Env {
-        Env {
-            conf_include: conf_include.map(|p| p.as_os_str().to_owned()),
-            modules: modules.map(|p| p.as_os_str().to_owned()),
-        }
-    }
-
-    #[test]
-    fn includes_resolve_in_openssls_order() {
-        let d = tempfile::tempdir().unwrap();
-        for sub in ["pragma", "env", "later"] {
-            std::fs::create_dir(d.path().join(sub)).unwrap();
-            write(&d.path().join(sub), "inc.cnf", &format!("# {sub}\n"));
-        }
-        // The pragma set in an included file holds for the includes after
-        // it, in the outer file too (OpenSSL keeps it per configuration).
-        write(
-            &d.path().join("pragma"),
-            "set.cnf",
-            &format!(".pragma includedir:{}/later\n", d.path().display()),
-        );
-        let top = write(
-            d.path(),
-            "top.cnf",
-            &format!(
-                ".pragma includedir:{0}/pragma\n.include inc.cnf\n.include set.cnf\n\
-                 .include inc.cnf\n",
-                d.path().display()
-            ),
-        );
-        let tree = trusted_config_with(&top, &env(None, None)).unwrap();
-        let read: Vec<_> = tree
-            .files
-            .iter()
-            .map(|f| f.strip_prefix(d.path()).unwrap())
-            .collect();
-        assert_eq!(
-            read,
-            [
-                Path::new("top.cnf"),
-                Path::new("pragma/inc.cnf"),
-                Path::new("pragma/set.cnf"),
-                Path::new("later/inc.cnf")
-            ]
-        );
-        // OPENSSL_CONF_INCLUDE before any pragma.
-        let e = d.path().join("env");
-        let tree = trusted_config_with(&top, &env(Some(&e), None)).unwrap();
-        // (set.cnf is looked for there too, and is not there.)
-        assert_eq!(tree.files[1..], [e.join("inc.cnf"), e.join("inc.cnf")]);
-        // Set but empty: relative to /.
-        assert_eq!(
-            resolve_include("x.cnf", Some(OsStr::new("")), Some(d.path())),
-            Path::new("/x.cnf")
-        );
-    }
-
-    #[test]
-    fn a_relative_module_is_judged_in_the_modules_directory() {
-        let d = tempfile::tempdir().unwrap();
-        let mods = d.path().join("modules");
-        let open = d.path().join("open");
-        std::fs::create_dir(&mods).unwrap();
-        std::fs::create_dir(&open).unwrap();
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        let lib = write(&open, "x.so", "");
-        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let top = write(d.path(), "top.cnf", "module = ../open/x.so\n");
-        let err = trusted_config_with(&top, &env(None, Some(&mods))).unwrap_err();
-        assert!(
-            err.contains("opened as") && err.contains("other users"),
-            "{err}"
-        );
-        // Missing, in a sticky directory anybody may create it in.
-        write(d.path(), "top.cnf", "module = ../open/later.so\n");
-        let err = trusted_config_with(&top, &env(None, Some(&mods))).unwrap_err();
-        assert!(
-            err.contains("later.so") && err.contains("sticky or not"),
-            "{err}"
-        );
-        // Missing from a directory of the caller's alone: taken.
-        write(d.path(), "top.cnf", "module = later.so\n");
-        trusted_config_with(&top, &env(None, Some(&mods))).unwrap();
-    }
-}
+mod tests;

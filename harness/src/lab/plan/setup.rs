@@ -309,10 +309,15 @@ pub fn side_c(
                 return Err(format!("--c-config {}: not a file", file.display()));
             }
             // Side C's openssl runs with the lab's rights (root's, often)
-            // and loads whatever the file and its includes name.
+            // and loads whatever the file and its includes name, resolved
+            // in the environment it gets (SideEnv::command): the lab's,
+            // less SCRUBBED_ENV, plus the side's own variables.
             let absolute =
                 paths::absolute(file).map_err(|e| format!("--c-config {}: {e}", file.display()))?;
-            safe_fs::trusted_config(&absolute)
+            let child_env: Vec<(String, String)> =
+                libica_log_env(args, out, openssl::Side::C).collect();
+            let env = safe_fs::ReadEnv::of_child(&setup.openssl, openssl::SCRUBBED_ENV, &child_env);
+            safe_fs::trusted_config_in(&absolute, &env)
                 .map_err(|e| format!("--c-config {}: not used: {e}", file.display()))?;
             write(out, "openssl-C.cnf", &cnf::config_c(file))?;
             let what = format!("OpenSSL under {}", file.display());
