@@ -217,6 +217,10 @@ impl Started {
         cmd.stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
             .stdin(std::process::Stdio::null());
+        // Dropping `Started` stops the card when the lab ends by itself;
+        // a lab killed with SIGKILL runs no Drop, and the card would
+        // outlive it, holding its socket.
+        super::server::dies_with_the_lab(&mut cmd);
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start rustica-card: {e}"))?;
