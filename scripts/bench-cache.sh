@@ -31,14 +31,14 @@
 #            are not identical: a whole run's instructions vary by about
 #            0.15 %, cause not traced; setarch -R does not change it), so
 #            D1's bound keeps what was reached with that margin.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
-case "${1:-}" in -*) sed -n '2,33p' "$0"; exit 2 ;; esac
+case "${1:-}" in -*) sed -n '2,33p' "$script_path"; exit 2 ;; esac
 sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || sizes=(1024 2048)
-command -v valgrind >/dev/null || { echo "bench-cache: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
 if [ -z "${RUSTICA_MODULE:-}" ]; then
   scripts/build.sh >/dev/null
   RUSTICA_MODULE=$(pwd)/target/release/rustica.so

@@ -29,7 +29,7 @@ shift $((OPTIND - 1))
 lab=$(realpath "$1") bits=${2:-1024}
 zone_dir=$lab/dnssec-$bits
 [ -f "$zone_dir/zone.db" ] || die "$zone_dir/zone.db is missing: not a lab that signed at $bits bits"
-command -v dnssec-signzone >/dev/null || die "dnssec-signzone is missing (scripts/setup.sh installs BIND's tools)"
+command -v dnssec-signzone >/dev/null || die "dnssec-signzone is missing (scripts/setup.sh lab installs BIND's tools)"
 [ -x target/release/rustica ] || scripts/build.sh >/dev/null
 bench_rustica=target/release/rustica
 BENCH_TARGET_PCT=2

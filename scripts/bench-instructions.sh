@@ -31,22 +31,22 @@
 #            100 K instructions of SHA-256 more per operation): that row is
 #            marked and bounded by 1.10 and 1.035 instead, as a guard
 #            against regressions.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 check=0
 operations=(sign-pkcs1 verify-pkcs1 sign-pss verify-pss encrypt-oaep decrypt-oaep decrypt-pkcs1
             sign-speed verify-speed)
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 repeats=${REPEATS:-$((check ? 3 : 1))}
 if [ "${1:-}" = "-o" ]; then read -r -a operations <<<"$2"; shift 2; fi
-case "${1:-}" in -*) sed -n '2,29p' "$0"; exit 2 ;; esac
+case "${1:-}" in -*) sed -n '2,29p' "$script_path"; exit 2 ;; esac
 sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || { if [ "$check" = 1 ]; then sizes=(1024 2048); else sizes=(1024 2048 3072 4096); fi; }
 
-command -v valgrind >/dev/null || { echo "bench-instructions: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
 ossl_flags=()
 if [ -n "${OPENSSL_DIR:-}" ]; then
-  [ -n "${RUSTICA_MODULE:-}" ] || { echo "bench-instructions: OPENSSL_DIR needs RUSTICA_MODULE built against it" >&2; exit 2; }
+  [ -n "${RUSTICA_MODULE:-}" ] || die "OPENSSL_DIR needs RUSTICA_MODULE built against it"
   export PATH=$OPENSSL_DIR/bin:$PATH
   ossl_flags=(-I"$OPENSSL_DIR/include" -L"$OPENSSL_DIR/lib" -Wl,-rpath,"$OPENSSL_DIR/lib")
 fi

@@ -30,16 +30,16 @@
 #   --check: fails if B - A exceeds 0.6 M instructions for `rand` or
 #            1.8 M for an RSA command, either way of loading (about 35 s;
 #            docs/performance.md, "Instructions per process").
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source-path=.
+. "$(dirname "$0")/lib/common.sh"
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
-case "${1:-}" in -*|?*) sed -n '2,31p' "$0"; exit 2 ;; esac
+case "${1:-}" in -*|?*) sed -n '2,31p' "$script_path"; exit 2 ;; esac
 repeats=${REPEATS:-$((check ? 3 : 2))}
-command -v valgrind >/dev/null || { echo "bench-process-instructions: valgrind is missing (scripts/setup.sh installs it)" >&2; exit 1; }
-command -v callgrind_annotate >/dev/null || { echo "bench-process-instructions: callgrind_annotate is missing (valgrind)" >&2; exit 1; }
+command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
+command -v callgrind_annotate >/dev/null || die "callgrind_annotate is missing (valgrind)"
 if [ -n "${OPENSSL_DIR:-}" ]; then
-  [ -n "${RUSTICA_MODULE:-}" ] || { echo "bench-process-instructions: OPENSSL_DIR needs RUSTICA_MODULE built against it" >&2; exit 2; }
+  [ -n "${RUSTICA_MODULE:-}" ] || die "OPENSSL_DIR needs RUSTICA_MODULE built against it"
   export PATH=$OPENSSL_DIR/bin:$PATH
 fi
 if [ -z "${RUSTICA_MODULE:-}" ]; then

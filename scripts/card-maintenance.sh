@@ -61,7 +61,7 @@ done
 module=$PWD/target/release/rustica.so
 emu=$PWD/target/release/libica_emu.so
 rustica=$PWD/target/release/rustica
-command -v nginx >/dev/null || die "nginx missing: scripts/setup.sh installs it"
+command -v nginx >/dev/null || die "nginx missing: scripts/setup.sh tests installs it"
 if ! command -v haproxy >/dev/null; then
   for _ in 1 2 3 4 5; do
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null && break

@@ -3,6 +3,6 @@
 # (quick settings unless arguments say otherwise, e.g. --full).
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
-scripts/setup.sh
+scripts/setup.sh build lab
 scripts/build.sh
 exec target/release/rustica lab "$@"

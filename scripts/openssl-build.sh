@@ -58,8 +58,9 @@ fi
 rm -f "$top/.complete"
 compiler=gcc
 [ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc
+scripts/setup.sh openssl >&2
 for tool in curl xz make perl $compiler; do
-  command -v $tool >/dev/null || die "needs $tool (scripts/setup.sh installs it)"
+  command -v $tool >/dev/null || die "needs $tool (scripts/setup.sh openssl installs it)"
 done
 mkdir -p "$top"
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}

@@ -21,8 +21,9 @@ REPO=$(pwd)
 ARCH=${1:-x86_64}
 cache_dir
 CACHE=$RUSTICA_CACHE
+scripts/setup.sh build packaging
 for tool in rpmbuild rpmlint cargo; do
-  command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh installs rpm and rpmlint)"
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh packaging installs rpm and rpmlint)"
 done
 case "$ARCH" in x86_64|s390x) ;; *) die "usage: $0 [x86_64|s390x]" ;; esac
 SPEC=packaging/rpm/rustica.spec

@@ -26,9 +26,10 @@ ARCH=${1:-amd64}
 cache_dir
 CACHE=$RUSTICA_CACHE
 
+scripts/setup.sh build packaging
 for tool in dpkg-buildpackage dh lintian cargo; do
   command -v "$tool" >/dev/null \
-    || die "$tool is missing (scripts/setup.sh installs debhelper and lintian)"
+    || die "$tool is missing (scripts/setup.sh packaging installs debhelper and lintian)"
 done
 case "$ARCH" in amd64|s390x) ;; *) die "usage: $0 [amd64|s390x]" ;; esac
 VERSION=$(dpkg-parsechangelog -l debian/changelog -S Version)

@@ -24,11 +24,12 @@ if [ "${1:-}" = "--debug" ]; then profile=debug; cargo_flags=(); fi
 # Debian's python3, which has python3-prometheus-client (not one that a
 # python version manager may put first on PATH).
 py=/usr/bin/python3
+scripts/setup.sh build metrics
 for tool in prometheus-node-exporter prometheus promtool curl "$py" openssl setpriv; do
-  command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh installs it)"
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh metrics installs it)"
 done
 "$py" -c 'import prometheus_client' 2>/dev/null \
-  || die "python3-prometheus-client is missing (scripts/setup.sh installs it)"
+  || die "python3-prometheus-client is missing (scripts/setup.sh metrics installs it)"
 
 cargo build "${cargo_flags[@]}" -p rustica --lib -p rustica-harness --bin rustica
 place_module "target/$profile/librustica.so" "target/$profile/rustica.so"

@@ -23,7 +23,7 @@
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
 series=${1:?usage: scripts/test-openssl.sh 3.5|4.0|3.0}
-scripts/setup.sh
+scripts/setup.sh build tests openssl
 prefix=$(scripts/openssl-build.sh "$series" | tail -1)
 say_as="test-openssl[$series]"
 

@@ -3,7 +3,7 @@
 # (the tests load the cdylib cargo builds), and runs every test.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
-scripts/setup.sh
+scripts/setup.sh build tests
 cargo build --workspace --all-targets
 # The harness tests run the lab against this build's module.
 . scripts/lib/module.sh

@@ -3,7 +3,8 @@
 #   . "$(dirname "$0")/lib/common.sh"
 #
 # It sets the shell options, sets `repo` to the repository's top directory
-# and changes to it (`script_path` is the script's own absolute path), and
+# and changes to it (`script_path` is the script's own absolute path), puts
+# rustup's ~/.cargo/bin on PATH when it holds cargo and PATH lacks it, and
 # defines the four functions every script reports with. One meaning each,
 # so that an exit status tells CI what happened:
 #
@@ -47,6 +48,14 @@ unset CDPATH
 script_path=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
+# Rust installed by rustup (scripts/setup.sh) lives in ~/.cargo/bin, which a
+# shell started before the installation does not have on PATH: put it first,
+# as rustup's own ~/.cargo/env does, so that every script finds cargo.
+cargo_bin=${CARGO_HOME:-$HOME/.cargo}/bin
+case ":$PATH:" in
+  *":$cargo_bin:"*) ;;
+  *) if [ -x "$cargo_bin/cargo" ]; then PATH=$cargo_bin:$PATH; export PATH; fi ;;
+esac
 say_as=$(basename "$0" .sh)
 say_clock=0
 START=${START:-$SECONDS}

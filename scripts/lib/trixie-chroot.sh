@@ -55,7 +55,8 @@ rustica_amd64_deb() {
 trixie_chroot_ensure() {
   cache_reuse "$CHROOT" "$CHROOT/.complete" "$CHROOT.tmp"
   [ ! -f "$CHROOT/.complete" ] || return 0
-  command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh installs it)"
+  command -v debootstrap >/dev/null || scripts/setup.sh chroot
+  command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh chroot installs it)"
   mkdir -p "$CACHE" || die "cannot make $CACHE"
   say "debootstrap trixie (minbase + openssl) from $MIRROR into $CHROOT"
   rm -rf "$CHROOT" "$CHROOT.tmp" || die "cannot remove an incomplete $CHROOT"
