@@ -55,6 +55,23 @@ pub(crate) fn to_mont(r: &mut Bn, a: &Bn, mont: &MontCtx, ctx: &mut BnCtx) -> Re
     )
 }
 
+/// r = a * R^-1 mod m for any a < m * R (a Montgomery reduction alone: no
+/// division, whatever the values).
+pub(crate) fn from_mont(
+    r: &mut Bn,
+    a: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<(), RsaError> {
+    check(
+        // SAFETY: valid BIGNUMs, r distinct from `a`; a < m * R (callers
+        // guarantee), so a fits the reduction's 2 * limbs input; mont is
+        // only read; ctx exclusively borrowed.
+        unsafe { BN_from_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
+        "BN_from_montgomery",
+    )
+}
+
 /// r = a mod m for any a < m * R, where R = 2^(64 * limbs of m) is the
 /// context's radix: a Montgomery reduction (a * R^-1 mod m) and a
 /// conversion back (times R), no division. Used for a CRT input modulo a

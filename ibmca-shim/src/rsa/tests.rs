@@ -2,6 +2,9 @@ use super::blinding::BLINDING_USES;
 use super::*;
 use crate::stats;
 use std::cmp::Ordering;
+
+use crate::bn::{Bn, BnCtx};
+use crate::software::PrimeCheck;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -219,6 +222,108 @@ fn faulty_crt_part_is_caught_and_recomputed() {
     assert!(e.message().contains("failed its check"), "{e}");
     let e = bad_d.check(KeyCheck::Pair).unwrap_err();
     assert!(e.message().contains("d does not match"), "{e}");
+}
+
+/// A result with `add` (a multiple of one prime) added mod n: it keeps
+/// the right residue modulo that prime and is wrong modulo the other.
+fn shifted(m: &Bn, add: &Bn, n: &Bn, ctx: &mut BnCtx) -> Bn {
+    let mut t = Bn::new().unwrap();
+    crate::bn::add(&mut t, m, add).unwrap();
+    let mut r = Bn::new().unwrap();
+    crate::bn::nnmod(&mut r, &t, n, ctx).unwrap();
+    r
+}
+
+fn residue(x: &Bn, prime: &Bn, ctx: &mut BnCtx) -> Bn {
+    let mut r = Bn::new().unwrap();
+    crate::bn::nnmod(&mut r, x, prime, ctx).unwrap();
+    r
+}
+
+/// The check modulo p and modulo q accepts a correct CRT result and
+/// rejects one wrong in the p half only, in the q half only, in both, or
+/// not below n; for primes of one size (Montgomery reductions) and of two
+/// (1025 bits: constant-time division).
+#[test]
+fn result_check_by_primes_catches_a_fault_in_either_half() {
+    let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+    for bits in [1024, 1025, 2048, 3072] {
+        let k = key(bits);
+        let crt = k.private.as_ref().unwrap().crt.as_ref().unwrap();
+        assert!(crt.prime_check.is_some(), "{bits} bits: no check by primes");
+        let same_size = crt.p.num_bits() == crt.q.num_bits();
+        assert_eq!(same_size, bits != 1025, "{bits} bits");
+        for salt in [1u8, 7, 200] {
+            let c = Bn::from_be(&input_for(k, salt)).unwrap();
+            let m = software::crt_exp(crt, &c, &mut ctx).unwrap();
+            assert!(
+                k.result_ok(&m, &c, &mut ctx).unwrap(),
+                "{bits} bits: correct"
+            );
+            for mult in [1u64, 2, 0xdead_beef] {
+                let mut w = Bn::from_u64(mult).unwrap();
+                let mut add = Bn::new().unwrap();
+                // The p half wrong: m + q * w keeps m mod q.
+                crate::bn::mul(&mut add, &crt.q, &w, &mut ctx).unwrap();
+                let bad_p = shifted(&m, &add, &k.n, &mut ctx);
+                let same = |a: &Bn, b: &Bn, pr: &Bn, ctx: &mut BnCtx| {
+                    residue(a, pr, ctx).cmp(&residue(b, pr, ctx)) == Ordering::Equal
+                };
+                assert!(same(&bad_p, &m, &crt.q, &mut ctx));
+                assert!(!same(&bad_p, &m, &crt.p, &mut ctx));
+                assert!(
+                    !k.result_ok(&bad_p, &c, &mut ctx).unwrap(),
+                    "{bits}: p half"
+                );
+                // The q half wrong: m + p * w keeps m mod p.
+                crate::bn::mul(&mut add, &crt.p, &w, &mut ctx).unwrap();
+                let bad_q = shifted(&m, &add, &k.n, &mut ctx);
+                assert!(same(&bad_q, &m, &crt.p, &mut ctx));
+                assert!(!same(&bad_q, &m, &crt.q, &mut ctx));
+                assert!(
+                    !k.result_ok(&bad_q, &c, &mut ctx).unwrap(),
+                    "{bits}: q half"
+                );
+                // Both halves wrong.
+                w = Bn::from_u64(mult).unwrap();
+                let bad = shifted(&m, &w, &k.n, &mut ctx);
+                assert!(!k.result_ok(&bad, &c, &mut ctx).unwrap(), "{bits}: both");
+            }
+            // Right modulo both primes, but not below n.
+            let mut big = Bn::new().unwrap();
+            crate::bn::add(&mut big, &m, &k.n).unwrap();
+            assert!(!k.result_ok(&big, &c, &mut ctx).unwrap(), "{bits}: m >= n");
+        }
+    }
+}
+
+/// CRT parts whose product is not n get no check by primes: the key's
+/// results are checked modulo n. Forcing the check by primes on such a
+/// key shows it would then judge by the wrong primes (so the check really
+/// is made by primes when there is one).
+#[test]
+fn crt_parts_of_another_modulus_take_the_check_mod_n() {
+    let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+    let a = key(2048);
+    let other = RsaKey::generate(2048, E).unwrap();
+    let mut mixed = RsaKey::from_parts(a.export_private().unwrap()).unwrap();
+    let mut theirs = other.private.unwrap().crt.unwrap();
+    assert!(PrimeCheck::new(&mixed.n, &mixed.e, &theirs, &mut ctx)
+        .unwrap()
+        .is_none());
+    let c = Bn::from_be(&input_for(a, 9)).unwrap();
+    let own = mixed.private.as_ref().unwrap().crt.as_ref().unwrap();
+    let m = software::crt_exp(own, &c, &mut ctx).unwrap();
+    let mut wrong = Bn::new().unwrap();
+    crate::bn::add(&mut wrong, &m, &own.q).unwrap();
+    theirs.prime_check = None;
+    mixed.private.as_mut().unwrap().crt = Some(theirs);
+    assert!(mixed.result_ok(&m, &c, &mut ctx).unwrap());
+    assert!(!mixed.result_ok(&wrong, &c, &mut ctx).unwrap());
+    let crt = mixed.private.as_mut().unwrap().crt.as_mut().unwrap();
+    crt.prime_check = PrimeCheck::new(&other.n, &other.e, crt, &mut ctx).unwrap();
+    assert!(crt.prime_check.is_some());
+    assert!(!mixed.result_ok(&m, &c, &mut ctx).unwrap());
 }
 
 #[test]
