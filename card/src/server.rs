@@ -72,15 +72,19 @@ pub fn control(socket: &Path, line: &str) -> std::io::Result<String> {
     UnixStream::connect(socket).and_then(|mut s| wire::control(&mut s, line))
 }
 
-/// The socket's directory must be the card's own (or root's) and writable
-/// by no one else: otherwise another user could replace the socket, or
-/// the path, under the clients.
+/// The socket's whole path is judged by the rule the `rustica` command
+/// applies as root (the trusted-path crate): every directory and link on
+/// the way belongs to the card's uid or root, and one that others may
+/// write to is sticky, so no other user can rename a directory above the
+/// socket and listen in its place. The socket's own directory must
+/// moreover be the card's (or root's) and writable by no one else:
+/// otherwise another user could replace the socket or its name.
 fn check_directory(socket: &Path) -> Result<(), String> {
-    let dir = match socket.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let socket = std::path::absolute(socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    let dir = socket.parent().unwrap_or(Path::new("/"));
+    let dir = trusted_path::trusted_dir(dir)
+        .map_err(|e| format!("{e}: refusing to serve from {}", dir.display()))?;
+    let meta = std::fs::metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me && meta.uid() != 0 {

@@ -197,6 +197,39 @@ fn the_card_refuses_a_directory_of_another_user() {
     );
 }
 
+/// Round 6, item 8: only the socket's own directory was checked. Another
+/// user who owns a directory above it can rename the card's directory
+/// away and put their own in its place, listening at the same path.
+#[test]
+fn the_card_refuses_a_path_through_another_users_directory() {
+    if !is_root() {
+        eprintln!("skipped: needs root to chown");
+        return;
+    }
+    let dir = Dir::new();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let above = dir.join("nobodys");
+    std::fs::create_dir(&above).unwrap();
+    std::fs::set_permissions(&above, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&above, Some(NOBODY), Some(NOBODY)).unwrap();
+    // The card's own directory, root's and private, below nobody's.
+    let own = above.join("card");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = refused(
+        Command::new(card_bin())
+            .arg("--socket")
+            .arg(own.join("card.sock")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the card served: {err}");
+    assert!(
+        err.contains("refusing") && err.contains("uid 65534"),
+        "{err}"
+    );
+    assert!(!own.join("card.sock").exists());
+}
+
 #[test]
 fn the_socket_is_private_whatever_the_umask() {
     let dir = Dir::new();
