@@ -21,8 +21,9 @@ pub struct ProvCtx {
     /// Whether `libctx` is a child context rustica created (and frees).
     pub(crate) owns_libctx: bool,
     pub config: Config,
-    /// This instance's RSA backend, built from `config` at first use (the
-    /// libica probe costs nothing until RSA is used). A forked child
+    /// This instance's RSA router, built from `config` at the first RSA
+    /// operation; it loads libica only at the first private operation or
+    /// key generation (public operations never need it). A forked child
     /// inherits it: a dlopen'ed handle stays valid there.
     pub router: std::sync::OnceLock<ibmca_shim::backend::Router>,
     /// The running core's OpenSSL version (major, minor), from its
@@ -75,9 +76,11 @@ impl ProvCtx {
         DigestCache::new(self.libctx)
     }
 
-    /// This instance's RSA backend, probed (libica loaded) at the first
-    /// call. With backend = libica and no loadable libica, every RSA
-    /// operation then fails saying why.
+    /// This instance's RSA router, made at the first call; it chooses the
+    /// backend (loads libica) when first asked: by a private operation, key
+    /// generation, or a question about the backend. With backend = libica
+    /// and no loadable libica, private operations and key generation then
+    /// fail saying why; public operations run on the host on every backend.
     pub fn router(&self) -> &ibmca_shim::backend::Router {
         self.router.get_or_init(|| {
             let mut settings = self.config.backend_settings();

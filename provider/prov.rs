@@ -34,10 +34,11 @@ pub unsafe extern "C" fn OSSL_provider_init(
             return Err(Error::new(Reason::Internal, "NULL output pointers"));
         }
         // Only the configuration is read here; the backend (the libica
-        // probe) is set up at first use, see ProvCtx::router. With
-        // backend = libica and no loadable libica, the load succeeds and
-        // every RSA operation fails with the reason (OpenSSL 3.0 would drop
-        // an init error from openssl.cnf silently; see Router::new).
+        // probe) is set up at the first private operation or key
+        // generation, see ProvCtx::router. With backend = libica and no
+        // loadable libica, the load succeeds and those operations fail with
+        // the reason (OpenSSL 3.0 would drop an init error from openssl.cnf
+        // silently; see Router::new); public ones run on the host.
         let config = Config::load(|k| config_lookup(&core, k))?;
         let core_version = parse_core_version(config_lookup(&core, "openssl-version").as_deref());
         // SAFETY: handle and input are the core's, as loaded_libctx requires.
@@ -54,7 +55,7 @@ pub unsafe extern "C" fn OSSL_provider_init(
         if ctx.config.load_at_init {
             // libica-load = init: libica is opened (and its constructor
             // runs) now, before the daemon's chroot or seccomp filter.
-            ctx.router();
+            ctx.router().load();
         }
         // SAFETY: both out pointers were checked non-NULL above.
         unsafe {

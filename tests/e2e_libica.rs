@@ -680,7 +680,8 @@ fn a_faulty_adapter_never_touches_a_public_result() {
 
 /// A libica that cannot be loaded under backend = libica reaches the user
 /// as the primitive's "backend unavailable" kind, mapped to its own reason
-/// (not "bad length"), with the file and line that raised it.
+/// (not "bad length"), with the file and line that raised it, for private
+/// operations; public ones never need libica and run on the host.
 #[test]
 fn an_unavailable_libica_reads_as_backend_unavailable() {
     let lab = Lab::with_rustica(
@@ -707,6 +708,15 @@ fn an_unavailable_libica_reads_as_backend_unavailable() {
         "no file and line: {text}"
     );
     assert_only(&lab, Op::Sign, Backend::Failed, 1);
+    // Public operations never needed libica: they run on the host, as on
+    // every backend (docs/libica.md, "Public operations").
+    lab.ok(
+        Side::Default,
+        &["dgst", "-sha256", "-sign", &key, "-out", "s.bin", &data],
+    );
+    let public = lab.public_key(&key, "pub.pem");
+    lab.verify_sha256(Side::RusticaConfig, &public, "s.bin", &data);
+    assert_only(&lab, Op::Verify, Backend::Software, 1);
 }
 
 /// The adapter descriptor libica returns (the emulator opens a real file,
@@ -776,7 +786,9 @@ fn libica_load_init_opens_libica_before_any_rsa_operation() {
         if let Some(v) = setting {
             keys.push(("libica-load", v));
         }
-        let emu = Emu::new(&keys, &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("loads");
+        let emu = Emu::new(&keys, &[("LIBICA_EMU_LOADS", log.to_str().unwrap())]);
         let out = emu.lab.run(Side::RusticaConfig, &["rand", "-hex", "4"]);
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stderr);
@@ -785,7 +797,93 @@ fn libica_load_init_opens_libica_before_any_rsa_operation() {
             loaded,
             "libica-load = {setting:?}: {text}"
         );
+        assert_eq!(
+            loads(&log),
+            usize::from(loaded),
+            "libica-load = {setting:?}"
+        );
     }
+}
+
+/// The processes that loaded the emulated libica, from its load log
+/// (`LIBICA_EMU_LOADS`: one line per load, written by its constructor).
+fn loads(log: &std::path::Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// A process that only verifies or encrypts never loads libica (its
+/// constructor alone is about 1.42 M instructions on s390x): public
+/// operations run on the host on every backend, and they are still
+/// rustica's, counted and traced. A signing process loads it and signs
+/// on it.
+#[test]
+fn only_a_private_operation_loads_libica() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("loads");
+    let emu = Emu::new(
+        &[("debug", "stderr")],
+        &[("LIBICA_EMU_LOADS", log.to_str().unwrap())],
+    );
+    let lab = &emu.lab;
+    lab.rsa_key(Side::Default, 2048, "k.pem");
+    let key = lab.p("k.pem");
+    let public = lab.public_key(&key, "pub.pem");
+    let doc = lab.write("doc.txt", b"verified on the host\n");
+    lab.sign_sha256(Side::Default, &key, &doc, "sig.bin");
+    assert_eq!(loads(&log), 0, "the default provider loaded libica");
+
+    // dgst -verify and pkeyutl -encrypt on rustica: no load.
+    let out = lab.run(
+        Side::RusticaConfig,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            &public,
+            "-signature",
+            "sig.bin",
+            &doc,
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Verified OK"));
+    assert_eq!(loads(&log), 0, "the verifier loaded libica: {said}");
+    assert!(
+        said.contains("verify rsa-2048: backend=software (public operations run in software)"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("init:"),
+        "the verifier chose a backend: {said}"
+    );
+    assert_only(lab, Op::Verify, Backend::Software, 1);
+    let secret = lab.write("secret.bin", b"session key");
+    lab.ok(
+        Side::RusticaConfig,
+        &[
+            "pkeyutl", "-encrypt", "-pubin", "-inkey", &public, "-in", &secret, "-out", "ct.bin",
+        ],
+    );
+    assert_only(lab, Op::Encrypt, Backend::Software, 1);
+    assert_eq!(loads(&log), 0, "a public-only process loaded libica");
+    assert!(emu.calls().is_empty(), "{:?}", emu.calls());
+
+    // A signing process loads it, once, and signs on it.
+    let out = lab.run(
+        Side::RusticaConfig,
+        &["dgst", "-sha256", "-sign", &key, "-out", "sig2.bin", &doc],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("init: backend = libica"), "{said}");
+    assert_eq!(loads(&log), 1, "the signer did not load libica");
+    assert_only(lab, Op::Sign, Backend::Libica, 1);
+    assert_eq!(emu.count("rsa_crt", 2048, "ok"), 1, "{:?}", emu.calls());
+    assert_eq!(lab.read("sig2.bin"), lab.read("sig.bin"));
 }
 
 /// A key from libica's ica_rsa_key_generate_crt was software work inside

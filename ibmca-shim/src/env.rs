@@ -30,7 +30,7 @@ pub fn var_os(name: &str) -> Option<OsString> {
 /// read-write, its fallback, offload, statistics and FIPS modes), from its
 /// constructor and at first use, so in a privileged process they would let
 /// the caller steer a library running with the program's privileges; there
-/// rustica does not load libica at all (backend::Router::new).
+/// rustica does not load libica at all (backend::Router, when it chooses the backend).
 pub fn libica_variables() -> Vec<String> {
     std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())

@@ -59,6 +59,10 @@
 //!   card has not answered after N ms fails with ETIME, as the kernel
 //!   answers a request that timed out (default: the kernel's request
 //!   timeout for CEX4 and later queues, 900 s).
+//! - `LIBICA_EMU_LOADS=FILE`: when the library is loaded (its ELF
+//!   constructor, where libica's own runs), the process appends one line
+//!   `PID` to FILE: proof of which processes loaded libica at all, whether
+//!   or not they called it.
 //! - `LIBICA_EMU_ADAPTER=none`: behave as libica 4 does on a host without a
 //!   crypto adapter. libica 4 has no software RSA, so the function list
 //!   reports RSA ME / CRT / key generation with no flags at all, the adapter
@@ -96,6 +100,38 @@ const VERSION: libica_version_info = libica_version_info {
     minor_version: 3,
     fixpack_version: 0,
 };
+
+/// Runs when the library is loaded, as libica's constructor does (which
+/// probes the machine and opens its statistics segment): with
+/// `LIBICA_EMU_LOADS=FILE`, appends this process's id to FILE.
+#[used]
+#[link_section = ".init_array"]
+static RECORD_LOAD: extern "C" fn() = record_load;
+
+extern "C" fn record_load() {
+    // SAFETY: getenv with a NUL-terminated name; the constructor runs while
+    // the loader holds its lock, before any thread of ours could setenv.
+    let path = unsafe { libc::getenv(c"LIBICA_EMU_LOADS".as_ptr()) };
+    // SAFETY: a non-NULL getenv result is a NUL-terminated string.
+    if path.is_null() || unsafe { *path } == 0 {
+        return;
+    }
+    let flags =
+        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    // SAFETY: path is a NUL-terminated string; the mode is a plain integer.
+    let fd = unsafe { libc::open(path, flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: getpid has no preconditions.
+    let line = format!("{}\n", unsafe { libc::getpid() });
+    // SAFETY: fd is open for writing and line is valid for its length; an
+    // O_APPEND write of a few bytes lands whole; fd is ours to close.
+    unsafe {
+        libc::write(fd, line.as_ptr().cast(), line.len());
+        libc::close(fd);
+    }
+}
 
 /// The device nodes `ica_open_adapter` tries after LIBICA_CRYPT_DEVICE.
 const DEVICES: [&std::ffi::CStr; 2] = [c"/dev/z90crypt", c"/dev/null"];

@@ -7,7 +7,7 @@
 //! libraries are shared by the process (opened once per name).
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 mod trace;
 
@@ -69,24 +69,42 @@ impl Default for Settings {
     }
 }
 
-/// What [`Router::new`] chose.
+/// What a [`Router`] chose.
 #[derive(Clone, Debug)]
 pub struct Status {
     /// "libica", "software", or "unavailable" (backend = libica without a
-    /// loadable libica: every RSA operation fails, saying why).
+    /// loadable libica: every private operation and key generation fails,
+    /// saying why; public operations run on the host as always).
     pub name: &'static str,
     /// Why, and which libica (for logs and `rustica doctor`).
     pub detail: String,
 }
 
 /// Where one provider instance's RSA operations run, and its trace.
+///
+/// The backend is chosen (libica loaded) at the first call that needs it:
+/// a private operation or key generation, or a question about the
+/// backend ([`Router::status`] and friends, [`Router::load`]). Public
+/// operations run on the host on every backend and only trace through
+/// the router, so a process that only verifies or encrypts never loads
+/// libica (its constructor alone costs about 1.42 M s390x instructions).
 pub struct Router {
-    libica: Option<Arc<Libica>>,
-    /// backend = libica could not be honoured: why (every operation fails).
-    unavailable: Option<String>,
+    settings: Settings,
     min_bits: u32,
     max_bits: u32,
     trace: Tracer,
+    /// `offload-timeout-ms` and the pool's limits; `None`: no deadline.
+    deadline: Option<crate::pool::Deadline>,
+    /// The backend, once chosen.
+    chosen: OnceLock<Probed>,
+}
+
+/// What the router found when it chose the backend.
+struct Probed {
+    libica: Option<Arc<Libica>>,
+    /// backend = libica could not be honoured: why (every private
+    /// operation and key generation fails).
+    unavailable: Option<String>,
     status: Status,
     /// The offload pool's limits when libica calls inside ASYNC jobs go to
     /// it; `None`: always synchronous.
@@ -96,8 +114,6 @@ pub struct Router {
     /// libica is in FIPS mode: keys below this size go to software by
     /// rule (libica would refuse them with EPERM).
     fips_floor: Option<u32>,
-    /// `offload-timeout-ms` and the pool's limits; `None`: no deadline.
-    deadline: Option<crate::pool::Deadline>,
 }
 
 /// Why libica must not be loaded into this process, if it must not: a
@@ -130,8 +146,8 @@ fn load(explicit: Option<&str>) -> Result<Arc<Libica>, String> {
     Ok(l)
 }
 
-/// What [`Router::new`] chose: libica (when it routes to it), the status
-/// it reports, and why every operation fails (backend = libica without a
+/// What a [`Router`] chose: libica (when it routes to it), the status it
+/// reports, and why private operations fail (backend = libica without a
 /// loadable libica).
 struct Chosen {
     libica: Option<Arc<Libica>>,
@@ -266,69 +282,95 @@ fn async_route(libica: bool, s: &Settings) -> (Option<crate::pool::Limits>, Stri
 }
 
 impl Router {
-    /// Loads libica as `s` asks (once per process and name) and opens the
-    /// trace.
+    /// The router of settings `s`: opens the trace; libica is loaded (once
+    /// per process and name) only when something first needs the backend
+    /// ([`Router::load`]).
     ///
-    /// `backend = libica` with no loadable libica does not fail here:
-    /// OpenSSL 3.0 drops provider initialisation errors from openssl.cnf
-    /// silently (and `?provider=rustica` then quietly runs everything on
-    /// the default provider). Instead every RSA operation fails with the
-    /// reason ([`ErrorKind::BackendUnavailable`]), so the error reaches the
-    /// user at first use.
+    /// `backend = libica` with no loadable libica does not fail: OpenSSL
+    /// 3.0 drops provider initialisation errors from openssl.cnf silently
+    /// (and `?provider=rustica` then quietly runs everything on the
+    /// default provider). Instead every private operation and key
+    /// generation fails with the reason
+    /// ([`ErrorKind::BackendUnavailable`]), so the error reaches the user
+    /// at first use. Public operations never needed libica and run on the
+    /// host.
     pub fn new(s: &Settings) -> Router {
-        let Chosen {
-            libica,
-            mut status,
-            unavailable,
-        } = choose(s);
-        let fips_floor = fips_floor(libica.as_deref(), s.offload_min_bits);
-        if let Some(floor) = fips_floor {
-            status.detail.push_str(&format!(
-                "; libica is in FIPS mode: keys below {floor} bits run in software (libica refuses them)"
-            ));
-        }
-        let (async_limits, async_status) = async_route(libica.is_some(), s);
-        let router = Router {
-            libica,
-            unavailable,
+        Router {
+            settings: s.clone(),
             min_bits: s.offload_min_bits,
             max_bits: s.offload_max_bits,
             trace: Tracer::new(open_trace(&s.trace)),
-            status,
-            async_limits,
-            async_status,
-            fips_floor,
             deadline: crate::pool::Deadline::from_ms(s.offload_timeout_ms, s.async_limits),
-        };
-        router.log(format_args!(
-            "init: {}; async {}; offload deadline {}",
-            router.status.detail,
-            router.async_status,
-            router.deadline_status()
-        ));
-        router
+            chosen: OnceLock::new(),
+        }
+    }
+
+    /// Chooses the backend now (loading libica as the settings ask) unless
+    /// it is chosen already: `libica-load = init`, and every question
+    /// about the backend. Traces the choice once (`init: ...`).
+    pub fn load(&self) {
+        self.probed();
+    }
+
+    /// Whether the backend has been chosen (libica loaded, when it is
+    /// the route) in this process.
+    pub fn loaded(&self) -> bool {
+        self.chosen.get().is_some()
+    }
+
+    fn probed(&self) -> &Probed {
+        self.chosen.get_or_init(|| {
+            let s = &self.settings;
+            let Chosen {
+                libica,
+                mut status,
+                unavailable,
+            } = choose(s);
+            let fips_floor = fips_floor(libica.as_deref(), s.offload_min_bits);
+            if let Some(floor) = fips_floor {
+                status.detail.push_str(&format!(
+                    "; libica is in FIPS mode: keys below {floor} bits run in software (libica refuses them)"
+                ));
+            }
+            let (async_limits, async_status) = async_route(libica.is_some(), s);
+            let probed = Probed {
+                libica,
+                unavailable,
+                status,
+                async_limits,
+                async_status,
+                fips_floor,
+            };
+            self.log(format_args!(
+                "init: {}; async {}; offload deadline {}",
+                probed.status.detail,
+                probed.async_status,
+                self.deadline_status()
+            ));
+            probed
+        })
     }
 
     /// What this router chose, and why.
     pub fn status(&self) -> &Status {
-        &self.status
+        &self.probed().status
     }
 
     /// "libica", "software", or "unavailable" (backend = libica found no
     /// libica).
     pub fn name(&self) -> &'static str {
-        self.status.name
+        self.probed().status.name
     }
 
     /// Asynchronous offload: "on (...)" or "off (why)".
     pub fn async_status(&self) -> &str {
-        &self.async_status
+        &self.probed().async_status
     }
 
     /// The offload pool's limits, when libica calls inside ASYNC jobs go
     /// to it.
     pub(crate) fn async_limits(&self) -> Option<crate::pool::Limits> {
-        self.async_limits
+        self.probed().async_limits
     }
 
     /// How long a libica call may take before software computes the
@@ -347,7 +389,7 @@ impl Router {
 
     /// The libica operations run on, when it is the backend.
     pub fn libica(&self) -> Option<&Libica> {
-        self.libica.as_deref()
+        self.probed().libica.as_deref()
     }
 
     /// The backend a key of `bits` bits would use: "libica" or "software".
@@ -358,10 +400,10 @@ impl Router {
         }
     }
 
-    /// The error every operation returns when the configured backend
-    /// cannot run.
+    /// The error every private operation and key generation returns when
+    /// the configured backend cannot run.
     pub(crate) fn check_available(&self) -> Result<(), RsaError> {
-        match &self.unavailable {
+        match &self.probed().unavailable {
             Some(m) => Err(RsaError::new(ErrorKind::BackendUnavailable, m.clone())),
             None => Ok(()),
         }
@@ -369,16 +411,18 @@ impl Router {
 
     /// libica for a key of `bits` bits, when it is the route.
     pub(crate) fn offload(&self, bits: u32) -> Option<&Arc<Libica>> {
-        let l = self.libica.as_ref()?;
-        let min = self.fips_floor.unwrap_or(0).max(self.min_bits);
+        let p = self.probed();
+        let l = p.libica.as_ref()?;
+        let min = p.fips_floor.unwrap_or(0).max(self.min_bits);
         (min..=self.max_bits).contains(&bits).then_some(l)
     }
 
     /// The route of a `bits`-bit key when libica is not used for it.
     pub(crate) fn software_reason(&self, bits: u32) -> &'static str {
-        if self.libica.is_none() {
+        let p = self.probed();
+        if p.libica.is_none() {
             "software backend"
-        } else if self.fips_floor.is_some_and(|f| bits < f) && bits >= self.min_bits {
+        } else if p.fips_floor.is_some_and(|f| bits < f) && bits >= self.min_bits {
             "libica is in FIPS mode and refuses RSA below 3072 bits"
         } else if bits < self.min_bits || bits > self.max_bits {
             "outside the offload range"

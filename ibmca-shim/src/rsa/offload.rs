@@ -1,8 +1,10 @@
-//! The one libica offload policy: every operation (private, public, key
-//! generation) goes through [`Offload::run`], which offers it to libica
+//! The one libica offload policy: every private operation and key
+//! generation goes through [`Offload::run`], which offers it to libica
 //! when the router sends this key size there, keeps libica's result only
 //! when it passes the operation's check, falls back to software otherwise,
-//! and counts and traces the outcome once.
+//! and counts and traces the outcome once. Public operations go through
+//! [`Offload::run_on_host`]: counted and traced the same way, on the host
+//! whatever the backend, without loading libica.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -209,6 +211,29 @@ impl<'a> Offload<'a> {
         software: impl FnOnce(&mut P) -> Result<T, RsaError>,
     ) -> Result<(T, Backend), RsaError> {
         let r = self.route(prepare, libica, software);
+        self.finish(r)
+    }
+
+    /// Takes an operation that runs on the host on every backend (the
+    /// public ones) through `prepare` and `software`: traced (saying `why`)
+    /// and counted as [`Offload::run`] does, without asking the router for
+    /// its backend, so it never loads libica nor depends on it loading.
+    pub(crate) fn run_on_host<P, T>(
+        &self,
+        why: &'static str,
+        prepare: impl FnOnce() -> Result<P, RsaError>,
+        software: impl FnOnce(&mut P) -> Result<T, RsaError>,
+    ) -> Result<(T, Backend), RsaError> {
+        let r = prepare().and_then(|mut job| {
+            let v = software(&mut job)?;
+            self.log(Backend::Software, format_args!("({why})"));
+            Ok((v, Backend::Software))
+        });
+        self.finish(r)
+    }
+
+    /// Traces a failure, and counts the outcome when `count` is set.
+    fn finish<T>(&self, r: Result<(T, Backend), RsaError>) -> Result<(T, Backend), RsaError> {
         let backend = match &r {
             Ok((_, b)) => *b,
             Err(e) => {
