@@ -233,6 +233,8 @@ fn report_loads(merged: &str, included: &[safe_fs::Loaded], module: &Path) {
             "module" => "provider module",
             "provider" => "provider module (no `module`: NAME.so from the modules directory)",
             "dynamic_path" | "SO_PATH" => "engine library",
+            "DIR_ADD" => "directory engines are loaded from",
+            "engine" => "engine (by id, from OpenSSL's engines directory)",
             "libica" => "libica",
             _ => "engine (by id, from OpenSSL's engines directory)",
         };

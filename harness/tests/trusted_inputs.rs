@@ -592,3 +592,29 @@ fn the_labs_side_c_is_judged_in_its_own_environment() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// An engine section without `dynamic_path` is loaded by its id from
+/// `<OPENSSL_ENGINES>/<id>.so`; that file was never judged, and rustica
+/// config's own check ran nobody's library as root.
+#[test]
+fn an_engine_found_by_id_is_judged_where_openssl_finds_it() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, shared, marker, _lib) = shared_marker("engine-by-id");
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        "openssl_conf = init\n[init]\nengines = eng\n[eng]\nmarker = marker_s\n\
+         [marker_s]\ninit = 1\n",
+    )
+    .unwrap();
+    assert_refused(
+        &conf,
+        &[("OPENSSL_ENGINES", shared.as_os_str())],
+        "--input",
+        &marker,
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -57,17 +57,27 @@ const MAX_DEPTH: usize = 16;
 pub struct Loaded {
     /// `module` (a provider), `provider` (a provider section without
     /// `module`: `path` is the name its file is found by), `dynamic_path`
-    /// or `SO_PATH` (an engine's library), `libica` (the library the ibmca
-    /// engine or rustica opens) or `engine_id` (an engine OpenSSL finds by
-    /// name in its engines directory).
+    /// or `SO_PATH` (an engine's library), `DIR_ADD` (a directory the
+    /// dynamic engine loads from), `libica` (the library the ibmca engine
+    /// or rustica opens), `engine_id` (as written) or `engine` (an engine
+    /// section without `dynamic_path`: `path` is the id OpenSSL finds its
+    /// file by in the engines directory).
     pub key: String,
     pub path: String,
     /// The file that says so.
     pub from: PathBuf,
 }
 
-/// The keys that make OpenSSL load a library.
-const LOADING_KEYS: [&str; 5] = ["module", "dynamic_path", "SO_PATH", "libica", "engine_id"];
+/// The keys that make OpenSSL load a library (`DIR_ADD`: a directory the
+/// dynamic engine loads `ID.so` from).
+const LOADING_KEYS: [&str; 6] = [
+    "module",
+    "dynamic_path",
+    "SO_PATH",
+    "DIR_ADD",
+    "libica",
+    "engine_id",
+];
 
 /// The providers built into libcrypto: named without `module`, they load
 /// no file.
@@ -114,6 +124,7 @@ pub struct ConfigTree {
 pub struct ReadEnv {
     conf_include: Option<OsString>,
     modules: Option<OsString>,
+    engines: Option<OsString>,
     openssl: PathBuf,
     /// The file is for system-wide use: programs that have neither
     /// variable (every other one, setuid ones included, which ignore
@@ -128,6 +139,7 @@ impl ReadEnv {
         ReadEnv {
             conf_include: std::env::var_os("OPENSSL_CONF_INCLUDE"),
             modules: std::env::var_os("OPENSSL_MODULES"),
+            engines: std::env::var_os("OPENSSL_ENGINES"),
             openssl: PathBuf::from("openssl"),
             system_wide: true,
         }
@@ -145,6 +157,7 @@ impl ReadEnv {
         ReadEnv {
             conf_include: get("OPENSSL_CONF_INCLUDE"),
             modules: get("OPENSSL_MODULES"),
+            engines: get("OPENSSL_ENGINES"),
             openssl: openssl.to_path_buf(),
             system_wide: false,
         }
@@ -157,6 +170,17 @@ impl ReadEnv {
             dirs.push(crate::system::openssl_dir_of(&self.openssl, "-m")?);
         }
         Ok(dirs)
+    }
+
+    /// The directories OpenSSL may load an engine by id from:
+    /// `OPENSSL_ENGINES`, else the compiled-in ENGINESDIR (`openssl
+    /// version -e`; none under an OpenSSL without engines).
+    fn engines_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.engines.as_deref().map(base_dir).into_iter().collect();
+        if dirs.is_empty() || self.system_wide {
+            dirs.extend(crate::system::openssl_dir_of(&self.openssl, "-e").ok());
+        }
+        dirs
     }
 }
 
@@ -192,7 +216,26 @@ pub fn trusted_config_in(path: &Path, env: &ReadEnv) -> Result<ConfigTree, Strin
     };
     visit(path, 0, &mut tree, &mut walk)?;
     tree.loads.extend(walk.providers_without_module()?);
+    tree.loads.extend(walk.engines_by_id()?);
     for l in &tree.loads {
+        if l.key == "DIR_ADD" {
+            let dir = Path::new(&l.path);
+            if !dir.is_absolute() {
+                return Err(format!(
+                    "DIR_ADD = {} (in {}): a relative directory is read from the working \
+                     directory of each program; write it as an absolute path",
+                    l.path,
+                    l.from.display()
+                ));
+            }
+            private_dir(dir).map_err(|e| {
+                format!(
+                    "the directory an engine is loaded from (DIR_ADD = {}): {e}",
+                    l.path
+                )
+            })?;
+            continue;
+        }
         for file in opened_paths(l, env)? {
             let shown = if Path::new(&l.path) == file {
                 String::new()
@@ -229,6 +272,14 @@ fn opened_paths(l: &Loaded, env: &ReadEnv) -> Result<Vec<PathBuf>, String> {
                 )
             })?;
             Ok(dirs.iter().map(|d| d.join(&file)).collect())
+        }
+        "engine" => {
+            let file = if l.path.contains('/') {
+                p.to_path_buf()
+            } else {
+                PathBuf::from(format!("{}.so", l.path))
+            };
+            Ok(env.engines_dirs().iter().map(|d| d.join(&file)).collect())
         }
         _ if p.is_absolute() => Ok(vec![p.to_path_buf()]),
         "engine_id" => Ok(Vec::new()),
@@ -336,6 +387,43 @@ impl Walk<'_> {
             if !BUILT_IN_PROVIDERS.contains(&id) {
                 out.push(Loaded {
                     key: "provider".into(),
+                    path: id.to_string(),
+                    from: from.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Walk<'_> {
+    /// The engines `openssl_conf`'s `engines` section names whose sections
+    /// have no `dynamic_path`: OpenSSL finds each by its id (`engine_id`,
+    /// else its name there) and, unless built in, loads ID.so from the
+    /// engines directory. `dynamic` is the built-in loader, whose own
+    /// keys (`SO_PATH`, `DIR_ADD`) are judged as they are.
+    fn engines_by_id(&self) -> Result<Vec<Loaded>, String> {
+        let mut out = Vec::new();
+        let Some((_, init, from)) = self.value("default", "openssl_conf") else {
+            return Ok(out);
+        };
+        let init = literal("openssl_conf", init, from)?;
+        let Some((_, list, from)) = self.value(init, "engines") else {
+            return Ok(out);
+        };
+        let list = literal("engines", list, from)?;
+        for (name, section, from) in self.sections.get(list).into_iter().flatten() {
+            let section = literal(name, section, from)?;
+            if self.value(section, "dynamic_path").is_some() {
+                continue;
+            }
+            let id = match self.value(section, "engine_id") {
+                Some((_, v, f)) => literal("engine_id", v, f)?,
+                None => name.as_str(),
+            };
+            if id != "dynamic" {
+                out.push(Loaded {
+                    key: "engine".into(),
                     path: id.to_string(),
                     from: from.clone(),
                 });

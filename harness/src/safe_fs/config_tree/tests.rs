@@ -85,6 +85,7 @@ fn env(conf_include: Option<&Path>, modules: Option<&Path>) -> ReadEnv {
     ReadEnv {
         conf_include: conf_include.map(|p| p.as_os_str().to_owned()),
         modules: modules.map(|p| p.as_os_str().to_owned()),
+        engines: None,
         openssl: PathBuf::from("openssl"),
         system_wide: false,
     }
@@ -375,4 +376,50 @@ fn a_childs_environment_is_the_one_judged() {
     trusted_config_in(&top, &env(Some(d.path()), None)).unwrap();
     let err = trusted_config_in(&top, &env(None, None)).unwrap_err();
     assert!(err.contains("does not exist"), "{err}");
+}
+
+/// An engine section without `dynamic_path` is loaded by its id from the
+/// engines directory (OPENSSL_ENGINES, else ENGINESDIR), and the dynamic
+/// engine's DIR_ADD names a directory it loads from; neither was judged.
+#[test]
+fn an_engine_found_by_id_is_judged_where_openssl_finds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let shared = sticky(d.path());
+    let lib = write(&shared, "evil.so", "");
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let top = write(
+        d.path(),
+        "top.cnf",
+        "openssl_conf = init\n[init]\nengines = e\n[e]\nevil = evil_s\n[evil_s]\ninit = 1\n",
+    );
+    let engines = ReadEnv {
+        engines: Some(shared.as_os_str().to_owned()),
+        ..env(None, None)
+    };
+    let err = trusted_config_in(&top, &engines).unwrap_err();
+    assert!(
+        err.contains("engine = evil") && err.contains("evil.so"),
+        "{err}"
+    );
+    // From a directory of the caller's alone: taken.
+    let own = ReadEnv {
+        engines: Some(d.path().as_os_str().to_owned()),
+        ..env(None, None)
+    };
+    trusted_config_in(&top, &own).unwrap();
+    // The dynamic engine told to load from a shared directory.
+    write(
+        d.path(),
+        "top.cnf",
+        &format!(
+            "openssl_conf = init\n[init]\nengines = e\n[e]\nevil = evil_s\n[evil_s]\n\
+             engine_id = dynamic\nDIR_LOAD = 2\nDIR_ADD = {}\nID = evil\nLOAD = EMPTY\n",
+            shared.display()
+        ),
+    );
+    let err = trusted_config_in(&top, &own).unwrap_err();
+    assert!(
+        err.contains("DIR_ADD") && err.contains("sticky or not"),
+        "{err}"
+    );
 }
