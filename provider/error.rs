@@ -35,10 +35,11 @@ pub enum Reason {
     PubExponentOutOfRange = 20,
     KeySizeTooLarge = 21,
     InvalidDigest = 22,
+    BnLib = 23,
 }
 
 impl Reason {
-    const ALL: [Reason; 22] = [
+    const ALL: [Reason; 23] = [
         Reason::Internal,
         Reason::InvalidKey,
         Reason::InvalidParameter,
@@ -61,6 +62,7 @@ impl Reason {
         Reason::PubExponentOutOfRange,
         Reason::KeySizeTooLarge,
         Reason::InvalidDigest,
+        Reason::BnLib,
     ];
 
     const fn text(self) -> &'static [u8] {
@@ -87,6 +89,7 @@ impl Reason {
             Reason::PubExponentOutOfRange => b"pub exponent out of range\0",
             Reason::KeySizeTooLarge => b"key size too large\0",
             Reason::InvalidDigest => b"invalid digest\0",
+            Reason::BnLib => b"BN lib\0",
         }
     }
 }
@@ -161,6 +164,8 @@ impl From<ibmca_shim::RsaError> for Error {
             ErrorKind::BackendUnavailable => Reason::BackendUnavailable,
             ErrorKind::HardwareFault => Reason::HardwareFault,
             ErrorKind::KeyGeneration => Reason::KeyGeneration,
+            // What the default provider's classic method raises then.
+            ErrorKind::Cancelled => Reason::BnLib,
             ErrorKind::Libcrypto => Reason::Internal,
         };
         Error::new(reason, e.message())

@@ -59,7 +59,6 @@ ALLOWED = [
     ("provider/config.rs::Config::load_with", 104, "debt", DEBT),
     ("harness/src/safe_fs/new_file.rs::NewFile::create", 103, "debt", DEBT),
     ("card/src/model/mod.rs::Card::run", 96, "debt", DEBT),
-    ("ibmca-shim/src/rsa/sp800_56b.rs::derive_prime", 96, "debt", DEBT),
     ("card/src/model/control.rs::Card::control", 94, "debt", DEBT),
     ("harness/src/doctor.rs::run", 90, "debt", DEBT),
     ("harness/src/lab/output/report.rs::column_json", 89, "debt", DEBT),

@@ -223,3 +223,184 @@ fn strict_selection_of_rustica_runs_every_operation_on_rustica() {
         "keygen, sign, verify, encrypt, decrypt"
     );
 }
+
+/// One run of tests/c/keygen_progress (`mode` count or cancel, inside an
+/// ASYNC job when `job`): its output.
+fn progress(
+    lab: &Lab,
+    exe: &std::path::Path,
+    propq: &str,
+    bits: u32,
+    mode: &str,
+    job: bool,
+) -> String {
+    let bits = bits.to_string();
+    let mut args = vec![
+        lab.p("rustica.cnf"),
+        propq.into(),
+        bits,
+        "10001".into(),
+        mode.into(),
+    ];
+    if job {
+        args.push("job".into());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lab.run_program(exe, &args)
+}
+
+/// The line of `out` that starts with `what `, without it.
+fn line<'a>(out: &'a str, what: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.strip_prefix(what)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {what} line in {out}"))
+}
+
+/// What a sequence of events (as genpkey draws them: 0 '.', 1 '+', 2 '*',
+/// 3 '|') shows whatever the random numbers: each event 2 and 3 in order,
+/// with the run of events 1 just before it (the trial division and the
+/// Miller-Rabin rounds of the number it ends, a fixed count).
+fn shape(events: &str) -> Vec<(char, usize)> {
+    let mut out = Vec::new();
+    let mut passed = 0;
+    for c in events.chars() {
+        match c {
+            '+' => passed += 1,
+            '*' | '|' => {
+                out.push((c, passed));
+                passed = 0;
+            }
+            _ => passed = 0,
+        }
+    }
+    out
+}
+
+/// The routes a rustica key generation takes: in software and on the
+/// (emulated) adapter, each called directly and inside an ASYNC job
+/// (on the adapter, the job pauses while the helper thread's batches run
+/// there). Name, lab, whether in a job, the backend that must count it.
+fn keygen_routes() -> Vec<(&'static str, Lab, bool, Backend)> {
+    let emu = emulator_path().display().to_string();
+    let adapter = || Lab::with_rustica(&[("backend", "libica"), ("libica", &emu)], &[]);
+    let software = || Lab::with_rustica(&[("backend", "software")], &[]);
+    vec![
+        ("software", software(), false, Backend::Software),
+        ("software in a job", software(), true, Backend::Software),
+        ("adapter", adapter(), false, Backend::Libica),
+        ("adapter in a job", adapter(), true, Backend::Libica),
+    ]
+}
+
+/// EVP_PKEY_CTX_set_cb on every route of rustica's key generation gets
+/// the default provider's events for the same method (SP 800-56B at 2048
+/// bits, the classic one at 1024), on the calling thread: the same kinds,
+/// 3 exactly twice with the same iterations, and the same shape (each
+/// auxiliary prime's 2 and each prime's 3 after as many rounds passed);
+/// the counts of candidates differ with the random numbers. rustica's
+/// counters show it generated each key, on the route's backend.
+#[test]
+fn key_generation_reports_progress_as_the_default_provider_does() {
+    for (route, lab, job, backend) in keygen_routes() {
+        let exe = compile_c(&lab, "keygen_progress");
+        for bits in [2048, 1024] {
+            let stock = progress(&lab, &exe, "?provider=default", bits, "count", job);
+            let before = lab.stats();
+            let ours = progress(&lab, &exe, "?provider=rustica", bits, "count", job);
+            let s = lab.stats();
+            let what = format!("{route}, {bits} bits:\nstock {stock}\nrustica {ours}");
+            assert_eq!(line(&stock, "ok"), format!("default {bits}"), "{what}");
+            assert_eq!(line(&ours, "ok"), format!("rustica {bits}"), "{what}");
+            let (stock_events, our_events) = (line(&stock, "events"), line(&ours, "events"));
+            let kinds = |e: &str| {
+                let mut k: Vec<char> = e.chars().collect();
+                k.sort_unstable();
+                k.dedup();
+                k
+            };
+            assert_eq!(kinds(our_events), kinds(stock_events), "{what}");
+            for kind in ['.', '+'] {
+                assert!(our_events.contains(kind), "{what}");
+            }
+            assert_eq!(our_events.matches('|').count(), 2, "{what}");
+            assert!(
+                our_events.starts_with('.') && our_events.ends_with('|'),
+                "{what}"
+            );
+            assert_eq!(shape(our_events), shape(stock_events), "{what}");
+            assert_eq!(line(&ours, "primes"), line(&stock, "primes"), "{what}");
+            assert_eq!(line(&stock, "thread"), "caller", "{what}");
+            assert_eq!(line(&ours, "thread"), "caller", "{what}");
+            let delta = |b| s.get(Op::Keygen, b) - before.get(Op::Keygen, b);
+            assert_eq!(delta(backend), 1, "{what}\n{}", s.to_json());
+            assert_eq!(s.total(Op::Keygen) - before.total(Op::Keygen), 1, "{what}");
+            if job && backend == Backend::Libica {
+                let paused = s.asynchronous(Op::Keygen) - before.asynchronous(Op::Keygen);
+                assert_eq!(paused, 1, "{what}\n{}", s.to_json());
+            }
+        }
+    }
+}
+
+/// A callback that returns 0 at the first round passed stops the
+/// generation on every route as it stops the default provider's:
+/// EVP_PKEY_generate returns the same, with the same error queue (RSA's
+/// "BN lib" after the classic method, nothing after SP 800-56B), no key,
+/// and the callback is never called again; rustica counts the generation
+/// failed.
+#[test]
+fn a_progress_callback_that_returns_0_stops_key_generation_as_stock_does() {
+    for (route, lab, job, _) in keygen_routes() {
+        let exe = compile_c(&lab, "keygen_progress");
+        for bits in [2048, 1024] {
+            let stock = progress(&lab, &exe, "?provider=default", bits, "cancel", job);
+            let before = lab.stats();
+            let ours = progress(&lab, &exe, "?provider=rustica", bits, "cancel", job);
+            let s = lab.stats();
+            let what = format!("{route}, {bits} bits");
+            assert!(stock.contains("generate returns 0"), "{what}: {stock}");
+            assert!(
+                stock.contains("after-cancel 0\nkey none"),
+                "{what}: {stock}"
+            );
+            assert_eq!(ours, stock, "{what}");
+            let failed =
+                s.get(Op::Keygen, Backend::Failed) - before.get(Op::Keygen, Backend::Failed);
+            assert_eq!(failed, 1, "{what}: {}", s.to_json());
+            assert_eq!(s.total(Op::Keygen) - before.total(Op::Keygen), 1, "{what}");
+        }
+    }
+}
+
+/// `openssl genpkey` prints its progress characters with rustica as with
+/// the default provider (the same shape of '.', '+' and a line per
+/// prime), and rustica's counters show rustica generated the key.
+#[test]
+fn genpkey_prints_progress_through_rustica() {
+    let lab = Lab::new();
+    let args = ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"];
+    let stock = lab.run(
+        Side::Default,
+        &[&["genpkey"][..], &args, &["-out", "stock.pem"]].concat(),
+    );
+    let before = lab.done(Op::Keygen);
+    let ours = lab.run(
+        Side::RusticaFlags,
+        &[
+            &["genpkey", "-propquery", PROPQ][..],
+            &args,
+            &["-out", "ours.pem"],
+        ]
+        .concat(),
+    );
+    assert_eq!(lab.done(Op::Keygen), before + 1, "rustica did not generate");
+    let drawn = |out: &std::process::Output| {
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).replace('\n', "|")
+    };
+    let (stock, ours) = (drawn(&stock), drawn(&ours));
+    assert!(ours.chars().all(|c| ".+*|".contains(c)), "{ours}");
+    assert!(ours.contains('.') && ours.contains('+'), "{ours}");
+    assert_eq!(ours.matches('|').count(), 2, "{ours}");
+    assert_eq!(shape(&ours), shape(&stock), "stock {stock}\nrustica {ours}");
+}

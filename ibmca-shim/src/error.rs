@@ -22,6 +22,8 @@ pub enum ErrorKind {
     HardwareFault,
     /// Key generation found no usable key.
     KeyGeneration,
+    /// The application's progress callback stopped a key generation.
+    Cancelled,
     /// A libcrypto call failed (usually out of memory).
     Libcrypto,
 }

@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
-use ibmca_shim::RsaKey;
+use ibmca_shim::{ErrorKind, KeygenMethod, RsaKey};
 
 use super::pss::PssFields;
 use super::SELECT_KEYPAIR;
@@ -184,10 +184,50 @@ pub(super) unsafe extern "C" fn pss_gen_settable_params(
     PSS_GEN_SETTABLE.as_ptr()
 }
 
+/// Tells the application's callback one generation event, as the default
+/// provider's rsa_gencb does: "potential" and "iteration" as ints. Whether
+/// to go on.
+///
+/// # Safety
+/// `cb` and `cbarg` are what the core passed to `rsa_gen`, which has not
+/// returned.
+unsafe fn tell(
+    cb: unsafe extern "C" fn(*const OSSL_PARAM, *mut c_void) -> c_int,
+    cbarg: *mut c_void,
+    potential: i32,
+    iteration: i32,
+) -> bool {
+    let (mut potential, mut iteration) = (potential, iteration);
+    let params = [
+        OSSL_PARAM {
+            data: &mut potential as *mut i32 as *mut c_void,
+            ..int_param(ffi::OSSL_GEN_PARAM_POTENTIAL)
+        },
+        OSSL_PARAM {
+            data: &mut iteration as *mut i32 as *mut c_void,
+            ..int_param(ffi::OSSL_GEN_PARAM_ITERATION)
+        },
+        END,
+    ];
+    // SAFETY: the array is terminated and its two ints live until the call
+    // returns; the core's callback only reads them.
+    unsafe { cb(params.as_ptr(), cbarg) != 0 }
+}
+
+/// What the default provider leaves when the application's callback
+/// stopped the generation: the classic method's rsa_multiprime_keygen
+/// raises RSA's "BN lib"; SP 800-56B's path raises nothing.
+fn cancelled(g: &GenCtx, e: ibmca_shim::RsaError) -> Result<*mut c_void> {
+    match KeygenMethod::for_key(g.bits, &g.e) {
+        KeygenMethod::Classic => Err(Error::new(Reason::BnLib, e.message())),
+        KeygenMethod::Sp800_56b => Ok(ptr::null_mut()),
+    }
+}
+
 pub(super) unsafe extern "C" fn rsa_gen(
     genctx: *mut c_void,
-    _cb: OSSL_CALLBACK,
-    _cbarg: *mut c_void,
+    cb: OSSL_CALLBACK,
+    cbarg: *mut c_void,
 ) -> *mut c_void {
     // SAFETY: genctx is ours or NULL.
     let Some(g) = (unsafe { (genctx as *const GenCtx).as_ref() }) else {
@@ -198,8 +238,20 @@ pub(super) unsafe extern "C" fn rsa_gen(
             return Ok(boxed(g.prov, g.kind, None, g.pss.restrictions()));
         }
         g.check_for_generation()?;
-        let key = RsaKey::generate_in(&g.prov().op_ctx(), g.bits, &g.e)
-            .map_err(|e| Error::from_rsa("RSA key generation failed", e))?;
+        let ctx = g.prov().op_ctx();
+        let generated = match cb {
+            // The shim calls `progress` on this thread only, before
+            // generate_reporting returns.
+            // SAFETY: `cb` and `cbarg` are the core's for this call.
+            Some(cb) => RsaKey::generate_reporting(&ctx, g.bits, &g.e, &mut |p, i| unsafe {
+                tell(cb, cbarg, p, i)
+            }),
+            None => RsaKey::generate_in(&ctx, g.bits, &g.e),
+        };
+        let key = match generated {
+            Err(e) if e.kind() == ErrorKind::Cancelled => return cancelled(g, e),
+            r => r.map_err(|e| Error::from_rsa("RSA key generation failed", e))?,
+        };
         Ok(boxed(
             g.prov,
             g.kind,

@@ -498,6 +498,7 @@ impl MontCtx {
 mod arith;
 pub(crate) mod ct_mont;
 pub(crate) mod prime;
+pub(crate) mod progress;
 
 pub(crate) use arith::*;
 

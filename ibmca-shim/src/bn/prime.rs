@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use zeroize::Zeroizing;
 
 use super::arith::{add, add_word, is_bit_set, mod_exp_consttime, mod_mul, mod_word, shift_right};
+use super::progress::Progress;
 use super::{Bn, BnCtx, MontCtx};
 use crate::error::RsaError;
 use crate::random::{Random, Secrecy};
@@ -128,15 +129,23 @@ pub(crate) fn rand_range(range: &Bn, rng: &Random) -> Result<Bn, RsaError> {
 
 /// Miller-Rabin with `rounds` random bases (FIPS 186-5 B.3.1); `w` odd and
 /// above 3. All in software, one round after the other (the auxiliary
-/// primes and key checks; p and q go through [`first_probable_prime`]).
-fn miller_rabin(w: &Bn, rounds: u32, rng: &Random, ctx: &mut BnCtx) -> Result<bool, RsaError> {
+/// primes and key checks; p and q go through [`first_probable_prime`]),
+/// each round passed an event 1.
+fn miller_rabin(
+    w: &Bn,
+    rounds: u32,
+    rng: &Random,
+    ctx: &mut BnCtx,
+    progress: &mut Progress<'_>,
+) -> Result<bool, RsaError> {
     let c = Candidate::new(w.dup()?)?;
-    for _ in 0..rounds {
+    for i in 0..rounds {
         let b = c.draw_base(rng)?;
         let z = c.exp_in_software(&b, ctx)?;
         if !c.round_passes(z, ctx)? {
             return Ok(false);
         }
+        progress.check(1, i as i32)?;
     }
     Ok(true)
 }
@@ -159,6 +168,9 @@ pub(crate) struct Candidate {
     /// prepares BATCH candidates, and the ones after the batch's prime are
     /// never tested (nor are any whose rounds run on an adapter).
     mont: OnceLock<MontCtx>,
+    /// How many numbers before this one were stepped over without a test
+    /// (SP 800-56B: each is an event 0 of its own).
+    pub(crate) skipped: u32,
 }
 
 impl Candidate {
@@ -181,6 +193,7 @@ impl Candidate {
             m,
             a,
             mont: OnceLock::new(),
+            skipped: 0,
         })
     }
 
@@ -306,6 +319,34 @@ pub(crate) fn survives_trial_division(w: &Bn) -> Result<bool, RsaError> {
     Ok(small_factor(w)?.is_none())
 }
 
+/// How a candidate's test is announced, as OpenSSL announces it.
+pub(crate) enum Announce<'n> {
+    /// BN_generate_prime_ex2: an event 0 numbered from the count given,
+    /// checked.
+    Numbered(&'n mut i32),
+    /// FIPS 186-5 B.9: an event 0 for each number stepped over and for
+    /// the candidate, then 1 with -1 for its trial division passed.
+    Stepped,
+}
+
+impl Announce<'_> {
+    fn candidate(&mut self, c: &Candidate, progress: &mut Progress<'_>) -> Result<(), RsaError> {
+        match self {
+            Announce::Numbered(n) => {
+                progress.check(0, **n)?;
+                **n += 1;
+                Ok(())
+            }
+            Announce::Stepped => {
+                for _ in 0..=c.skipped {
+                    progress.note(0, 2);
+                }
+                progress.check(1, -1)
+            }
+        }
+    }
+}
+
 /// The first of `candidates` (in order) that passes `rounds` Miller-Rabin
 /// rounds and the runner's confirmation.
 ///
@@ -315,12 +356,18 @@ pub(crate) fn survives_trial_division(w: &Bn) -> Result<bool, RsaError> {
 /// is reached. So a runner that evaluates a whole batch at once (an
 /// adapter) and one that stops at the first pass (software) draw the same
 /// numbers and accept the same candidate.
+///
+/// The events are OpenSSL's for the same tests in the same order: each
+/// candidate reached is announced, then each round passed, up to the
+/// first that fails; candidates after the prime are never reached.
 pub(crate) fn first_probable_prime(
     candidates: &[Candidate],
     rounds: u32,
     runner: &mut dyn RoundRunner,
     rng: &Random,
     ctx: &mut BnCtx,
+    progress: &mut Progress<'_>,
+    mut announce: Announce<'_>,
 ) -> Result<Option<usize>, RsaError> {
     let first_bases = candidates
         .iter()
@@ -340,8 +387,9 @@ pub(crate) fn first_probable_prime(
                 }
             }
         }
+        announce.candidate(&candidates[i], progress)?;
         match screened[i] {
-            Some(true) => {}
+            Some(true) => progress.check(1, 0)?,
             Some(false) => continue,
             None => {
                 return Err(RsaError::libcrypto(
@@ -356,6 +404,9 @@ pub(crate) fn first_probable_prime(
         let more: Vec<_> = bases.iter().map(|b| (c, b)).collect();
         // Accepted only when every round was evaluated and passed.
         let all = runner.run(&more, Want::AllPass, ctx)?;
+        for (k, _) in all.iter().take_while(|v| **v == Some(true)).enumerate() {
+            progress.check(1, k as i32 + 1)?;
+        }
         if all.iter().all(|v| *v == Some(true)) && runner.confirm(c, ctx)? {
             return Ok(Some(i));
         }
@@ -372,6 +423,19 @@ pub(crate) fn is_probable_prime(
     rng: &Random,
     ctx: &mut BnCtx,
 ) -> Result<bool, RsaError> {
+    is_probable_prime_reporting(w, rounds, trial, rng, ctx, &mut Progress::Silent)
+}
+
+/// [`is_probable_prime`] with OpenSSL's events: 1 with -1 after the trial
+/// division passed, 1 for each round passed.
+pub(crate) fn is_probable_prime_reporting(
+    w: &Bn,
+    rounds: u32,
+    trial: bool,
+    rng: &Random,
+    ctx: &mut BnCtx,
+    progress: &mut Progress<'_>,
+) -> Result<bool, RsaError> {
     if w.cmp_u64(1)? != Ordering::Greater {
         return Ok(false);
     }
@@ -385,8 +449,9 @@ pub(crate) fn is_probable_prime(
         if let Some(p) = small_factor(w)? {
             return Ok(w.cmp_u64(p.into())? == Ordering::Equal);
         }
+        progress.check(1, -1)?;
     }
-    miller_rabin(w, rounds, rng, ctx)
+    miller_rabin(w, rounds, rng, ctx, progress)
 }
 
 /// A random prime of exactly `bits` bits with the top two bits set, found
@@ -394,11 +459,14 @@ pub(crate) fn is_probable_prime(
 /// past every number a small prime divides, then Miller-Rabin with the
 /// default rounds. Candidates are drawn [`BATCH`] at a time, each from a
 /// start of its own, and the first (in order) that passes is the prime.
+/// Events: 0 for each candidate, numbered from 0, and 1 for each round
+/// passed.
 pub(crate) fn classic_prime(
     bits: u32,
     rng: &Random,
     ctx: &mut BnCtx,
     runner: &mut dyn RoundRunner,
+    progress: &mut Progress<'_>,
 ) -> Result<Bn, RsaError> {
     if bits < 64 {
         return Err(RsaError::bad_input("prime size too small"));
@@ -407,6 +475,7 @@ pub(crate) fn classic_prime(
     let primes = &small_primes()[..trial];
     let max_delta = u64::MAX - u64::from(primes[trial - 1]);
     let mut mods = vec![0u32; trial];
+    let mut tested = 0;
     loop {
         let mut batch = Vec::with_capacity(BATCH);
         while batch.len() < BATCH {
@@ -439,7 +508,10 @@ pub(crate) fn classic_prime(
             }
             batch.push(Candidate::new(candidate)?);
         }
-        if let Some(i) = first_probable_prime(&batch, default_rounds(bits), runner, rng, ctx)? {
+        let rounds = default_rounds(bits);
+        let announce = Announce::Numbered(&mut tested);
+        if let Some(i) = first_probable_prime(&batch, rounds, runner, rng, ctx, progress, announce)?
+        {
             return Ok(batch.swap_remove(i).w);
         }
     }
@@ -513,7 +585,7 @@ mod tests {
         let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
         for _ in 0..3 {
             let mut runner = SoftwareRounds { on_exp: || {} };
-            let p = classic_prime(256, &rng, &mut ctx, &mut runner).unwrap();
+            let p = classic_prime(256, &rng, &mut ctx, &mut runner, &mut Progress::Silent).unwrap();
             assert_eq!(p.num_bits(), 256);
             assert!(is_bit_set(&p, 254));
             assert!(is_probable_prime(&p, 64, true, &rng, &mut ctx).unwrap());

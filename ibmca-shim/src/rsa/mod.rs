@@ -8,7 +8,7 @@
 //! the software fallback, counting and tracing.
 
 use std::fmt;
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::OnceLock;
 
 use zeroize::Zeroizing;
 
@@ -16,7 +16,6 @@ use crate::backend::Router;
 use crate::bn::{Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
 use crate::libctx::LibCtx;
-use crate::libica::Libica;
 use crate::random::Random;
 use crate::software::{self, Crt};
 use crate::stats::{Backend, Op};
@@ -26,6 +25,7 @@ mod generated;
 mod key;
 mod keygen;
 mod keygen_offload;
+mod keygen_route;
 mod offload;
 mod sp800_56b;
 
@@ -178,193 +178,24 @@ impl RsaKey {
     /// `ctx`. Every failure is of kind [`ErrorKind::KeyGeneration`] except
     /// an unavailable backend and libcrypto failures.
     pub fn generate_in(ctx: &Context<'_>, bits: u32, e: &[u8]) -> Result<RsaKey, RsaError> {
-        Self::generate_from(ctx, Random::new(ctx.libctx), bits, e)
+        Self::generate_from(ctx, Random::new(ctx.libctx), bits, e, None)
     }
 
-    /// [`RsaKey::generate_in`] with the random numbers of `rng`. On the
-    /// libica backend the prime candidates' Miller-Rabin exponentiations
-    /// run on the adapter, and the same random numbers give the same key
-    /// on either backend. Counted as [`Op::Keygen`] (libica when any of
-    /// its exponentiations ran there), each exponentiation as
-    /// [`Op::KeygenModexp`].
-    ///
-    /// Generation runs on a stack of its own: inside an ASYNC job whose
-    /// libica call would pause, on an offload thread while the job pauses;
-    /// otherwise on a helper thread this one waits for. A job's fixed
-    /// stack (32 KiB in OpenSSL 3.0) is too small for it in a debug build
-    /// and tight in a release one, and rustica cannot always tell it runs
-    /// in a job (a 4.0 core's jobs are invisible to the libcrypto rustica
-    /// links); one thread per key costs microseconds against milliseconds.
-    pub(crate) fn generate_from(
+    /// [`RsaKey::generate_in`] telling `progress` what OpenSSL's default
+    /// provider tells its callback for the same method: (0, n) for each
+    /// prime candidate, (1, n) for each Miller-Rabin round (or trial
+    /// division) passed, (2, n) for each retry, (3, n) for each prime,
+    /// with OpenSSL's numbering. `progress` runs on this thread only,
+    /// whichever thread generates; when it returns false at an event
+    /// OpenSSL checks, the generation stops with [`ErrorKind::Cancelled`]
+    /// and `progress` is not called again.
+    pub fn generate_reporting(
         ctx: &Context<'_>,
-        rng: Random,
         bits: u32,
         e: &[u8],
+        progress: &mut dyn FnMut(i32, i32) -> bool,
     ) -> Result<RsaKey, RsaError> {
-        let pause = Offload::new(ctx.router, Op::Keygen, bits)
-            .routed_by_primes()
-            .would_pause();
-        if pause {
-            return Self::generate_routed(ctx, &rng, bits, e, true);
-        }
-        on_own_stack(move || Self::generate_routed(ctx, &rng, bits, e, false))
-    }
-
-    /// [`RsaKey::generate_from`] on this thread; `pause`: the libica route
-    /// hands the whole generation to an offload thread.
-    fn generate_routed(
-        ctx: &Context<'_>,
-        rng: &Random,
-        bits: u32,
-        e: &[u8],
-        pause: bool,
-    ) -> Result<RsaKey, RsaError> {
-        let offload = Offload::new(ctx.router, Op::Keygen, bits).routed_by_primes();
-        offload
-            .run(
-                || Self::check_gen_params(bits, e),
-                |ica, e| {
-                    let (key, adapter) = if pause {
-                        match Self::generate_relayed(ctx, &offload, ica, bits, e)? {
-                            Some(done) => done,
-                            None => {
-                                return Ok(offload::Attempt::Failed(
-                                    "key generation was in flight when the process forked".into(),
-                                ))
-                            }
-                        }
-                    } else {
-                        let batches = keygen_offload::through(ica, &offload);
-                        let mut rounds =
-                            keygen_offload::LibicaRounds::new(batches, ctx.libctx, bits, rng);
-                        let key = Self::generate_with(ctx, rng, bits, e, &mut rounds)?;
-                        (key, rounds.outcome())
-                    };
-                    offload.trace(format_args!(
-                        "keygen rsa-{bits}: Miller-Rabin exponentiations: {} on libica, {} \
-                         recomputed in software{}",
-                        adapter.on_adapter,
-                        adapter.fallbacks,
-                        adapter
-                            .last_fault
-                            .as_deref()
-                            .map(|f| format!(" (last: {f})"))
-                            .unwrap_or_default()
-                    ));
-                    Ok(match adapter.on_adapter {
-                        0 => offload::Attempt::Recovered(
-                            key,
-                            adapter
-                                .last_fault
-                                .unwrap_or_else(|| "no exponentiation ran on libica".into()),
-                        ),
-                        _ => offload::Attempt::Done(key, "ica_rsa_mod_expo"),
-                    })
-                },
-                |e| {
-                    let mut rounds = crate::bn::prime::SoftwareRounds {
-                        on_exp: || crate::stats::record(Op::KeygenModexp, Backend::Software, bits),
-                    };
-                    Self::generate_with(ctx, rng, bits, e, &mut rounds)
-                },
-            )
-            .map(|(key, _)| key)
-            .map_err(|x| match x.kind() {
-                ErrorKind::BackendUnavailable | ErrorKind::Libcrypto => x,
-                _ => RsaError::new(ErrorKind::KeyGeneration, x.message()),
-            })
-    }
-
-    /// Key generation on libica inside an ASYNC job. The generation runs
-    /// on a helper thread of its own (a job's stack, 32 KiB in OpenSSL 3.0,
-    /// is too small for it), and each batch of Miller-Rabin
-    /// exponentiations comes back to this thread, which hands it to an
-    /// offload thread and pauses the job until the adapter answers. So the
-    /// helper uses the library context (its DRBG, BN_CTX, fetches) only
-    /// while this thread waits for it inside the job, never while the job
-    /// is paused: an application that gives the job up at a pause, and
-    /// then frees the wait context, the library context or the whole
-    /// library at exit, leaves the helper parked on an answer that never
-    /// comes, touching nothing (its thread is the cost of the abandoned
-    /// job, as the job's own stack is). `None`: this is a child forked
-    /// while a batch was in flight, which has no helper.
-    fn generate_relayed(
-        ctx: &Context<'_>,
-        offload: &Offload<'_>,
-        ica: &Arc<Libica>,
-        bits: u32,
-        e: &Bn,
-    ) -> Result<Option<(RsaKey, keygen_offload::AdapterOutcome)>, RsaError> {
-        enum FromHelper {
-            Batch(Vec<keygen_offload::Job>),
-            Done(Box<(Result<RsaKey, RsaError>, keygen_offload::AdapterOutcome)>),
-        }
-        let (to_job, from_helper) = mpsc::channel::<FromHelper>();
-        let (to_helper, from_job) = mpsc::channel::<Option<Vec<keygen_offload::Answer>>>();
-        let (libctx, version, e) = (ctx.libctx, ctx.openssl_version(), e.dup()?);
-        let generate = move || {
-            let rng = Random::new(libctx);
-            let batch_to_job = to_job.clone();
-            let relay: keygen_offload::Batches<'_> = Box::new(move |jobs| {
-                batch_to_job.send(FromHelper::Batch(jobs)).ok()?;
-                from_job.recv().ok().flatten()
-            });
-            let mut rounds = keygen_offload::LibicaRounds::new(relay, libctx, bits, &rng);
-            let ctx = Context {
-                libctx,
-                router: None,
-                core_version: Some(version),
-            };
-            let key = Self::generate_with(&ctx, &rng, bits, &e, &mut rounds);
-            let _ = to_job.send(FromHelper::Done(Box::new((key, rounds.outcome()))));
-        };
-        let helper = crate::pool::with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name("rustica-keygen".into())
-                .stack_size(KEYGEN_STACK)
-                .spawn(generate)
-        })
-        .map_err(|e| {
-            RsaError::new(
-                ErrorKind::KeyGeneration,
-                format!("no thread for the key generation: {e}"),
-            )
-        })?;
-        // Each batch the way a generation outside a job sends it.
-        let mut on_adapter = keygen_offload::through(ica, offload);
-        let mut done = None;
-        while let Ok(msg) = from_helper.recv() {
-            match msg {
-                FromHelper::Batch(jobs) => {
-                    let Some(answers) = on_adapter(jobs) else {
-                        // The parent's batch, resumed in a forked child: the
-                        // helper is the parent's thread, never to answer.
-                        // Its handle is left alone (no join, no detach of a
-                        // thread this process does not have).
-                        std::mem::forget(helper);
-                        return Ok(None);
-                    };
-                    if to_helper.send(Some(answers)).is_err() {
-                        break;
-                    }
-                }
-                FromHelper::Done(finished) => {
-                    done = Some(*finished);
-                    break;
-                }
-            }
-        }
-        // A panic there continues here, inside the provider's boundary.
-        if let Err(p) = helper.join() {
-            std::panic::resume_unwind(p);
-        }
-        let (key, outcome) = done.ok_or_else(|| {
-            RsaError::new(
-                ErrorKind::KeyGeneration,
-                "the key-generation thread ended without a key",
-            )
-        })?;
-        Ok(Some((key?, outcome)))
+        Self::generate_from(ctx, Random::new(ctx.libctx), bits, e, Some(progress))
     }
 
     /// The private-key primitive: c^d mod n, blinded, by CRT when the key
@@ -534,35 +365,3 @@ impl fmt::Debug for RsaKey {
 
 #[cfg(test)]
 mod tests;
-
-/// Stack of the helper thread key generation runs on.
-const KEYGEN_STACK: usize = 1 << 20;
-
-/// Runs `f` on a helper thread with [`KEYGEN_STACK`] bytes of stack, all
-/// signals blocked (the application's threads take them), and waits for
-/// it; here when no thread can start. Unit tests run it here: their
-/// counters are per thread.
-fn on_own_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if cfg!(test) {
-        return f();
-    }
-    let f = std::sync::Mutex::new(Some(f));
-    let run = || f.lock().ok().and_then(|mut g| g.take()).map(|f| f());
-    let ran = std::thread::scope(|s| {
-        let helper = crate::pool::with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name("rustica-keygen".into())
-                .stack_size(KEYGEN_STACK)
-                .spawn_scoped(s, run)
-        });
-        match helper {
-            // A panic there continues here, inside the provider's boundary.
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => None,
-        }
-    });
-    match ran {
-        Some(v) => v,
-        None => run().expect("the generation runs once"),
-    }
-}

@@ -26,7 +26,8 @@
 use std::cmp::Ordering;
 
 use super::generated::GeneratedKey;
-use crate::bn::prime::{self, Candidate, RoundRunner, Top};
+use crate::bn::prime::{self, Announce, Candidate, RoundRunner, Top};
+use crate::bn::progress::Progress;
 use crate::bn::{self, Bn, BnCtx, MontCtx};
 use crate::error::{ErrorKind, RsaError};
 use crate::random::Random;
@@ -90,25 +91,38 @@ impl Rules {
         rounds: Option<u32>,
         rng: &Random,
         bn: &mut BnCtx,
+        progress: &mut Progress<'_>,
     ) -> Result<bool, RsaError> {
         let rounds = rounds.unwrap_or_else(|| prime::default_rounds(w.num_bits()));
-        prime::is_probable_prime(w, rounds, true, rng, bn)
+        prime::is_probable_prime_reporting(w, rounds, true, rng, bn, progress)
     }
 }
 
+/// What one generation works with: its random numbers, BN_CTX, where the
+/// Miller-Rabin rounds of p and q run, and where its events go.
+pub(super) struct Tools<'t, 'p> {
+    pub(super) rng: &'t Random,
+    pub(super) bn: &'t mut BnCtx,
+    pub(super) runner: &'t mut dyn RoundRunner,
+    pub(super) progress: &'t mut Progress<'p>,
+}
+
 /// Generates (n, d, p, q) with p > q for an `nlen`-bit modulus and public
-/// exponent `e` (odd, > 1).
+/// exponent `e` (odd, > 1), with the default provider's events: for each
+/// auxiliary prime 0 per number tried and 2 when found, for p and q 0 per
+/// number stepped to and 3 when found, and 1 for every trial division and
+/// Miller-Rabin round passed. Only the 1s are checked, as OpenSSL checks
+/// them.
 pub(super) fn generate(
     nlen: u32,
     e: &Bn,
     openssl: (u32, u32),
-    rng: &Random,
-    bn: &mut BnCtx,
-    runner: &mut dyn RoundRunner,
+    t: &mut Tools<'_, '_>,
 ) -> Result<GeneratedKey, RsaError> {
     let rules = Rules::new(nlen, openssl)?;
     loop {
-        let (mut p, mut q) = prime_pair(&rules, e, rng, bn, runner)?;
+        let (mut p, mut q) = prime_pair(&rules, e, t)?;
+        let bn = &mut *t.bn;
         if p.cmp(&q) == Ordering::Less {
             std::mem::swap(&mut p, &mut q);
         }
@@ -133,16 +147,10 @@ pub(super) fn generate(
 
 /// Steps 4 to 6 of FIPS 186-5 A.1.6: p, then q until both |Xp - Xq| and
 /// |p - q| are large enough.
-fn prime_pair(
-    rules: &Rules,
-    e: &Bn,
-    rng: &Random,
-    bn: &mut BnCtx,
-    runner: &mut dyn RoundRunner,
-) -> Result<(Bn, Bn), RsaError> {
-    let (p, xp) = probable_prime(rules, e, rng, bn, runner)?;
+fn prime_pair(rules: &Rules, e: &Bn, t: &mut Tools<'_, '_>) -> Result<(Bn, Bn), RsaError> {
+    let (p, xp) = probable_prime(rules, e, t)?;
     loop {
-        let (q, xq) = probable_prime(rules, e, rng, bn, runner)?;
+        let (q, xq) = probable_prime(rules, e, t)?;
         if far_apart(&xp, &xq, rules.nlen)? && far_apart(&p, &q, rules.nlen)? {
             return Ok((p, q));
         }
@@ -164,33 +172,32 @@ fn far_apart(a: &Bn, b: &Bn, nlen: u32) -> Result<bool, RsaError> {
 
 /// One prime of nlen/2 bits from two auxiliary probable primes; also
 /// returns its random start X.
-fn probable_prime(
-    rules: &Rules,
-    e: &Bn,
-    rng: &Random,
-    bn: &mut BnCtx,
-    runner: &mut dyn RoundRunner,
-) -> Result<(Bn, Bn), RsaError> {
-    let r1 = aux_prime(rules, rng, bn)?;
-    let r2 = aux_prime(rules, rng, bn)?;
+fn probable_prime(rules: &Rules, e: &Bn, t: &mut Tools<'_, '_>) -> Result<(Bn, Bn), RsaError> {
+    let r1 = aux_prime(rules, t)?;
+    let r2 = aux_prime(rules, t)?;
     if r1.num_bits() + r2.num_bits() > rules.aux_max_sum {
         return Err(keygen_error(
             "key generation failed: auxiliary primes too long (FIPS 186-5 Table A.1)",
         ));
     }
-    derive_prime(rules, &r1, &r2, e, rng, bn, runner)
+    derive_prime(rules, &r1, &r2, e, t)
 }
 
 /// The first probable prime at or above a random odd number of
 /// `aux_bits` bits with its top bit set.
-fn aux_prime(rules: &Rules, rng: &Random, bn: &mut BnCtx) -> Result<Bn, RsaError> {
-    let mut r = prime::rand_bits(rules.aux_bits, Top::One, true, rng)?;
-    loop {
-        if Rules::is_prime(&r, rules.aux_rounds, rng, bn)? {
+fn aux_prime(rules: &Rules, t: &mut Tools<'_, '_>) -> Result<Bn, RsaError> {
+    let mut r = prime::rand_bits(rules.aux_bits, Top::One, true, t.rng)?;
+    for tried in 1..i32::MAX {
+        t.progress.note(0, tried);
+        if Rules::is_prime(&r, rules.aux_rounds, t.rng, t.bn, t.progress)? {
+            t.progress.note(2, tried);
             return Ok(r);
         }
         bn::add_word(&mut r, 2)?;
     }
+    Err(keygen_error(
+        "key generation failed: no auxiliary prime within 2^31 numbers",
+    ))
 }
 
 /// FIPS 186-5 B.9: a probable prime Y of nlen/2 bits with Y - 1 divisible
@@ -203,16 +210,65 @@ fn derive_prime(
     r1: &Bn,
     r2: &Bn,
     e: &Bn,
-    rng: &Random,
-    bn: &mut BnCtx,
-    runner: &mut dyn RoundRunner,
+    t: &mut Tools<'_, '_>,
 ) -> Result<(Bn, Bn), RsaError> {
+    let (rng, bn) = (t.rng, &mut *t.bn);
     let bits = rules.nlen / 2;
     // X in [base, 2^bits): base = 2^bits / sqrt(2), from 256 bits of
     // 1/sqrt(2).
     let base = bn::shift_left(&Bn::from_be(&INV_SQRT_2)?, bits - 256)?;
     let mut range = Bn::new()?;
     bn::sub(&mut range, &bn::power_of_two(bits)?, &base)?;
+    let (step, big_r) = step_and_start(r1, r2, bn)?;
+    let max_steps = 20 * bits;
+    loop {
+        // Step 3: a random X.
+        let mut x = Bn::new_secret()?;
+        bn::add(&mut x, &base, &prime::rand_range(&range, rng)?)?;
+        x.set_consttime();
+        // Step 4: Y = X + ((R - X) mod 2·r1·r2).
+        let mut rx = Bn::new_secret()?;
+        bn::nnmod(&mut rx, &x, &step, bn)?;
+        let mut offset = Bn::new_secret()?;
+        bn::mod_sub(&mut offset, &big_r, &rx, &step, bn)?;
+        let mut y = Bn::new_secret()?;
+        bn::add(&mut y, &x, &offset)?;
+        y.set_consttime();
+        // Steps 5 to 10.
+        let rounds = rules
+            .prime_rounds
+            .unwrap_or_else(|| prime::default_rounds(bits));
+        let mut tries = 0;
+        loop {
+            let batch = next_batch(&mut y, &step, e, bits, (&mut tries, max_steps), bn)?;
+            let (runner, progress) = (&mut *t.runner, &mut *t.progress);
+            let (mut found, announce) = (batch.candidates, Announce::Stepped);
+            if let Some(i) =
+                prime::first_probable_prime(&found, rounds, runner, rng, bn, progress, announce)?
+            {
+                t.progress.note(3, 0);
+                return Ok((found.swap_remove(i).w, x));
+            }
+            // The numbers after the batch's last candidate, reached too.
+            for _ in 0..batch.skipped {
+                t.progress.note(0, 2);
+            }
+            if batch.bound {
+                return Err(keygen_error(
+                    "key generation failed: no prime candidate within FIPS 186-5's bound",
+                ));
+            }
+            if batch.outgrown {
+                // A new X (step 3).
+                break;
+            }
+        }
+    }
+}
+
+/// Steps 1 and 2 of B.9: 2·r1·r2, the step from one Y to the next, and R,
+/// the residue every Y has modulo it.
+fn step_and_start(r1: &Bn, r2: &Bn, bn: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
     // Step 1: gcd(2·r1, r2) = 1, which the inverse's existence proves.
     let r1x2 = bn::shift_left(r1, 1)?;
     let (Some(inv_r1x2), Some(inv_r2)) = (
@@ -235,64 +291,62 @@ fn derive_prime(
     bn::mul(&mut step, &r1x2, r2, bn)?;
     let mut big_r = Bn::new_secret()?;
     bn::nnmod(&mut big_r, &r, &step, bn)?;
-    let max_steps = 20 * bits;
-    loop {
-        // Step 3: a random X.
-        let mut x = Bn::new_secret()?;
-        bn::add(&mut x, &base, &prime::rand_range(&range, rng)?)?;
-        x.set_consttime();
-        // Step 4: Y = X + ((R - X) mod 2·r1·r2).
-        let mut rx = Bn::new_secret()?;
-        bn::nnmod(&mut rx, &x, &step, bn)?;
-        let mut offset = Bn::new_secret()?;
-        bn::mod_sub(&mut offset, &big_r, &rx, &step, bn)?;
-        let mut y = Bn::new_secret()?;
-        bn::add(&mut y, &x, &offset)?;
-        y.set_consttime();
-        // Steps 5 to 10.
-        let rounds = rules
-            .prime_rounds
-            .unwrap_or_else(|| prime::default_rounds(bits));
-        let mut tries = 0;
-        loop {
-            let mut batch = Vec::with_capacity(prime::BATCH);
-            // Why the batch stopped short: this X is used up (Y outgrew
-            // nlen/2 bits) or the standard's bound was reached.
-            let mut outgrown = false;
-            let mut bound = false;
-            while batch.len() < prime::BATCH {
-                if y.num_bits() > bits {
-                    outgrown = true;
-                    break;
-                }
-                let y1 = bn::minus_one(&y)?;
-                if bn::coprime_to_public(&y1, e, bn)? && prime::survives_trial_division(&y)? {
-                    batch.push(Candidate::new(y.dup()?)?);
-                }
-                tries += 1;
-                if tries >= max_steps {
-                    bound = true;
-                    break;
-                }
-                let mut next = Bn::new_secret()?;
-                bn::add(&mut next, &y, &step)?;
-                next.set_consttime();
-                y = next;
-            }
-            if let Some(i) = prime::first_probable_prime(&batch, rounds, runner, rng, bn)? {
-                return Ok((batch.swap_remove(i).w, x));
-            }
-            if bound {
-                return Err(keygen_error(
-                    "key generation failed: no prime candidate within FIPS 186-5's bound",
-                ));
-            }
-            if outgrown {
-                // A new X (step 3).
-                break;
-            }
+    Ok((step, big_r))
+}
+
+/// The candidates of one batch, and why it stopped short of
+/// [`prime::BATCH`].
+struct Batch {
+    candidates: Vec<Candidate>,
+    /// Numbers stepped to after the last candidate, and not tested.
+    skipped: u32,
+    /// This X is used up: Y outgrew nlen/2 bits.
+    outgrown: bool,
+    /// The standard's bound on the steps was reached.
+    bound: bool,
+}
+
+/// Steps from `y` by `step` to the next [`prime::BATCH`] numbers of `bits`
+/// bits that pass the gcd with e and trial division (each noting how many
+/// before it did not), counting the steps in `tries` up to its bound.
+fn next_batch(
+    y: &mut Bn,
+    step: &Bn,
+    e: &Bn,
+    bits: u32,
+    (tries, max_steps): (&mut u32, u32),
+    bn: &mut BnCtx,
+) -> Result<Batch, RsaError> {
+    let mut batch = Batch {
+        candidates: Vec::with_capacity(prime::BATCH),
+        skipped: 0,
+        outgrown: false,
+        bound: false,
+    };
+    while batch.candidates.len() < prime::BATCH {
+        if y.num_bits() > bits {
+            batch.outgrown = true;
+            break;
         }
+        let y1 = bn::minus_one(y)?;
+        if bn::coprime_to_public(&y1, e, bn)? && prime::survives_trial_division(y)? {
+            let mut c = Candidate::new(y.dup()?)?;
+            c.skipped = std::mem::take(&mut batch.skipped);
+            batch.candidates.push(c);
+        } else {
+            batch.skipped += 1;
+        }
+        *tries += 1;
+        if *tries >= max_steps {
+            batch.bound = true;
+            break;
+        }
+        let mut next = Bn::new_secret()?;
+        bn::add(&mut next, y, step)?;
+        next.set_consttime();
+        *y = next;
     }
+    Ok(batch)
 }
 
 /// SP 800-56B 6.3.1.4 step 6: k = 2 must survive (k^e)^d mod n.

@@ -1019,9 +1019,10 @@ fn same_randomness_same_key_in_software_and_on_the_adapter() {
     ] {
         stats::set_thread_stats(Some(&path));
         let software =
-            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed), bits, e).unwrap();
+            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed), bits, e, None).unwrap();
         let before = stats::snapshot(&path).unwrap();
-        let offloaded = RsaKey::generate_from(&on_adapter, Random::fixed(seed), bits, e).unwrap();
+        let offloaded =
+            RsaKey::generate_from(&on_adapter, Random::fixed(seed), bits, e, None).unwrap();
         stats::set_thread_stats(None);
         let after = stats::snapshot(&path).unwrap();
         let delta = |op, b| after.get(op, b) - before.get(op, b);
@@ -1045,7 +1046,8 @@ fn same_randomness_same_key_in_software_and_on_the_adapter() {
         offloaded.check(KeyCheck::Pair).unwrap();
         // A different seed, a different key.
         let other =
-            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed + 100), bits, e).unwrap();
+            RsaKey::generate_from(&Context::SOFTWARE, Random::fixed(seed + 100), bits, e, None)
+                .unwrap();
         assert_ne!(all_parts(&software), all_parts(&other));
     }
     let snap = stats::snapshot(&path).unwrap();
@@ -1134,9 +1136,9 @@ fn key_generation_keeps_its_candidates_in_the_secure_heap() {
             insecure: Vec::new(),
         };
         let e = Bn::from_be(E).unwrap();
-        let key =
-            RsaKey::generate_with(&Context::SOFTWARE, &Random::fixed(7), bits, &e, &mut runner)
-                .unwrap();
+        let (ctx, rng) = (&Context::SOFTWARE, &Random::fixed(7));
+        let silent = &mut crate::bn::progress::Progress::Silent;
+        let key = RsaKey::generate_with(ctx, rng, bits, &e, &mut runner, silent).unwrap();
         assert_eq!(key.bits(), bits);
         assert!(runner.rounds > 0);
         assert!(
