@@ -13,7 +13,11 @@
  * With MILLISECONDS (scripts/bench-fresh-ctx.sh, wall time, not under
  * valgrind) it runs for that long after the warm-up instead of N times
  * and prints a third field, operations per second.
- * Uses the OPENSSL_CONF of the process. */
+ * Uses the OPENSSL_CONF of the process.
+ * Built with -DQEMU_COUNT_MARKS (scripts/s390x-count.sh, cross-built for
+ * s390x) it needs no valgrind: where callgrind's collection is toggled it
+ * marks the point for benches/instructions/qemu-count.c instead, a
+ * write(-1, NULL, 0x51434e54) the kernel refuses with EBADF. */
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/provider.h>
@@ -21,7 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef QEMU_COUNT_MARKS
+#include <unistd.h>
+#include <sys/syscall.h>
+#define CALLGRIND_TOGGLE_COLLECT ((void)syscall(SYS_write, -1, NULL, (size_t)0x51434e54))
+#else
 #include <valgrind/callgrind.h>
+#endif
 
 static double seconds(void)
 {
