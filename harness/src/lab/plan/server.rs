@@ -29,7 +29,9 @@ pub fn port_free(port: u16) -> bool {
 /// does not start. Start such children from the lab's main thread: the
 /// signal follows the starting thread, not the process.
 pub fn dies_with_the_lab(cmd: &mut Command) {
-    let lab = std::process::id();
+    // SAFETY: getpid has no preconditions and cannot fail. (The pid
+    // names this process for the check below, never a path.)
+    let lab = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and calls
     // only prctl and getppid, both async-signal-safe, and builds an
     // io::Error from a constant kind (no allocation in the child).
@@ -45,7 +47,7 @@ pub fn dies_with_the_lab(cmd: &mut Command) {
             {
                 return Err(io::Error::last_os_error());
             }
-            if libc::getppid() as u32 != lab {
+            if libc::getppid() != lab {
                 return Err(io::ErrorKind::NotFound.into());
             }
             Ok(())
