@@ -618,3 +618,39 @@ fn an_engine_found_by_id_is_judged_where_openssl_finds_it() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// OpenSSL joins a line ending in `\` with the next, so `mod\` and
+/// `ule = LIB` make a `module`; read line by line, the section had no
+/// module, and rustica config's own check ran nobody's library as root.
+#[test]
+fn a_key_continued_on_the_next_line_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give files to another user; CI runs as root");
+        return;
+    }
+    let (dir, _shared, marker, lib) = shared_marker("continued");
+    let conf = dir.join("root.cnf");
+    fs::write(
+        &conf,
+        format!(
+            "openssl_conf = init\n[init]\nproviders = prov\n[prov]\ndefault = d\n\
+             planted = planted_s\n[d]\nactivate = 1\n[planted_s]\nmod\\\nule = {}\n\
+             activate = 1\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    let module = real_module();
+    let out = dir.join("out.cnf");
+    let o = config(&["--input".as_ref(), conf.as_os_str()], &module, Some(&out));
+    assert!(
+        !marker.exists(),
+        "nobody's library ran as root during rustica config: {}",
+        text(&o)
+    );
+    assert!(!o.status.success(), "accepted: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("one line"), "{err}");
+    assert!(!out.exists(), "the output was written");
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -29,6 +29,8 @@
 //! - A `dynamic_path`, `SO_PATH` or `libica` with a `/` in it is opened as
 //!   it is; a bare name is searched by the dynamic loader in the system's
 //!   library directories, which are root's, and is listed, not judged.
+//! - A line ending in `\` is joined with the next before it is read:
+//!   refused (a key such as `module` could be split over two lines).
 //! - Values are rewritten before use: `$var`, `${var}`, `$(var)` and
 //!   `$ENV::NAME` are expanded, `\` escapes and quotes anywhere in a value
 //!   are undone. A loading value or include with any of `$ \ " '` (a value
@@ -461,7 +463,18 @@ fn visit(path: &Path, depth: usize, tree: &mut ConfigTree, walk: &mut Walk) -> R
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     tree.files.push(path.to_path_buf());
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
+        // OpenSSL joins a line ending in `\` with the next before it reads
+        // either (a key, a section name or a value split over two lines).
+        if line.trim_end().ends_with('\\') {
+            return Err(format!(
+                "{}, line {}: continued on the next line with `\\`; OpenSSL joins \
+                 the two before reading them, rustica judges lines as written: put \
+                 it on one line",
+                path.display(),
+                n + 1
+            ));
+        }
         let line = line.trim();
         if let Some(v) = directive(line, ".pragma") {
             if let Some(dir) = v.strip_prefix("includedir:") {

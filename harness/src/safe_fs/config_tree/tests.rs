@@ -423,3 +423,19 @@ fn an_engine_found_by_id_is_judged_where_openssl_finds_it() {
         "{err}"
     );
 }
+
+/// OpenSSL joins a line ending in `\` with the next: `mod\` + `ule = X`
+/// is a `module`, which the line-by-line reading missed (the provider
+/// was then judged by its name, in root's modules directory).
+#[test]
+fn a_continued_line_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let top = write(
+        d.path(),
+        "top.cnf",
+        "openssl_conf = init\n[init]\nproviders = p\n[p]\nx = x_s\n[x_s]\n\
+         mod\\\nule = /tmp/x.so\n",
+    );
+    let err = trusted_config_in(&top, &env(None, Some(d.path()))).unwrap_err();
+    assert!(err.contains("line 7") && err.contains("one line"), "{err}");
+}
