@@ -1,10 +1,13 @@
 //! Constant-time helpers for decryption padding checks.
 //!
-//! Masks are all-ones (true) or all-zero (false) u32 values. They pass
-//! through `black_box` where a compiler might otherwise turn a mask back
-//! into a branch.
+//! Masks are all-ones (true) or all-zero (false) u32 values. Every mask
+//! is made here and passes through ibmca-shim's optimisation barrier
+//! (`ibmca_shim::ct`, an empty assembly block on the value), so a compiler
+//! cannot turn a select back into a branch on it. scripts/check-ct.sh runs
+//! the decoders that use these under valgrind's memcheck with the
+//! decrypted block marked undefined.
 
-use std::hint::black_box;
+use ibmca_shim::ct::barrier_u32;
 
 #[inline]
 fn msb(x: u32) -> u32 {
@@ -13,7 +16,7 @@ fn msb(x: u32) -> u32 {
 
 #[inline]
 pub fn is_zero(x: u32) -> u32 {
-    black_box(msb(!x & x.wrapping_sub(1)))
+    barrier_u32(msb(!x & x.wrapping_sub(1)))
 }
 
 #[inline]
@@ -23,7 +26,7 @@ pub fn eq(a: u32, b: u32) -> u32 {
 
 #[inline]
 pub fn lt(a: u32, b: u32) -> u32 {
-    black_box(msb(a ^ ((a ^ b) | (a.wrapping_sub(b) ^ b))))
+    barrier_u32(msb(a ^ ((a ^ b) | (a.wrapping_sub(b) ^ b))))
 }
 
 #[inline]

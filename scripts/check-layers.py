@@ -94,7 +94,7 @@ HARNESS = {
 # ibmca-shim/src/: a directory (bn/, rsa/, ...) is one module; the crate
 # root lib.rs is the top, as it re-exports the public API.
 SHIM = {
-    "error": 0, "env": 0, "fd2": 0, "secret": 0, "libctx": 0,
+    "error": 0, "env": 0, "fd2": 0, "secret": 0, "libctx": 0, "ct": 0,
     "random": 1, "stats": 1,
     "bn": 2, "pool": 2,
     "libica": 3, "software": 3,

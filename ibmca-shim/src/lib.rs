@@ -11,6 +11,7 @@
 
 pub mod backend;
 mod bn;
+pub mod ct;
 pub mod env;
 mod error;
 pub mod fd2;
@@ -22,6 +23,14 @@ mod rsa;
 mod secret;
 mod software;
 pub mod stats;
+
+/// The fixed-width steps that take secrets, for scripts/check-ct.sh's
+/// memcheck driver (examples/ct_check.rs), which calls them on limbs it
+/// marks undefined. Not an API: no other caller, no stability.
+#[doc(hidden)]
+pub mod ct_check {
+    pub use crate::bn::ct_mont::{garner, mont_mul_be};
+}
 
 /// The keys rustica reads from its openssl.cnf section (the provider reads
 /// them; `rustica doctor` flags any other key there).

@@ -252,14 +252,24 @@ pub(crate) fn crt_exp(crt: &Crt, c: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError
     // are already reduced mod p and need no division; the subtraction
     // does not branch on the sign of m1 - m2. qinv is kept in
     // Montgomery form, so one Montgomery product yields h * qinv mod p.
-    // The two inputs, no longer needed, hold the intermediate values.
-    let (diff, h) = (&mut cp, &mut cq);
-    bn::mod_sub_reduced(diff, &m1, &m2, &crt.p_le)?;
-    bn::mont_mul(h, diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
-    let hq = diff;
-    bn::mul(hq, h, &crt.q, ctx)?;
-    let mut m = Bn::new()?;
-    bn::add(&mut m, hq, &m2)?;
+    // Where BN_ULONG is 64 bits (every platform rustica ships for), the
+    // whole step runs on fixed-width limbs (bn::ct_mont::garner_bn says
+    // what still passes through BIGNUMs and why that is fine): the
+    // difference never becomes a BIGNUM, whose conversion would branch on
+    // its top bytes.
+    let m = if bn::ct_mont::matches_libcrypto() {
+        bn::ct_mont::garner_bn(&m1, &m2, &crt.p_le, &crt.q, &crt.qinv_mont)?
+    } else {
+        // The two inputs, no longer needed, hold the intermediate values.
+        let (diff, h) = (&mut cp, &mut cq);
+        bn::mod_sub_reduced(diff, &m1, &m2, &crt.p_le)?;
+        bn::mont_mul(h, diff, &crt.qinv_mont, &crt.mont_p, ctx)?;
+        let hq = diff;
+        bn::mul(hq, h, &crt.q, ctx)?;
+        let mut m = Bn::new()?;
+        bn::add(&mut m, hq, &m2)?;
+        m
+    };
     // No BN_FLG_CONSTTIME on the result: it is blinded, and the flag would
     // push the public-exponent check onto libcrypto's (much slower)
     // constant-time exponentiation.

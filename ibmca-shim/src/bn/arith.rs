@@ -236,47 +236,32 @@ pub(crate) fn mod_sub(r: &mut Bn, a: &Bn, b: &Bn, m: &Bn, ctx: &mut BnCtx) -> Re
 
 /// r = a - b mod m for a and b already in [0, m), m given as its
 /// little-endian bytes (a whole number of limbs: [`Bn::to_le_limb_bytes`]),
-/// constant time in the values: a limb subtraction over all of m's limbs,
-/// then m added back under a mask made from the final borrow. libcrypto's
-/// public `BN_mod_sub_quick` branches on the sign of a - b and trims
-/// leading zero limbs as it goes; the default provider's CRT uses an
-/// internal fixed-width subtraction that a provider cannot call. Garner's
-/// step subtracts two secret residues, so the sign must not show in the
-/// time.
+/// constant time in the values: [`super::ct_mont::sub_mod`], a limb
+/// subtraction over all of m's limbs, then m added back under a mask made
+/// from the final borrow. libcrypto's public `BN_mod_sub_quick` branches on
+/// the sign of a - b and trims leading zero limbs as it goes; the default
+/// provider's CRT uses an internal fixed-width subtraction that a provider
+/// cannot call. The result goes back through BN_lebin2bn, which trims its
+/// zero top bytes: Garner's step uses [`super::ct_mont::garner_bn`], which
+/// keeps the difference in limbs, wherever BN_ULONG is 64 bits; this is
+/// its fallback elsewhere.
 pub(crate) fn mod_sub_reduced(r: &mut Bn, a: &Bn, b: &Bn, m_le: &[u8]) -> Result<(), RsaError> {
     let l = m_le.len().div_ceil(8).max(1);
-    // One wiped buffer for a (then the result) and b.
-    let mut work = Zeroizing::new(vec![0u64; 2 * l]);
-    let (x, y) = work.split_at_mut(l);
+    // One wiped buffer for a (then the result), b and m.
+    let mut work = Zeroizing::new(vec![0u64; 3 * l]);
+    let (x, rest) = work.split_at_mut(l);
+    let (y, m) = rest.split_at_mut(l);
     a.write_limbs(x)?;
     b.write_limbs(y)?;
-    sub_add_back(x, y, m_le);
-    r.set_limbs(x)
-}
-
-/// x = x - y, plus m (little-endian bytes, zero-extended to x's limbs)
-/// when that went below zero; every limb read and written whatever the
-/// values, the choice made by a mask.
-fn sub_add_back(x: &mut [u64], y: &[u64], m_le: &[u8]) {
-    let mut borrow = 0u64;
-    for (xi, &yi) in x.iter_mut().zip(y) {
-        let (d1, b1) = xi.overflowing_sub(yi);
-        let (d2, b2) = d1.overflowing_sub(borrow);
-        *xi = d2;
-        borrow = u64::from(b1) | u64::from(b2);
-    }
-    let add = borrow.wrapping_neg();
-    let mut carry = 0u64;
-    for (i, xi) in x.iter_mut().enumerate() {
-        let mut limb = [0u8; 8];
+    for (i, limb) in m.iter_mut().enumerate() {
+        let mut le = [0u8; 8];
         let bytes = m_le.get(8 * i..).unwrap_or(&[]);
         let n = bytes.len().min(8);
-        limb[..n].copy_from_slice(&bytes[..n]);
-        let mi = u64::from_le_bytes(limb);
-        let s = u128::from(*xi) + u128::from(mi & add) + u128::from(carry);
-        *xi = s as u64;
-        carry = (s >> 64) as u64;
+        le[..n].copy_from_slice(&bytes[..n]);
+        *limb = u64::from_le_bytes(le);
     }
+    super::ct_mont::sub_mod(x, y, m);
+    r.set_limbs(x)
 }
 
 pub(crate) fn mul(r: &mut Bn, a: &Bn, b: &Bn, ctx: &mut BnCtx) -> Result<(), RsaError> {

@@ -1,14 +1,19 @@
-//! One Montgomery multiplication on fixed-width limbs, for the step whose
-//! output is the decrypted block: unblinding.
+//! Fixed-width limb arithmetic for the steps whose values must not reach a
+//! BIGNUM: unblinding (its output is the decrypted block) and Garner's
+//! recombination (the difference of the two CRT residues).
 //!
 //! libcrypto's public `BN_mod_mul_montgomery` ends by trimming the result's
 //! leading zero limbs (`bn_correct_top`), a loop as long as the number of
 //! zero limbs at the top of the *plaintext*. A block whose first bytes are
 //! zero (no padding at all, say) then takes longer than a well-formed one:
-//! the Marvin measurement saw about 30 ns at RSA-2048. The default provider
-//! avoids it with libcrypto's internal fixed-top functions, which a provider
-//! cannot call. This code never looks at the value: every loop runs over all
-//! limbs of the modulus, and the final subtraction is selected by a mask.
+//! the Marvin measurement saw about 30 ns at RSA-2048. `BN_lebin2bn` and
+//! `BN_bin2bn` trim the same way, so a secret handed to libcrypto as bytes
+//! branches on its top bytes. The default provider avoids both with
+//! libcrypto's internal fixed-top functions, which a provider cannot call.
+//! This code never looks at the values: every loop runs over all limbs of
+//! the modulus, and every choice is a mask through [`crate::ct`]'s barrier.
+//! scripts/check-ct.sh runs [`mont_mul_be`] and [`garner`] under valgrind's
+//! memcheck with their inputs marked undefined, on the release build.
 
 use zeroize::Zeroizing;
 
@@ -57,13 +62,13 @@ pub(crate) fn mul(a: &[u8], b: &[u8], n: &[u8], len: usize) -> Zeroizing<Vec<u8>
         limbs_from_be(b, l),
         limbs_from_be(n, l),
     );
-    mul_limbs(&a, &b, &n, len)
+    mont_mul_be(&a, &b, &n, len)
 }
 
 /// [`mul`] of BIGNUMs a, b < n, where n is `len` bytes long and given as
 /// its `ceil(len / 8)` little-endian limbs: the operands' limbs are read
-/// straight from libcrypto (one wiped buffer for both), with no big-endian
-/// round trip.
+/// straight from libcrypto (one wiped buffer for both and the product),
+/// with no big-endian round trip.
 pub(crate) fn mul_bn(
     a: &Bn,
     b: &Bn,
@@ -78,13 +83,35 @@ pub(crate) fn mul_bn(
     let (a_limbs, b_limbs) = limbs.split_at_mut(l);
     a.write_limbs(a_limbs)?;
     b.write_limbs(b_limbs)?;
-    Ok(mul_limbs(a_limbs, b_limbs, n, len))
+    Ok(mont_mul_be(a_limbs, b_limbs, n, len))
 }
 
-/// The multiplication on `l`-limb little-endian operands (all of one
-/// length `l`, n odd); the result as `len` big-endian bytes.
-fn mul_limbs(a: &[u64], b: &[u64], n: &[u64], len: usize) -> Zeroizing<Vec<u8>> {
+/// [`mont_mul`], its product as `len` big-endian bytes (the low `len`
+/// bytes of its limbs; every byte written whatever the values): the
+/// unblinding of a decryption. Never inlined, as [`garner`].
+#[inline(never)]
+pub fn mont_mul_be(a: &[u64], b: &[u64], n: &[u64], len: usize) -> Zeroizing<Vec<u8>> {
+    let mut product = Zeroizing::new(vec![0u64; n.len()]);
+    mont_mul(a, b, n, &mut product);
+    let mut out = Zeroizing::new(vec![0u8; len]);
+    for (i, byte) in out.iter_mut().rev().enumerate() {
+        let Some(&limb) = product.get(i / 8) else {
+            break;
+        };
+        *byte = (limb >> (8 * (i % 8))) as u8;
+    }
+    out
+}
+
+/// out = a * b * R^-1 mod n on `l`-limb little-endian operands (a, b, n
+/// and out all of one length `l`; n odd; a, b < n), R = 2^(64 * l).
+/// Time depends on `l` only.
+pub fn mont_mul(a: &[u64], b: &[u64], n: &[u64], out: &mut [u64]) {
     let l = n.len();
+    assert!(
+        l > 0 && a.len() == l && b.len() == l && out.len() == l,
+        "operands of one width"
+    );
     let n_inv = neg_inverse(n[0]);
     // CIOS: t accumulates a * b[i] and is then made divisible by 2^64 with
     // a multiple of n and shifted down one limb. t stays below 2n. t and
@@ -123,17 +150,123 @@ fn mul_limbs(a: &[u64], b: &[u64], n: &[u64], len: usize) -> Zeroizing<Vec<u8>> 
         borrow = u64::from(b1) | u64::from(b2);
     }
     // keep_diff is all ones when t[l] == 1 or borrow == 0.
-    let keep_diff = (t[l] | (borrow ^ 1)).wrapping_neg();
-    let mut out = Zeroizing::new(vec![0u8; len]);
-    for (i, byte) in out.iter_mut().rev().enumerate() {
-        let limb = i / 8;
-        if limb >= l {
-            break;
-        }
-        let v = (diff[limb] & keep_diff) | (t[limb] & !keep_diff);
-        *byte = (v >> (8 * (i % 8))) as u8;
+    let keep_diff = crate::ct::mask_from_bit(t[l] | (borrow ^ 1));
+    for ((o, &d), &tj) in out.iter_mut().zip(diff.iter()).zip(t.iter()) {
+        *o = (d & keep_diff) | (tj & !keep_diff);
     }
-    out
+}
+
+/// x = x - y mod m for x, y < m, all of one width (little-endian limbs):
+/// a subtraction over every limb, then m added back under a mask made
+/// from the final borrow, so the sign of x - y shows in neither the
+/// instructions run nor the memory read.
+pub(crate) fn sub_mod(x: &mut [u64], y: &[u64], m: &[u64]) {
+    assert!(
+        x.len() == m.len() && y.len() == m.len(),
+        "operands of one width"
+    );
+    let mut borrow = 0u64;
+    for (xi, &yi) in x.iter_mut().zip(y) {
+        let (d1, b1) = xi.overflowing_sub(yi);
+        let (d2, b2) = d1.overflowing_sub(borrow);
+        *xi = d2;
+        borrow = u64::from(b1) | u64::from(b2);
+    }
+    let add = crate::ct::mask_from_bit(borrow);
+    let mut carry = 0u64;
+    for (xi, &mi) in x.iter_mut().zip(m) {
+        let s = u128::from(*xi) + u128::from(mi & add) + u128::from(carry);
+        *xi = s as u64;
+        carry = (s >> 64) as u64;
+    }
+}
+
+/// Garner's recombination on fixed-width limbs: m = m2 + q * h with
+/// h = (m1 - m2) * qinv mod p. All inputs are `l` limbs wide, l being p's
+/// width: m1 < p, m2 < q < p, and `qinv_mont` = qinv * R mod p with
+/// R = 2^(64 * l), libcrypto's Montgomery form for p (one Montgomery
+/// product then gives h). `m` is 2 * l limbs. Time depends on `l` only.
+///
+/// Never inlined: the module and scripts/check-ct.sh's driver then run the
+/// same machine code (this crate's, compiled once), which the script
+/// compares.
+#[inline(never)]
+pub fn garner(m1: &[u64], m2: &[u64], p: &[u64], q: &[u64], qinv_mont: &[u64], m: &mut [u64]) {
+    let l = p.len();
+    assert!(
+        l > 0 && q.len() == l && m.len() == 2 * l,
+        "operands of one width"
+    );
+    let mut work = Zeroizing::new(vec![0u64; 2 * l]);
+    let (diff, h) = work.split_at_mut(l);
+    diff.copy_from_slice(m1);
+    sub_mod(diff, m2, p);
+    mont_mul(diff, qinv_mont, p, h);
+    // m = h * q, schoolbook, every limb product taken.
+    m.fill(0);
+    for (i, &hi) in h.iter().enumerate() {
+        let mut carry = 0u64;
+        for (mk, &qj) in m[i..i + l].iter_mut().zip(q) {
+            let s = u128::from(*mk) + u128::from(hi) * u128::from(qj) + u128::from(carry);
+            *mk = s as u64;
+            carry = (s >> 64) as u64;
+        }
+        m[i + l] = carry;
+    }
+    // m += m2; m < p * q, so no carry leaves the top limb.
+    let mut carry = 0u64;
+    for (k, mk) in m.iter_mut().enumerate() {
+        let y = m2.get(k).copied().unwrap_or(0);
+        let s = u128::from(*mk) + u128::from(y) + u128::from(carry);
+        *mk = s as u64;
+        carry = (s >> 64) as u64;
+    }
+}
+
+/// [`garner`] on the CRT step's BIGNUMs: m1 = c^dp mod p and m2 = c^dq mod
+/// q from libcrypto's exponentiation, p as the little-endian bytes of its
+/// whole limbs ([`Bn::to_le_limb_bytes`]), q, and qinv in libcrypto's
+/// Montgomery form for p. Returns m, the blinded result, as a BIGNUM.
+///
+/// What passes through BIGNUMs, and why that is fine: m1 and m2 come out of
+/// libcrypto's exponentiation, which trims their leading zero limbs, and
+/// their limbs are read by BN_bn2lebinpad, whose length check looks at the
+/// top limb; m goes back through BN_lebin2bn, which trims zero top bytes.
+/// All three are values of the blinded operation, uniform modulo p, q and
+/// n and unknown to an observer, who learns at most the length of a random
+/// number. The key parts (q, qinv) are read the same way, a fixed length
+/// per key. What never becomes a BIGNUM: (m1 - m2) mod p, whose sign the
+/// old subtraction showed, and h.
+pub(crate) fn garner_bn(
+    m1: &Bn,
+    m2: &Bn,
+    p_le: &[u8],
+    q: &Bn,
+    qinv_mont: &Bn,
+) -> Result<Bn, RsaError> {
+    let l = p_le.len() / 8;
+    if l == 0 || !p_le.len().is_multiple_of(8) {
+        return Err(RsaError::bad_input("prime limbs are not whole"));
+    }
+    let mut work = Zeroizing::new(vec![0u64; 7 * l]);
+    let (a, rest) = work.split_at_mut(l);
+    let (b, rest) = rest.split_at_mut(l);
+    let (p, rest) = rest.split_at_mut(l);
+    let (q_limbs, rest) = rest.split_at_mut(l);
+    let (qi, m) = rest.split_at_mut(l);
+    m1.write_limbs(a)?;
+    m2.write_limbs(b)?;
+    q.write_limbs(q_limbs)?;
+    qinv_mont.write_limbs(qi)?;
+    for (limb, bytes) in p.iter_mut().zip(p_le.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(bytes);
+        *limb = u64::from_le_bytes(le);
+    }
+    garner(a, b, p, q_limbs, qi, m);
+    let mut r = Bn::new()?;
+    r.set_limbs(m)?;
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -176,6 +309,53 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Garner on limbs gives back m from m mod p and m mod q, for primes
+    /// of one size and of two (p's width is not q's), limb-aligned or
+    /// not, and m of every shape: zero, one, n - 1, a value with zero top
+    /// limbs, random (so m1 < m2 and m1 > m2 both occur).
+    #[test]
+    fn garner_recombines() {
+        let mut ctx = BnCtx::new(LibCtx::DEFAULT).unwrap();
+        let rng = Random::new(LibCtx::DEFAULT);
+        let mut orders = [0usize; 2];
+        for (p_bits, q_bits) in [
+            (64u32, 64u32),
+            (512, 512),
+            (1024, 1024),
+            (1030, 1018),
+            (1536, 1536),
+        ] {
+            // Odd moduli, p > q, q invertible mod p: all Garner needs.
+            let (p, q, qinv) = loop {
+                let a = prime::rand_bits(p_bits, Top::One, true, &rng).unwrap();
+                let b = prime::rand_bits(q_bits, Top::One, true, &rng).unwrap();
+                let (p, q) = if a.cmp(&b).is_gt() { (a, b) } else { (b, a) };
+                if let Some(qinv) = bn::mod_inverse(&q, &p, &mut ctx).unwrap() {
+                    break (p, q, qinv);
+                }
+            };
+            let mont_p = MontCtx::new(&p, &mut ctx).unwrap();
+            let mut qinv_mont = Bn::new().unwrap();
+            bn::to_mont(&mut qinv_mont, &qinv, &mont_p, &mut ctx).unwrap();
+            let p_le = p.to_le_limb_bytes().unwrap();
+            let mut n = Bn::new().unwrap();
+            bn::mul(&mut n, &p, &q, &mut ctx).unwrap();
+            for m in bn::test_operands(&n, 12, &rng) {
+                let mut m1 = Bn::new().unwrap();
+                let mut m2 = Bn::new().unwrap();
+                bn::nnmod(&mut m1, &m, &p, &mut ctx).unwrap();
+                bn::nnmod(&mut m2, &m, &q, &mut ctx).unwrap();
+                orders[usize::from(m1.cmp(&m2).is_lt())] += 1;
+                let got = garner_bn(&m1, &m2, &p_le, &q, &qinv_mont).unwrap();
+                assert!(got.cmp(&m).is_eq(), "{p_bits}/{q_bits} bits");
+            }
+        }
+        assert!(
+            orders[0] > 0 && orders[1] > 0,
+            "both signs of m1 - m2: {orders:?}"
+        );
     }
 
     #[test]
