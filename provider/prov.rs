@@ -167,7 +167,7 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
     let prov = unsafe { ProvCtx::from_ptr(provctx) };
     guard(prov, 0, || {
         // Debug builds only: a parameter that panics, so the tests can prove
-        // a panic inside the boundary prints nothing (tests/e2e_fd2.rs).
+        // a panic inside the boundary prints nothing (tests/e2e/e2e_fd2.rs).
         #[cfg(debug_assertions)]
         // SAFETY: `out` is the caller's terminated array (or NULL).
         if unsafe { params::find_mut(out, TEST_PANIC_PARAM) }.is_some() {

@@ -2,7 +2,7 @@
 # Runs rustica's test suite (unit, in-process and end-to-end tests) under
 # AddressSanitizer, with nightly Rust's -Zsanitizer=address.
 #
-#   scripts/asan.sh [extra cargo test args...]   # e.g. --test e2e_encrypt
+#   scripts/asan.sh [extra cargo test args...]   # e.g. --test e2e e2e_encrypt::
 #
 # How the pieces get the ASan runtime:
 # - test binaries are instrumented executables: rustc links its static ASan

@@ -14,7 +14,7 @@
 #              binutils (nm reads the RSA functions a signer imports)
 #   tests      scripts/test.sh: the lab's tools (the harness tests run it),
 #              nginx-light, curl and python3 (peers of the system-wide
-#              tests), valgrind (tests/lifecycle.rs and the callgrind stages)
+#              tests), valgrind (tests/e2e/lifecycle.rs and the callgrind stages)
 #   openssl    scripts/openssl-build.sh (other OpenSSL releases): curl,
 #              xz-utils, make, perl, gcc
 #   packaging  scripts/package.sh and package-rpm.sh: debhelper, dpkg-dev,

@@ -9,7 +9,7 @@
 //! at it, so every module listed after it in the same section (providers,
 //! alg_section, ssl_conf, ...) is not applied. Programs still start:
 //! libcrypto's automatic configuration ignores the error. Measured with
-//! OpenSSL 4.0.2 by tests/e2e_host_configs.rs.
+//! OpenSSL 4.0.2 by tests/e2e/e2e_host_configs.rs.
 
 use super::{key_value, Doc};
 

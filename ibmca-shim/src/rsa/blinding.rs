@@ -37,7 +37,7 @@ pub(super) struct Blinding {
 pub(super) struct BlindingSlots {
     /// Boxed: the key is moved by value through the key-generation and
     /// import frames, and inline slots made those frames overflow an ASYNC
-    /// job's 32 KiB stack in debug builds (tests/e2e_async.rs,
+    /// job's 32 KiB stack in debug builds (tests/e2e/e2e_async.rs,
     /// key_generation_inside_jobs).
     pub(super) slots: Box<[Mutex<Option<Blinding>>; BLINDING_SLOTS]>,
 }

@@ -12,7 +12,7 @@
 //! Each was a finding of the async review; each test fails on the code
 //! before its fix. Behaviour only: nothing is timed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ibmca_shim::stats::{Backend, Op};

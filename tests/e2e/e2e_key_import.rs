@@ -5,7 +5,7 @@
 //! pass its check. Keys go in through OSSL_PARAMs (tests/c/key_import.c),
 //! on rustica and on the default provider as the reference.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! pkeyutl signatures (PKCS#1 v1.5 and PSS) across providers, certificates,
 //! TLS and `openssl speed`, each proven by rustica's counters.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -6,7 +6,7 @@
 //! tests/c/stderr_host.c) or a pipe nobody reads (a write blocks once it
 //! is full). Neither may kill or stop the host.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::os::fd::AsRawFd;

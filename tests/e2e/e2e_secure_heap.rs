@@ -3,7 +3,7 @@
 //! keeps its keys, rustica keeps d and the CRT parts of every key it
 //! imports or generates there, and gives the memory back with the key.
 
-mod common;
+use crate::common;
 
 use common::*;
 

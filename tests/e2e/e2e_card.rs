@@ -6,7 +6,7 @@
 //! card's busy-time accounting. Nothing here depends on how fast the host
 //! is: service times are checked through the card's own bookkeeping.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

@@ -22,7 +22,7 @@
 //! Behaviour and counters only: no timing is asserted (the figures are in
 //! docs/performance.md, from scripts/bench-async.sh).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! v1.5, OAEP and raw RSA across providers, TLS 1.2 RSA key exchange, and
 //! refusals of bad input, proven by rustica's counters.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! method and boundaries, every digest the default provider signs with,
 //! and every operation in a library context that selects rustica strictly.
 
-mod common;
+use crate::common;
 
 use common::*;
 

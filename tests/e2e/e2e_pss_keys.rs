@@ -2,7 +2,7 @@
 //! with restrictions, signatures that respect them, refusals that enforce
 //! them, and certificates whose key is RSA-PSS.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -11,7 +11,7 @@
 //!
 //! Each case proves rustica did the work with its counters.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -5,7 +5,7 @@
 //! Runs on whatever OpenSSL the tests run with (scripts/test-openssl.sh
 //! runs this file on 3.5 and 4.0).
 
-mod common;
+use crate::common;
 
 use common::*;
 

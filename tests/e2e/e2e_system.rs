@@ -3,7 +3,7 @@
 //! openssl itself) do RSA through rustica, keep every other algorithm, and
 //! hostile configurations fail the way OpenSSL's config_diagnostics says.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! libica there) and the names of every gettable parameter, each of which
 //! rustica-provider(7) documents.
 
-mod common;
+use crate::common;
 
 use common::{emulator_path, Lab, Side};
 

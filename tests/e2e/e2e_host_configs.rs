@@ -6,7 +6,7 @@
 //! unused and doctor says why. Runs against every OpenSSL the suite runs
 //! against (scripts/test-openssl.sh puts 3.5 and 4.0 first on PATH).
 
-mod common;
+use crate::common;
 
 use common::*;
 use ibmca_shim::stats::Op;

@@ -8,7 +8,7 @@
 //!   freed with the context or unloaded first, under valgrind;
 //! - the init error line with stderr on /dev/full.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};

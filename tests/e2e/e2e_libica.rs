@@ -3,7 +3,7 @@
 //! emulator, proven by rustica's counters and by the emulator's own call
 //! log; fault injection; large keys; and the no-libica host.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! Bad input through the stock openssl command: each case fails with a
 //! clear rustica error, nothing crashes, nothing is half-done.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -10,7 +10,7 @@
 //! Most of these need root (CI runs as root); they skip with a message
 //! otherwise.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! does; docs/security.md, "Marvin-style measurement"). Neither ending may
 //! disturb what the application had on its queue: its own errors and marks.
 
-mod common;
+use crate::common;
 
 use common::*;
 
