@@ -49,7 +49,7 @@ ALLOWED = [
     ("harness/src/lab/mod.rs::run_lab", 140, "debt", DEBT),
     ("harness/src/lab/output/markdown.rs::md_summary", 129, "debt", DEBT),
     ("harness/src/lab/output/forest.rs::chart", 127, "debt", DEBT),
-    ("ibmca-shim/src/rsa/key.rs::RsaKey::complete_crt", 121, "debt", DEBT),
+    ("ibmca-shim/src/rsa/key.rs::RsaKey::complete_crt", 110, "debt", DEBT),
     ("harness/src/config_cmd.rs::config", 119, "debt", DEBT),
     ("harness/src/sysconf.rs::merge", 118, "debt", DEBT),
     ("harness/src/stats_cmd/metrics.rs::render", 113, "debt", DEBT),

@@ -327,23 +327,11 @@ impl RsaKey {
         d.set_consttime();
         let mut dp = match dp {
             Some(v) => v,
-            None => {
-                let mut p1 = bn::minus_one(&p)?;
-                p1.set_consttime();
-                let mut r = Bn::new()?;
-                bn::nnmod(&mut r, &d, &p1, ctx)?;
-                r
-            }
+            None => d_mod_prime_minus_one(&d, &p, ctx)?,
         };
         let mut dq = match dq {
             Some(v) => v,
-            None => {
-                let mut q1 = bn::minus_one(&q)?;
-                q1.set_consttime();
-                let mut r = Bn::new()?;
-                bn::nnmod(&mut r, &d, &q1, ctx)?;
-                r
-            }
+            None => d_mod_prime_minus_one(&d, &q, ctx)?,
         };
         let mut qinv = match qinv {
             Some(v) => v,
@@ -551,4 +539,13 @@ impl RsaKey {
         bn::mod_exp_public(&mut v, m, &self.e, &self.n, &self.mont_n, ctx)?;
         Ok(v.cmp(blinded) == Ordering::Equal)
     }
+}
+
+/// A CRT exponent the key did not give: d mod (prime - 1), constant time.
+fn d_mod_prime_minus_one(d: &Bn, prime: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+    let mut prime_1 = bn::minus_one(prime)?;
+    prime_1.set_consttime();
+    let mut r = Bn::new()?;
+    bn::nnmod(&mut r, d, &prime_1, ctx)?;
+    Ok(r)
 }
