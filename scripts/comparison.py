@@ -337,13 +337,13 @@ CARD_INTRO = {
         "rows are the phases (the key's load, the first operation). Per operation: "
         "`benches/instructions/fresh.c` cross-built for s390x, PKCS#1 v1.5 SHA-256 with a fresh "
         "context each (BIND's and PowerDNS's pattern), the instructions between its marks at 64 "
-        "operations minus those at 32, over 32: one of OpenSSL's blinding renewals (every 32 uses "
-        "of a key) in each count. System calls per operation count each card request as the one "
+        "operations minus those at 32, over 32, the least of 3 such pairs on the card sides: one of "
+        "OpenSSL's blinding renewals (every 32 uses of a key) in each count. System calls per operation count each card request as the one "
         "ioctl a host makes (the interposer's exchange, measured on A, taken out); clock_gettime "
         "is a vDSO call on a host. Context switches are the qemu process's (GNU time), and vary. "
-        "`scripts/s390x-count.sh --check` recounts and compares within 2 % per process and 4 % "
-        "per operation (blinding values and libica's DRBG are random: six runs spread by up to "
-        "0.8 % and 2.4 %)."
+        "`scripts/s390x-count.sh --check` recounts and compares within 2.5 % per process and 5 % "
+        "per operation (blinding values and libica's DRBG are random: nine runs spread by up to "
+        "1.2 % per process and 2 % per operation)."
     ),
     "card-lab": (
         "`rustica lab` itself on the card, as on an IBM Z host (`scripts/s390x-card-lab.sh`: "

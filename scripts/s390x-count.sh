@@ -46,15 +46,20 @@
 #   --record     write the counts to docs/comparison/stable-card-instructions.tsv
 #                (then scripts/comparison.py --write renders docs/comparison.md)
 #   --check      fail unless every instruction count agrees with that file
-#                within 2 % per process and 4 % per operation (about a
-#                minute). What still varies with a fixed key is random:
-#                blinding values, libica's DRBG. Six runs on 2026-12-07
-#                spread by up to 0.8 % per process (B's signing process)
-#                and 2.4 % per operation (A's signature, 204-209 K); a
+#                within 2.5 % per process and 5 % per operation (one to two
+#                minutes). What still varies with a fixed key is random:
+#                blinding values, libica's DRBG. Nine runs on 2026-12-07
+#                spread by up to 1.2 % per process (A's signing process,
+#                18.47-18.69 M) and, the least of 3, 2 % per operation
+#                (A's signature, 204-208 K; single runs 204-214 K). A
 #                change such as loading libica in a verifying process
-#                (1.4 M of 14.5 M) or a second check per signature (300 K)
+#                (1.2 M of 14.5 M) or a second check per signature (300 K)
 #                moves a row far more
-#   REPEATS=R    runs per count, the least kept (default 1)
+#   REPEATS=R    runs per process count, the least kept (default 1)
+#   OP_REPEATS=R pairs of runs per operation count on the card sides, the
+#                least kept (default 3; A0 and B software: 1). A window of
+#                32 operations holds one blinding renewal, whose random
+#                cost moves A's count per signature by about 2 %
 #   QEMU_COUNT_EXACT=1  the plugin's atomic counting (slower), not its
 #                inline adds, which two guest threads can race
 # shellcheck source-path=SCRIPTDIR source-path=.
@@ -72,6 +77,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 REPEATS=${REPEATS:-1}
+OP_REPEATS=${OP_REPEATS:-3}
 LANE=${S390X_LANE_DIR:-$repo/target/s390x-lane}
 OUT=${OUT:-$LANE/stable/count}
 FACTS_FILE=docs/comparison/stable-card-instructions.tsv
@@ -255,7 +261,7 @@ fact() { # item A A0 B Bnd Bsw C note [varies]
 mega() { awk -v x="$1" 'BEGIN {printf "%.2f M", x / 1e6}'; }
 
 say "per process (REPEATS=$REPEATS), module $MODULE"
-declare -A SYS
+declare -A SYS RAW
 for row in "version|openssl version (start and exit)|version" \
            "rand|openssl rand -hex 4|rand -hex 4" \
            "pkey|openssl pkey -in (a 2048-bit key) -noout|pkey -in $KEY -noout" \
@@ -267,10 +273,21 @@ for row in "version|openssl version (start and exit)|version" \
     # shellcheck disable=SC2086
     read -r insns sys <<<"$(process_count "$side" "$what" $args)"
     cells+=("$(mega "$insns")")
-    SYS[$what,$side]=$sys
+    SYS[$what,$side]=$sys RAW[$what,$side]=$insns
   done
   fact "$label, per process" "${cells[@]}" "guest instructions, the least of $REPEATS"
 done
+# The phases, as differences of the rows above (checked through them).
+phase() { # label note minuend subtrahend [subtrahend's side, default each side's own]
+  local side cells=()
+  for side in "${SIDES[@]}"; do
+    cells+=("$(mega $((RAW[$3,$side] - RAW[$4,${5:-$side}])))")
+  done
+  fact "$1" "${cells[@]}" "$2" varies
+}
+phase "phase: loading the configuration's provider or engine" "openssl version, over A's" version version A
+phase "phase: the key's load" "pkey - rand" pkey rand
+phase "phase: the first signature, with what it loads" "dgst -sign - pkey (B: libica's load too)" sign pkey
 cells=()
 for side in "${SIDES[@]}"; do cells+=("${SYS[sign,$side]} / ${SYS[verify,$side]}"); done
 fact "system calls per signing / verifying process" "${cells[@]}" \
@@ -280,7 +297,9 @@ say "per operation, fresh context each, N = $N and $((2 * N))"
 : >"$OUT/ops.txt"
 for op in dsign-fresh dverify-fresh; do
   for side in "${SIDES[@]}"; do
-    for ((r = 0; r < REPEATS; r++)); do
+    reps=$OP_REPEATS
+    case $side in A0|Bsw) reps=1 ;; esac
+    for ((r = 0; r < reps; r++)); do
       marked "$side" "$op" "$N"
       marked "$side" "$op" $((2 * N))
     done
@@ -332,7 +351,7 @@ for op in ("dsign-fresh", "dverify-fresh"):
             if names.get(k) == "write":
                 continue
             left = v - r["requests"] * exchange.get(k, 0)
-            if abs(left) >= 0.05:
+            if abs(left) >= 0.2:
                 rest[names.get(k, f"nr{k}")] = left
         if r["requests"] >= 0.05:
             rest["ioctl"] = rest.get("ioctl", 0) + r["requests"]
@@ -352,7 +371,7 @@ while IFS=$'\t' read -r op kind c1 c2 c3 c4 c5 c6; do
   [ "$op" = dverify-fresh ] && name=verification
   case $kind in
     insns) fact "one $name, fresh context, 2048 bits, per operation" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
-             "guest instructions, ($((2 * N)) - $N) / $N, the least of $REPEATS" ;;
+             "guest instructions, ($((2 * N)) - $N) / $N, the least of $OP_REPEATS (A0, B software: 1)" ;;
     syscalls) fact "system calls per $name" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
                 "($((2 * N)) - $N) / $N, a card request counted as one ioctl" varies ;;
     named) fact "system calls per $name, by name" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
@@ -395,7 +414,7 @@ for item, r in recorded.items():
         print(f"s390x-count: missing now: {item}", file=sys.stderr)
         bad = 1
         continue
-    tolerance = 0.02 if "per process" in item else 0.04
+    tolerance = 0.025 if "per process" in item else 0.05
     for side, want, got in zip(["A", "A0", "B", "Bnd", "Bsw", "C"], r[2:8], fresh[item][2:8]):
         w, g = value(want), value(got)
         if abs(g - w) > tolerance * w:
