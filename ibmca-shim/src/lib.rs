@@ -25,7 +25,7 @@ mod software;
 pub mod stats;
 
 /// The fixed-width steps that take secrets, for scripts/check-ct.sh's
-/// memcheck driver (examples/ct_check.rs), which calls them on limbs it
+/// memcheck driver (ct-check/src/main.rs), which calls them on limbs it
 /// marks undefined. Not an API: no other caller, no stability.
 #[doc(hidden)]
 pub mod ct_check {
