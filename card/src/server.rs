@@ -1,11 +1,12 @@
 //! The card process's socket: it binds the socket (a private directory,
-//! mode 0600), accepts connections (a bounded number, idle ones closed),
-//! reads the frames (crate::wire), takes each request through the model
+//! mode 0600), accepts connections (a bounded number; idle and stalled
+//! ones closed), reads the frames (crate::wire, each request within one
+//! deadline), takes each request through the model
 //! (crate::model) with the arithmetic (crate::arith) and answers it.
 //! docs/card-model.md, "Run it", has the rules.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -31,11 +32,22 @@ pub const DEFAULT_ENGINES: usize = 1;
 
 /// Connections served at once by default. The clients open one per call,
 /// so this is the number of requests in flight; past it, the connection
-/// idle the longest is closed, or the new one if none is idle.
+/// idle the longest is closed, else the one stalled longest in the middle
+/// of a request (`STALLED_AFTER`), else the new one.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
-/// A connection that sends nothing for this long is closed.
+/// The read deadline of one request, header and payload together, from
+/// the moment the card starts waiting for it (the connection's opening or
+/// the previous answer); the connection is closed when it passes. An
+/// answer's write has the same deadline of its own.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+
+/// A connection whose request has been partly read for this long (or the
+/// idle timeout, if shorter) is stalled: at the connection cap it is
+/// closed to make room. A client's frame, at most about 4 KiB, is written
+/// at once and read in two reads, so only a client that sends it piece by
+/// piece is ever in the middle of one for this long.
+pub const STALLED_AFTER: Duration = Duration::from_millis(100);
 
 /// How a card serves: its socket, its model and its limits.
 pub struct Options {
@@ -44,6 +56,8 @@ pub struct Options {
     /// A directory in the role of /sys for the kernel's counters.
     pub sysfs: Option<PathBuf>,
     pub max_connections: usize,
+    /// Each request's read deadline and each answer's write deadline
+    /// (`DEFAULT_IDLE_TIMEOUT_MS`).
     pub idle_timeout: Duration,
 }
 
@@ -180,19 +194,19 @@ pub fn run(args: Options) -> Result<std::convert::Infallible, String> {
                 continue;
             }
         };
-        if conns.len() >= args.max_connections && !conns.close_idlest() {
-            // Every connection is busy with a request: refuse this one.
+        let stalled = STALLED_AFTER.min(args.idle_timeout);
+        if !conns.make_room(args.max_connections, stalled) {
+            // Every connection is in service: refuse this one.
             continue;
         }
-        let _ = stream.set_read_timeout(Some(args.idle_timeout));
-        let _ = stream.set_write_timeout(Some(args.idle_timeout));
         let id = conns.add(stream.as_raw_fd());
         let card = Arc::clone(&card);
         let socket = args.socket.clone();
+        let timeout = args.idle_timeout;
         let conns2 = Arc::clone(&conns);
         let spawned = std::thread::Builder::new().spawn(move || {
             let guard = Registered(&conns2, id);
-            let result = serve(&card, &stream, &guard);
+            let result = serve(&card, &stream, &guard, timeout);
             // Unregistered before the descriptor closes.
             drop(guard);
             drop(stream);
@@ -211,12 +225,22 @@ pub fn run(args: Options) -> Result<std::convert::Infallible, String> {
 const BACKOFF_MIN: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
-/// The open connections, by id: each one's descriptor and since when it
-/// has waited for a request (None while it is serving one).
+/// Where a connection is in its current request.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Waiting for a request's header, since then.
+    Idle(Instant),
+    /// Reading a request's payload, since its header arrived.
+    Reading(Instant),
+    /// In the model, or writing the answer.
+    Serving,
+}
+
+/// The open connections, by id: each one's descriptor and phase.
 #[derive(Default)]
 struct Open {
     last_id: u64,
-    by_id: HashMap<u64, (RawFd, Option<Instant>)>,
+    by_id: HashMap<u64, (RawFd, Phase)>,
 }
 
 #[derive(Default)]
@@ -239,7 +263,7 @@ impl Connections {
         let mut open = self.lock();
         open.last_id += 1;
         let id = open.last_id;
-        open.by_id.insert(id, (fd, Some(Instant::now())));
+        open.by_id.insert(id, (fd, Phase::Idle(Instant::now())));
         id
     }
 
@@ -247,9 +271,9 @@ impl Connections {
         self.lock().by_id.remove(&id);
     }
 
-    fn set_idle(&self, id: u64, idle: bool) {
+    fn set(&self, id: u64, phase: Phase) {
         if let Some(c) = self.lock().by_id.get_mut(&id) {
-            c.1 = idle.then(Instant::now);
+            c.1 = phase;
         }
     }
 
@@ -257,19 +281,98 @@ impl Connections {
     /// then sees the end of its stream and closes it); false if none is.
     fn close_idlest(&self) -> bool {
         let mut open = self.lock();
-        let idlest = open
-            .by_id
-            .iter()
-            .filter_map(|(&id, &(fd, since))| since.map(|s| (s, id, fd)))
-            .min();
-        let Some((_, id, fd)) = idlest else {
-            return false;
-        };
-        open.by_id.remove(&id);
-        // SAFETY: the descriptor is open: a connection's thread removes
-        // its entry (under this lock) before it closes the descriptor.
-        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
-        true
+        let idlest = oldest(&open, |p| match p {
+            Phase::Idle(since) => Some(since),
+            _ => None,
+        });
+        idlest.is_some_and(|(_, id)| shut(&mut open, id))
+    }
+
+    /// Makes room for one more connection under the cap of `max`: closes
+    /// the connection idle the longest; if none is idle, the one that has
+    /// been in the middle of a request the longest, once that has lasted
+    /// `stalled` (waiting at most that long for it). False if every
+    /// connection is in service: the new one is then refused.
+    fn make_room(&self, max: usize, stalled: Duration) -> bool {
+        loop {
+            if self.len() < max || self.close_idlest() {
+                return true;
+            }
+            let wait = {
+                let mut open = self.lock();
+                let reading = oldest(&open, |p| match p {
+                    Phase::Reading(since) => Some(since),
+                    _ => None,
+                });
+                let Some((since, id)) = reading else {
+                    return false;
+                };
+                match stalled.checked_sub(since.elapsed()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return shut(&mut open, id),
+                }
+            };
+            // Its thread may finish the request meanwhile: look again.
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// The connection whose phase `since` picks has been in it the longest.
+fn oldest(open: &Open, since: impl Fn(Phase) -> Option<Instant>) -> Option<(Instant, u64)> {
+    open.by_id
+        .iter()
+        .filter_map(|(&id, &(_, phase))| since(phase).map(|s| (s, id)))
+        .min()
+}
+
+/// Forgets connection `id` and shuts its socket down: its thread then
+/// meets the end of its stream and closes it.
+fn shut(open: &mut Open, id: u64) -> bool {
+    let Some((fd, _)) = open.by_id.remove(&id) else {
+        return false;
+    };
+    // SAFETY: the descriptor is open: a connection's thread removes its
+    // entry (under the lock `open` is borrowed from) before it closes the
+    // descriptor.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+    true
+}
+
+/// A connection's stream within a deadline: every read and write waits
+/// only for what is left of the time, so a peer that sends (or takes) a
+/// frame piece by piece gets no more time than one that stays silent.
+struct Deadline<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl Deadline<'_> {
+    fn left(&self) -> io::Result<Duration> {
+        match self.until.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(left),
+            _ => Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        let mut stream = self.stream;
+        stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -285,17 +388,28 @@ impl Drop for Registered<'_> {
 struct Quit;
 
 /// Answers the requests of one connection until it closes. The client's
-/// pid and uid are the socket's (SO_PEERCRED), never the frame's.
-fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<(), Quit> {
+/// pid and uid are the socket's (SO_PEERCRED), never the frame's. Each
+/// request is read, header and payload together, within `timeout` of the
+/// moment the card starts waiting for it, and each answer written within
+/// `timeout` of its start; past either the connection is closed.
+fn serve(
+    card: &Card,
+    stream: &UnixStream,
+    conn: &Registered<'_>,
+    timeout: Duration,
+) -> Result<(), Quit> {
     let Ok((pid, uid)) = wire::peer_cred(stream) else {
         return Ok(());
     };
+    let within = |until| Deadline { stream, until };
     loop {
-        conn.0.set_idle(conn.1, true);
-        let Ok(Some(header)) = wire::read_header(&mut stream) else {
+        let started = Instant::now();
+        let mut request = within(started + timeout);
+        conn.0.set(conn.1, Phase::Idle(started));
+        let Ok(Some(header)) = wire::read_header(&mut request) else {
             return Ok(());
         };
-        conn.0.set_idle(conn.1, false);
+        conn.0.set(conn.1, Phase::Reading(Instant::now()));
         // Bounded frames: a stray writer cannot make the card allocate.
         let limit = if header.kind == wire::KIND_CONTROL {
             64 * 1024
@@ -307,25 +421,13 @@ fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<
         }
         if header.kind == wire::KIND_CONTROL {
             let mut payload = vec![0u8; header.length];
-            if stream.read_exact(&mut payload).is_err() {
+            if request.read_exact(&mut payload).is_err() {
                 return Ok(());
             }
-            let line = String::from_utf8_lossy(&payload);
-            let quit = line.trim() == "quit";
-            // Faults, reset, quit and the counts (other users' pids) are
-            // for the card's own uid and root only.
-            let answer = if !wire::trusted_uid(uid) {
-                format!("error: control commands are refused to uid {uid}")
-            } else if quit {
-                "ok".to_string()
-            } else {
-                card.control(&line)
-                    .unwrap_or_else(|e| format!("error: {e}"))
-            };
-            let mut reply = (answer.len() as u32).to_le_bytes().to_vec();
-            reply.extend_from_slice(answer.as_bytes());
-            let _ = stream.write_all(&reply);
-            if quit && wire::trusted_uid(uid) {
+            conn.0.set(conn.1, Phase::Serving);
+            let (reply, quit) = control_reply(card, uid, &payload);
+            let _ = within(Instant::now() + timeout).write_all(&reply);
+            if quit {
                 return Err(Quit);
             }
             continue;
@@ -338,17 +440,39 @@ fn serve(card: &Card, mut stream: &UnixStream, conn: &Registered<'_>) -> Result<
         }
         // Key material: wiped when dropped, whatever the way out.
         let mut payload = Zeroizing::new(vec![0u8; len]);
-        if stream.read_exact(&mut payload).is_err() {
+        if request.read_exact(&mut payload).is_err() {
             return Ok(());
         }
+        conn.0.set(conn.1, Phase::Serving);
         let (rc, result) = answer(card, header.kind, pid, header.length, &mut payload);
         let mut reply = Zeroizing::new(Vec::with_capacity(4 + result.len()));
         reply.extend_from_slice(&rc.to_le_bytes());
         reply.extend_from_slice(&result);
-        if stream.write_all(&reply).is_err() {
+        if within(Instant::now() + timeout).write_all(&reply).is_err() {
             return Ok(());
         }
     }
+}
+
+/// Answers a control line from a peer of `uid`: the reply frame, and
+/// whether the card is to quit.
+fn control_reply(card: &Card, uid: u32, payload: &[u8]) -> (Vec<u8>, bool) {
+    let line = String::from_utf8_lossy(payload);
+    // Faults, reset, quit and the counts (other users' pids) are for the
+    // card's own uid and root only.
+    let trusted = wire::trusted_uid(uid);
+    let quit = trusted && line.trim() == "quit";
+    let answer = if !trusted {
+        format!("error: control commands are refused to uid {uid}")
+    } else if quit {
+        "ok".to_string()
+    } else {
+        card.control(&line)
+            .unwrap_or_else(|e| format!("error: {e}"))
+    };
+    let mut reply = (answer.len() as u32).to_le_bytes().to_vec();
+    reply.extend_from_slice(answer.as_bytes());
+    (reply, quit)
 }
 
 fn bit_length(bytes: &[u8]) -> u64 {

@@ -1,8 +1,9 @@
 //! The card process (`rustica-card`) at its socket: who may serve and who
 //! may be served (SO_PEERCRED, the socket's mode and directory), the pid
-//! the counts carry, idle connections and the descriptor limit, key
-//! material left in memory, and the card's parameters and sysfs counters
-//! (docs/card-model.md, docs/security.md "The card tooling"). The
+//! the counts carry, idle and trickling connections, the connection cap
+//! and the descriptor limit, key material left in memory, and the card's
+//! parameters and sysfs counters (docs/card-model.md, docs/security.md
+//! "The card tooling"). The
 //! emulated libica's side of the socket: libica-emu/tests/card_client.rs.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -288,7 +289,8 @@ fn the_pid_comes_from_the_socket_not_the_frame() {
 }
 
 // ---------------------------------------------------------------------
-// 51.11: idle connections, the connection cap and the descriptor limit.
+// 51.11: idle connections, the connection cap and the descriptor limit;
+// round 6, item 6: the request deadline and stalled requests at the cap.
 
 /// CPU time (user + system) of process `pid`, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
@@ -378,6 +380,97 @@ fn past_the_connection_cap_the_idlest_connection_makes_room() {
         closed.is_some(),
         "no idle connection was closed for the new one"
     );
+}
+
+/// A client that trickles an ME request: connected, with the header and
+/// the payload's first byte sent.
+fn start_trickle(socket: &Path) -> UnixStream {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.write_all(&me_frame(0)[..10]).unwrap();
+    s
+}
+
+/// Sends the rest of the request one byte every 20 ms: Err with the bytes
+/// sent once the card has closed the connection, Ok if it took them all.
+fn trickle(s: &mut UnixStream) -> Result<(), usize> {
+    let frame = me_frame(0);
+    for (i, b) in frame.iter().enumerate().skip(10) {
+        std::thread::sleep(Duration::from_millis(20));
+        if s.write_all(&[*b]).is_err() {
+            return Err(i);
+        }
+    }
+    Ok(())
+}
+
+/// Round 6, item 6: only the wait for a header was bounded; each payload
+/// read then got the idle timeout afresh, so a client that sent a byte
+/// every 20 ms held its connection for as long as it liked.
+#[test]
+fn a_trickled_request_is_cut_off_at_its_deadline() {
+    let dir = Dir::new();
+    let card = Card::start(
+        &dir,
+        &["--cards", "1", "--unit-us", "1", "--idle-timeout-ms", "200"],
+    );
+    let mut s = start_trickle(&card.socket);
+    let started = Instant::now();
+    // 384 bytes at 20 ms: about 7.7 s, over 38 deadlines, to send it all.
+    let sent = trickle(&mut s);
+    assert!(
+        sent.is_err(),
+        "the card read a request trickled over {:?} with a 200 ms deadline",
+        started.elapsed()
+    );
+    // The card is still there for others.
+    me_request(&card.socket);
+}
+
+/// Round 6, item 6: at the connection cap only idle connections made
+/// room, so four clients in the middle of a request each (with a long
+/// deadline) kept every other client out (`ica_rsa_crt` rc 5).
+#[test]
+fn past_the_connection_cap_a_stalled_request_makes_room() {
+    let dir = Dir::new();
+    let card = Card::start(
+        &dir,
+        &[
+            "--cards",
+            "1",
+            "--unit-us",
+            "1",
+            "--max-connections",
+            "4",
+            "--idle-timeout-ms",
+            "600000",
+        ],
+    );
+    let mut stalled: Vec<UnixStream> = (0..4).map(|_| start_trickle(&card.socket)).collect();
+    // Accepted in the order they connected: these four fill the cap
+    // before the card sees the next one.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let socket = card.socket.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(me_request(&socket));
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(20)),
+        Ok(0),
+        "the request was refused while four stalled ones held the cap"
+    );
+    // One of the four was closed to make room for it.
+    let mut b = [0u8; 1];
+    let started = Instant::now();
+    let closed = loop {
+        let closed = stalled.iter_mut().any(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            matches!(s.read(&mut b), Ok(0))
+        });
+        if closed || started.elapsed() > Duration::from_secs(20) {
+            break closed;
+        }
+    };
+    assert!(closed, "no stalled connection was closed");
 }
 
 // ---------------------------------------------------------------------
