@@ -9,8 +9,10 @@ use super::matrix::{Ctx, Outcome, RunFail, Stop};
 use super::results::Sample;
 use super::steps;
 use crate::lab::plan::columns::{strings, ColumnSpec, Paths};
-use crate::lab::plan::counters::{parse_s_time, parse_speed, parse_speed_multi};
-use crate::lab::plan::openssl::{Mark, RunError, Side};
+use crate::lab::plan::counters::{
+    parse_s_time, parse_speed, parse_speed_multi, phase_lines, PhaseLine,
+};
+use crate::lab::plan::openssl::{Mark, MarkCpu, RunError, Side};
 use crate::lab::plan::options::SECLEVEL1_BELOW;
 use crate::lab::plan::server::{free_port, Server};
 use std::path::Path;
@@ -95,7 +97,7 @@ impl Ctx<'_> {
             c.push(self.side(side).describe("speed", &args));
         }
         let f = self
-            .op_marked(side, "speed", &args, est, label)
+            .op_marked(side, "speed", &args, (est, label), MarkCpu::Process)
             .map_err(RunFail::of(side))?;
         // -mr writes its +R lines to standard error.
         let p = parse_speed(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
@@ -125,9 +127,10 @@ impl Ctx<'_> {
 
     /// `openssl speed -elapsed -mr -multi N rsaN` at N = 1, then at N = the
     /// cores: sign/s per core at N, the linearity (that over the rate at 1)
-    /// and the CPU per signature at N (the process's user + system, its
-    /// children's included, times the signing phases' share). Wall-clock
-    /// rates (-elapsed), since scaling is about wall time.
+    /// and the CPU per signature at N: the user + system CPU the children
+    /// spent in their signing phases, from the process tree's CPU as each
+    /// phase's line appeared (`multi_sign_cpu`). Wall-clock rates
+    /// (-elapsed), since scaling is about wall time.
     pub(super) fn speed_multi(
         &mut self,
         paths: &Paths,
@@ -152,7 +155,7 @@ impl Ctx<'_> {
                 c.push(self.side(side).describe("speed", &args));
             }
             let f = self
-                .op(side, "speed", &args, est / 2.0, label)
+                .op_marked(side, "speed", &args, (est / 2.0, label), MarkCpu::Tree)
                 .map_err(RunFail::of(side))?;
             let p = parse_speed_multi(&format!("{}\n{}", f.stdout, f.stderr)).ok_or_else(|| {
                 RunFail::Failed(format!(
@@ -160,16 +163,13 @@ impl Ctx<'_> {
                     side.name()
                 ))
             })?;
-            runs.push((p, f.cpu));
+            let sign_cpu = multi_sign_cpu(&f.stderr, &f.marks, f.cpu, processes);
+            runs.push((p, sign_cpu));
         }
         let (one, _) = &runs[0];
-        let (many, cpu) = &runs[1];
+        let (many, sign_cpu) = &runs[1];
         let per_core = many.sign_rate / n as f64;
-        let cpu_per_sign = if many.all_signs > 0 {
-            cpu * many.sign_share / many.all_signs as f64
-        } else {
-            0.0
-        };
+        let cpu_per_sign = sign_cpu / many.all_signs.max(1) as f64;
         let sample = |value: f64| Sample {
             value,
             cpu: cpu_per_sign,
@@ -287,6 +287,37 @@ fn phase_cpu(stderr: &str, marks: &[Mark], tag: &str, total: f64) -> Option<f64>
     Some((cpu(marks.iter().find(|m| m.lines >= end)) - start).max(0.0))
 }
 
+/// The CPU seconds that the `children` of `openssl speed -mr -multi
+/// children` spent in their signing phases, from the marks of the process
+/// tree's CPU (`MarkCpu::Tree`) and `total`, the whole run's. Between two
+/// marks, the tree's CPU goes to signing by the share of the children then
+/// between a signing phase's `+DTP` line and its `+R` line. Where every
+/// child is in the same phase (all but the few milliseconds that the
+/// children's starts differ by) that is exact, whatever CPU each phase
+/// uses; the CPU before the first phase (start, key and library loads)
+/// and after the last goes to none.
+fn multi_sign_cpu(stderr: &str, marks: &[Mark], total: f64, children: usize) -> f64 {
+    let lines = phase_lines(stderr);
+    let n = children.max(1) as i64;
+    let (mut signing, mut applied) = (0i64, 0usize);
+    let (mut before, mut cpu) = (0.0f64, 0.0);
+    let ends = marks.iter().map(|m| (m.lines, m.cpu));
+    for (seen, at) in ends.chain(std::iter::once((lines.len(), total))) {
+        cpu += (at - before).max(0.0) * signing.clamp(0, n) as f64 / n as f64;
+        before = before.max(at);
+        let seen = seen.min(lines.len()).max(applied);
+        for l in &lines[applied..seen] {
+            match l {
+                PhaseLine::SigningStarts => signing += 1,
+                PhaseLine::SigningEnds => signing -= 1,
+                PhaseLine::Other => {}
+            }
+        }
+        applied = seen;
+    }
+    cpu
+}
+
 /// The card requests the kernel counted during the phase that ends with
 /// `tag`'s line (as [`phase_cpu`]); None where a mark lacks a count.
 fn phase_requests(stderr: &str, marks: &[Mark], tag: &str) -> Option<u64> {
@@ -304,7 +335,66 @@ fn phase_marks(stderr: &str, tag: &str) -> Option<(usize, usize)> {
 
 #[cfg(test)]
 mod speed_args_tests {
-    use super::{in_process_speed_args, phase_cpu, phase_requests, Mark};
+    use super::{in_process_speed_args, multi_sign_cpu, phase_cpu, phase_requests, Mark};
+
+    /// `openssl speed -mr -multi 2 rsa2048` (OpenSSL 3.0): two children,
+    /// their lines interleaved, each signing then verifying for 10 s.
+    const MULTI2: &str = "+DTP:2048:private:rsa:10\n+DTP:2048:private:rsa:10\n\
+                          +R1:3000:2048:10.00\n+DTP:2048:public:rsa:10\n\
+                          +R1:3010:2048:10.00\n+DTP:2048:public:rsa:10\n\
+                          +R2:99000:2048:10.00\n+R2:98000:2048:10.00\n\
+                          +F2:1:2048:6010.000000:197000.000000\n";
+
+    fn mark(lines: usize, cpu: f64) -> Mark {
+        Mark {
+            lines,
+            cpu,
+            requests: None,
+        }
+    }
+
+    #[test]
+    fn a_signing_phase_that_waits_on_the_card_costs_no_cpu() {
+        // Both children load for 0.3 s of CPU, then sign on the card (no
+        // CPU at all), then verify in software: 20 s of CPU, 10 s each.
+        let marks = [
+            mark(1, 0.3),
+            mark(2, 0.3),
+            mark(3, 0.3),
+            mark(4, 0.3),
+            mark(5, 0.3),
+            mark(6, 0.3),
+            mark(8, 20.3),
+        ];
+        let sign = multi_sign_cpu(MULTI2, &marks, 20.31, 2);
+        // Split by the phases' durations it would be half of 20.31 s.
+        assert!(sign.abs() < 1e-9, "{sign}");
+    }
+
+    #[test]
+    fn the_signing_phase_gets_what_it_used() {
+        // Load 0.3 s; signing 8 s of CPU in all; verifying 20 s. The
+        // second child starts signing 0.01 s of CPU after the first and
+        // stops 0.02 s after it: those intervals, with one child signing
+        // of two, count half.
+        let marks = [
+            mark(1, 0.3),
+            mark(2, 0.31),
+            mark(3, 8.3),
+            mark(4, 8.3),
+            mark(5, 8.32),
+            mark(6, 8.32),
+            mark(8, 28.3),
+        ];
+        let sign = multi_sign_cpu(MULTI2, &marks, 28.4, 2);
+        let expect = 0.01 / 2.0 + 7.99 + 0.02 / 2.0;
+        assert!((sign - expect).abs() < 1e-9, "{sign}");
+        // Past the last mark (lines the watcher never saw: the run ended
+        // within a poll), the CPU up to the run's total is split as the
+        // children stood at that mark: one of two signing.
+        let sign = multi_sign_cpu(MULTI2, &marks[..1], 1.3, 2);
+        assert!((sign - 0.5).abs() < 1e-9, "{sign}");
+    }
 
     #[test]
     fn where_a_side_may_offload_speed_rates_are_per_wall_second() {

@@ -169,7 +169,7 @@ fn multi_note(_bits: u32) -> Option<String> {
     let n = multi_processes();
     Some(format!(
         "`openssl speed -elapsed -multi N` at N = 1 and N = {n} (the cores): sign/s per core at N = {n}; \
-         linearity = the rate at {n} over {n} times the rate at 1; CPU = user + system of the speed processes \
-         per signature at N = {n}, the signing phase's share by speed's own phase times"
+         linearity = the rate at {n} over {n} times the rate at 1; CPU = user + system that the speed processes \
+         spent in their signing phases, per signature at N = {n}, from their CPU as each phase began and ended"
     ))
 }

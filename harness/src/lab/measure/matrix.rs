@@ -8,7 +8,7 @@ use super::steps;
 use crate::lab::plan::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
 use crate::lab::plan::counters::compare;
 use crate::lab::plan::openssl::{
-    run_timed, run_timed_marked, Finished, RunError, Scratch, Side, SideEnv,
+    run_timed, run_timed_marked, Finished, MarkCpu, RunError, Scratch, Side, SideEnv,
 };
 use crate::lab::plan::options::Options;
 use crate::lab::plan::progress::Progress;
@@ -209,20 +209,21 @@ impl Ctx<'_> {
         est: f64,
         label: &str,
     ) -> Result<Finished, RunError> {
-        self.op_watched(side, sub, args, (est, label), false)
+        self.op_watched(side, sub, args, (est, label), None)
     }
 
     /// [`Ctx::op`], with the CPU (and card request) marks of
-    /// `run_timed_marked`.
+    /// `run_timed_marked`: the process's CPU, or with [`MarkCpu::Tree`]
+    /// its children's too (`openssl speed -multi`).
     pub(super) fn op_marked(
         &mut self,
         side: Side,
         sub: &str,
         args: &[String],
-        est: f64,
-        label: &str,
+        (est, label): (f64, &str),
+        whose: MarkCpu,
     ) -> Result<Finished, RunError> {
-        self.op_watched(side, sub, args, (est, label), true)
+        self.op_watched(side, sub, args, (est, label), Some(whose))
     }
 
     fn op_watched(
@@ -231,15 +232,16 @@ impl Ctx<'_> {
         sub: &str,
         args: &[String],
         (est, label): (f64, &str),
-        marked: bool,
+        marked: Option<MarkCpu>,
     ) -> Result<Finished, RunError> {
         let env = self.side(side);
         let what = env.describe(sub, args);
         let cmd = env.command(sub, args);
-        let r = if marked {
-            run_timed_marked(&self.scratch, cmd, &what, self.zcrypt.as_deref())
-        } else {
-            run_timed(&self.scratch, cmd, &what)
+        let r = match marked {
+            Some(whose) => {
+                run_timed_marked(&self.scratch, cmd, &what, self.zcrypt.as_deref(), whose)
+            }
+            None => run_timed(&self.scratch, cmd, &what),
         };
         self.progress.tick(est, label);
         r

@@ -127,7 +127,8 @@ pub(super) fn md_cpu(md: &mut String, rows: &[Row]) {
         md,
         "User + system CPU of the process under test per operation (per-process columns: the whole `openssl` process; \
          TLS: the server per handshake; `openssl speed`: the signing or verifying phase, from the process's CPU as each \
-         phase began and ended; DNS signers: per signature). Where the card answers, this is what the host still pays: \
+         phase began and ended; speed -multi: the children's signing phases, the same way, per signature; DNS signers: \
+         per signature). Where the card answers, this is what the host still pays: \
          what offload frees is A's CPU less B's. B/A with its 95 % interval; the cells form a family of their own (Holm, 5 %).\n"
     );
     let _ = writeln!(

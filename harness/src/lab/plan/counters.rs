@@ -169,70 +169,116 @@ pub struct MultiRun {
     /// Every signature and verification the run made, for the counters.
     pub all_signs: u64,
     pub all_verifies: u64,
-    /// The signing phases' share of the run's timed phases (each child
-    /// times its phases one after the other, each for -seconds).
-    pub sign_share: f64,
 }
 
-/// Parses `-mr` output whose children's lines may interleave. Each child
-/// prints a `+DTP` line naming a phase, then that phase's `+R<k>` line; as
-/// every child runs the same phases in the same order, the k-th distinct
-/// `+R` tag belongs to the k-th distinct `+DTP` phase.
-pub fn parse_speed_multi(output: &str) -> Option<MultiRun> {
-    let mut phases: Vec<&str> = Vec::new();
-    let mut tags: Vec<&str> = Vec::new();
-    let mut results: Vec<(&str, u64, f64)> = Vec::new();
-    for l in output.lines().map(str::trim) {
-        if let Some(what) = l.strip_prefix("+DTP:") {
-            if !phases.contains(&what) {
-                phases.push(what);
+/// The timed phases of `-mr` output whose children's lines may
+/// interleave. Each child prints a `+DTP` line naming a phase, then that
+/// phase's `+R<k>` line; as every child runs the same phases in the same
+/// order, the k-th distinct `+R` tag belongs to the k-th distinct `+DTP`
+/// phase.
+struct Phases<'a> {
+    phases: Vec<&'a str>,
+    tags: Vec<&'a str>,
+}
+
+impl<'a> Phases<'a> {
+    fn of(output: &'a str) -> Phases<'a> {
+        let mut p = Phases {
+            phases: Vec::new(),
+            tags: Vec::new(),
+        };
+        for l in output.lines().map(str::trim) {
+            if let Some(what) = l.strip_prefix("+DTP:") {
+                if !p.phases.contains(&what) {
+                    p.phases.push(what);
+                }
+            } else if l.starts_with("+R") {
+                let tag = l.split(':').next().unwrap_or(l);
+                if !p.tags.contains(&tag) {
+                    p.tags.push(tag);
+                }
             }
-        } else if l.starts_with("+R") {
-            let f: Vec<&str> = l.split(':').collect();
-            let (Some(n), Some(s)) = (f.get(1), f.get(3)) else {
-                continue;
-            };
-            let (Ok(n), Ok(s)) = (n.parse::<u64>(), s.parse::<f64>()) else {
-                continue;
-            };
-            if !tags.contains(&f[0]) {
-                tags.push(f[0]);
-            }
-            results.push((f[0], n, s));
         }
+        p
     }
-    let phase = |tag: &str| {
-        tags.iter()
-            .position(|t| *t == tag)
-            .and_then(|i| phases.get(i))
-            .copied()
-            .unwrap_or("")
-    };
-    let is_sign = |tag: &str| tag == "+R1" || phase(tag).contains("sign");
-    let is_verify = |tag: &str| tag == "+R2" || phase(tag).contains("verify");
+
+    /// Whether the k-th phase signs: the classic RSA signing loop
+    /// (`+R1`), and OpenSSL 3.5's signature-algorithm signing.
+    fn signs(&self, k: usize) -> bool {
+        self.tags.get(k) == Some(&"+R1") || self.phases.get(k).is_some_and(|p| p.contains("sign"))
+    }
+
+    fn verifies(&self, k: usize) -> bool {
+        self.tags.get(k) == Some(&"+R2") || self.phases.get(k).is_some_and(|p| p.contains("verify"))
+    }
+
+    fn of_tag(&self, tag: &str) -> Option<usize> {
+        self.tags.iter().position(|t| *t == tag)
+    }
+}
+
+pub fn parse_speed_multi(output: &str) -> Option<MultiRun> {
+    let p = Phases::of(output);
     let mut m = MultiRun {
         sign_rate: 0.0,
         all_signs: 0,
         all_verifies: 0,
-        sign_share: 0.0,
     };
-    let (mut sign_secs, mut all_secs) = (0.0, 0.0);
-    for &(tag, n, s) in &results {
-        all_secs += s;
-        if tag == "+R1" && s > 0.0 {
+    for l in output
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("+R"))
+    {
+        let f: Vec<&str> = l.split(':').collect();
+        let (Some(n), Some(s)) = (f.get(1), f.get(3)) else {
+            continue;
+        };
+        let (Ok(n), Ok(s)) = (n.parse::<u64>(), s.parse::<f64>()) else {
+            continue;
+        };
+        if f[0] == "+R1" && s > 0.0 {
             m.sign_rate += n as f64 / s;
         }
-        if is_sign(tag) {
-            m.all_signs += n;
-            sign_secs += s;
-        } else if is_verify(tag) {
-            m.all_verifies += n;
+        match p.of_tag(f[0]) {
+            Some(k) if p.signs(k) => m.all_signs += n,
+            Some(k) if p.verifies(k) => m.all_verifies += n,
+            _ => {}
         }
     }
-    (m.sign_rate > 0.0 && all_secs > 0.0).then(|| MultiRun {
-        sign_share: sign_secs / all_secs,
-        ..m
-    })
+    (m.sign_rate > 0.0).then_some(m)
+}
+
+/// What one line that starts with `+` (as the lab's watcher counts them)
+/// of `openssl speed -mr` output does: start or end a child's signing
+/// phase, or neither.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PhaseLine {
+    SigningStarts,
+    SigningEnds,
+    Other,
+}
+
+/// [`PhaseLine`] of every `+` line of `stderr`, in order.
+pub fn phase_lines(stderr: &str) -> Vec<PhaseLine> {
+    let p = Phases::of(stderr);
+    stderr
+        .lines()
+        .filter(|l| l.starts_with('+'))
+        .map(|l| {
+            let k = if let Some(what) = l.strip_prefix("+DTP:") {
+                p.phases.iter().position(|w| *w == what.trim())
+            } else if l.starts_with("+R") {
+                p.of_tag(l.split(':').next().unwrap_or(l))
+            } else {
+                None
+            };
+            match k {
+                Some(k) if p.signs(k) && l.starts_with("+DTP:") => PhaseLine::SigningStarts,
+                Some(k) if p.signs(k) => PhaseLine::SigningEnds,
+                _ => PhaseLine::Other,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -311,7 +357,11 @@ mod tests {
         let m = parse_speed_multi(out).unwrap();
         assert_eq!(m.sign_rate, 8141.0);
         assert_eq!((m.all_signs, m.all_verifies), (8141, 172331));
-        assert!((m.sign_share - 0.5).abs() < 1e-9);
+        use PhaseLine::{Other, SigningEnds as End, SigningStarts as Start};
+        assert_eq!(
+            phase_lines(out),
+            [Start, Start, End, Other, End, Other, Other, Other, Other]
+        );
         // OpenSSL 3.5: more phases; the signature-algorithm signing counts
         // as signing, encryption and key generation as neither.
         let out35 = "+DTP:1024:private:rsa sign:1\n+R1:8000:1024:1.00\n\
@@ -323,7 +373,9 @@ mod tests {
         let m = parse_speed_multi(out35).unwrap();
         assert_eq!(m.sign_rate, 8000.0);
         assert_eq!((m.all_signs, m.all_verifies), (15000, 307335));
-        assert!((m.sign_share - 2.0 / 6.0).abs() < 1e-9);
+        let signing = phase_lines(out35);
+        assert_eq!(signing[..4], [Start, End, Other, Other]);
+        assert_eq!(signing[8..], [Start, End, Other, Other]);
         assert_eq!(parse_speed_multi("ERROR\n"), None);
     }
 

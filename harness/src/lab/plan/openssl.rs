@@ -178,12 +178,20 @@ pub struct Finished {
     pub stderr: String,
     /// With [`run_timed_marked`]: (n, CPU seconds of the process when its
     /// standard error was first seen holding n lines that start with `+`),
-    /// in order. `openssl speed -mr` writes a `+DTP` line as each timed
+    /// in order. With [`MarkCpu::Tree`] the CPU is the process's and its
+    /// descendants' (`openssl speed -multi`'s children). `openssl speed -mr` writes a `+DTP` line as each timed
     /// phase starts and a `+R` line as it ends, so the CPU of a phase is
     /// the difference of two marks (a few ticks' resolution). The third
     /// figure is the card requests the kernel had counted by then, where
     /// the run was given zcrypt's counters to read.
     pub marks: Vec<Mark>,
+}
+
+/// Whose CPU a mark holds: the process's alone, or its whole tree's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MarkCpu {
+    Process,
+    Tree,
 }
 
 /// See [`Finished::marks`].
@@ -300,8 +308,14 @@ pub fn run_timed_marked(
     cmd: Command,
     what: &str,
     zcrypt: Option<&Path>,
+    whose: MarkCpu,
 ) -> Result<Finished, RunError> {
-    run(scratch, cmd, what, Some(zcrypt.map(Path::to_path_buf)))
+    run(
+        scratch,
+        cmd,
+        what,
+        Some((zcrypt.map(Path::to_path_buf), whose)),
+    )
 }
 
 /// User + system CPU seconds of a running process, from /proc.
@@ -317,11 +331,81 @@ fn proc_cpu(pid: u32) -> Option<f64> {
     (hz > 0).then(|| ticks / hz as f64)
 }
 
+/// User + system CPU seconds of a running process and of every process
+/// below it: its own, its reaped children's (cutime, cstime) and, walked
+/// down, its live children's. A process gone between two reads counts
+/// nothing; a mark is a lower bound within a tick or two.
+fn tree_cpu(pid: u32) -> Option<f64> {
+    fn walk(pid: u32, depth: u32) -> Option<f64> {
+        let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &text[text.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // utime, stime, cutime, cstime: fields 14 to 17.
+        let mut ticks = 0.0;
+        for i in 11..15 {
+            ticks += f.get(i)?.parse::<f64>().ok()?;
+        }
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if hz <= 0 {
+            return None;
+        }
+        let mut cpu = ticks / hz as f64;
+        if depth < 8 {
+            cpu += children(pid)
+                .into_iter()
+                .filter_map(|c| walk(c, depth + 1))
+                .sum::<f64>();
+        }
+        Some(cpu)
+    }
+    walk(pid, 0)
+}
+
+/// The live children of `pid`, forked by any of its threads, from
+/// /proc/<pid>/task/<tid>/children; where the kernel has no such file
+/// (CONFIG_PROC_CHILDREN unset), from every process's parent in /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut listed = false;
+    for t in tasks.flatten() {
+        if let Ok(list) = fs::read_to_string(t.path().join("children")) {
+            listed = true;
+            out.extend(
+                list.split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    if !listed {
+        out = fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&c| parent(c) == Some(pid))
+            .collect();
+    }
+    out
+}
+
+fn parent(pid: u32) -> Option<u32> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// Polls `pid`'s error output and CPU every few milliseconds until `done`.
 fn watch_marks(
     pid: u32,
     err_path: PathBuf,
-    zcrypt: Option<PathBuf>,
+    (zcrypt, whose): (Option<PathBuf>, MarkCpu),
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<Vec<Mark>> {
     std::thread::spawn(move || {
@@ -330,7 +414,10 @@ fn watch_marks(
         while !done.load(Ordering::Relaxed) {
             // CPU and requests first: a mark must not include what came
             // after the line.
-            let cpu = proc_cpu(pid);
+            let cpu = match whose {
+                MarkCpu::Process => proc_cpu(pid),
+                MarkCpu::Tree => tree_cpu(pid),
+            };
             let requests = zcrypt.as_deref().and_then(super::zcrypt::total);
             let n = fs::read_to_string(&err_path)
                 .map(|t| t.lines().filter(|l| l.starts_with('+')).count())
@@ -349,13 +436,13 @@ fn watch_marks(
     })
 }
 
-/// `marked`: watch the process for [`Finished::marks`], reading zcrypt's
-/// counters under the given directory too.
+/// `marked`: watch the process (or its tree) for [`Finished::marks`],
+/// reading zcrypt's counters under the given directory too.
 fn run(
     scratch: &Scratch,
     mut cmd: Command,
     what: &str,
-    marked: Option<Option<PathBuf>>,
+    marked: Option<(Option<PathBuf>, MarkCpu)>,
 ) -> Result<Finished, RunError> {
     if interrupted() {
         return Err(RunError::Interrupted);
@@ -432,6 +519,33 @@ mod tests {
             conf,
             Some(std::ffi::OsStr::new("/o/B/speed-x/openssl-B-speed.cnf"))
         );
+    }
+
+    #[test]
+    fn a_tree_holds_its_live_childrens_cpu() {
+        let mut child = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Until the child has used a fifth of a second (at most a minute).
+        for _ in 0..6000 {
+            if proc_cpu(pid).unwrap_or(0.0) >= 0.2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let me = std::process::id();
+        let own = proc_cpu(me).unwrap();
+        let theirs = proc_cpu(pid).unwrap();
+        let tree = tree_cpu(me).unwrap();
+        let (listed, up) = (children(me).contains(&pid), parent(pid));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(theirs >= 0.2, "the child never ran: {theirs}");
+        assert!(listed && up == Some(me), "{listed} {up:?}");
+        // Both reads before it only grow: the tree holds at least their sum.
+        assert!(tree >= own + theirs, "{tree} < {own} + {theirs}");
     }
 
     #[test]
