@@ -41,6 +41,9 @@ import argparse
 import pathlib
 import sys
 
+import comparison_instructions
+import textwrap
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FACTS_DIR = ROOT / "docs" / "comparison"
 PAGE = ROOT / "docs" / "comparison.md"
@@ -325,26 +328,7 @@ CARD_INTRO = {
         "the counts and "
         "times vary from run to run."
     ),
-    "card-instructions": (
-        "Guest instructions counted under Debian 12's dynamic `qemu-s390x` (7.2) by the project's "
-        "TCG plugin (`benches/instructions/qemu-count.c`), on the same card (2 cards, unit 20 us), "
-        "by `scripts/s390x-count.sh`. Under qemu, the wall and CPU times above mostly measure qemu "
-        "(translating code it has not seen, emulating each instruction); an instruction count does "
-        "not depend on qemu's speed. Every side but C runs the same minimal `openssl.cnf` (C: the "
-        "engine's sample); the `z90crypt-card` interposer, which does in the guest what a host's "
-        "kernel does for one ioctl, is left out of the counts (under 1 K instructions a request). "
-        "Per process: whole `openssl` runs, 2048-bit key, 1 KiB document; the differences between "
-        "rows are the phases (the key's load, the first operation). Per operation: "
-        "`benches/instructions/fresh.c` cross-built for s390x, PKCS#1 v1.5 SHA-256 with a fresh "
-        "context each (BIND's and PowerDNS's pattern), the instructions between its marks at 64 "
-        "operations minus those at 32, over 32, the least of 3 such pairs on the card sides: one of "
-        "OpenSSL's blinding renewals (every 32 uses of a key) in each count. System calls per operation count each card request as the one "
-        "ioctl a host makes (the interposer's exchange, measured on A, taken out); clock_gettime "
-        "is a vDSO call on a host. Context switches are the qemu process's (GNU time), and vary. "
-        "`scripts/s390x-count.sh --check` recounts and compares within 2.5 % per process and 5 % "
-        "per operation (blinding values and libica's DRBG are random: nine runs spread by up to "
-        "1.2 % per process and 2 % per operation)."
-    ),
+    "card-instructions": comparison_instructions.INTRO,
     "card-lab": (
         "`rustica lab` itself on the card, as on an IBM Z host (`scripts/s390x-card-lab.sh`: "
         "2048 bits, per-process columns, 6 processes a cell; A, B and C in one lab, A0 in a "
@@ -366,20 +350,6 @@ def card_table(rows):
     return out
 
 
-def instructions_table(rows):
-    """The instruction counts: six sides (B three ways)."""
-    out = [
-        "| measurement | release | A stock, own offload | A0 stock, nocex | B rustica, libica | "
-        "B, `offload-timeout-ms = 0` | B, `backend = software` | C ibmca engine | note |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for name, (_, item, a, a0, b, bnd, bsw, c, note, _) in rows:
-        out.append(
-            f"| {cell(item)} | {name} | {cell(a)} | {cell(a0)} | {cell(b)} | {cell(bnd)} | {cell(bsw)} | {cell(c)} | {cell(note)} |"
-        )
-    return out
-
-
 def maint_table(rows):
     """The outage rows: A, B and C only (A0 has no card to lose)."""
     out = ["| measurement | release | A stock, own offload | B rustica | C ibmca engine | note |", "|---|---|---|---|---|---|"]
@@ -397,6 +367,11 @@ def replace_between(text, begin, end, lines, what):
     return head + begin + "\n" + "\n".join(lines) + "\n" + end + tail
 
 
+def prose(text):
+    """TEXT as lines of at most 120 characters (docs keep prose lines short)."""
+    return textwrap.wrap(text, width=120, break_long_words=False, break_on_hyphens=False)
+
+
 def x86_table(name, facts):
     """The lines of an x86 card table from its facts: a lead-in naming the
     command and the date, the table, rustica's counters."""
@@ -408,9 +383,12 @@ def x86_table(name, facts):
     _, date, command, setup = runs[0][:4]
     load = [r[1] for r in facts if r[0] == "load"]
     after = f"; load after: {load[0]}" if load else ""
-    out = [
+    lead = (
         f"`{command}` on {date}, recorded with `BENCH_FACTS` in docs/comparison/{name}.tsv. "
-        f"What ran: {setup}{after}. Cells: {spec['what']}.",
+        f"What ran: {setup}{after}. Cells: {spec['what']}."
+    )
+    out = [
+        *prose(lead),
         "",
         "| " + " | ".join(spec["head"]) + " |",
         "|" + "".join("---:|" if i in spec["right"] else "---|" for i in range(width)),
@@ -422,7 +400,7 @@ def x86_table(name, facts):
         out.append("| " + " | ".join(cells) + " |")
     counters = [f"{spec['sides'].get(r[1], r[1])}: {r[2]}" for r in facts if r[0] == "counters"]
     if counters:
-        out += ["", "rustica's counters over the whole run: " + "; ".join(counters) + "."]
+        out += ["", *prose("rustica's counters over the whole run: " + "; ".join(counters) + ".")]
     return out
 
 
@@ -452,8 +430,11 @@ def render_card(w, card_facts):
         w("")
         w(CARD_INTRO[key])
         w("")
-        table = {"card-maint": maint_table, "card-instructions": instructions_table}.get(key, card_table)
-        for line in table(rows):
+        if key == "card-instructions":
+            lines = comparison_instructions.table(rows, cell)
+        else:
+            lines = (maint_table if key == "card-maint" else card_table)(rows)
+        for line in lines:
             w(line)
         w("")
 
