@@ -8,7 +8,7 @@
 # B/A with the lab's 95 % interval and verdict (`rustica compare`, asked
 # for ±2 %), and fails unless rustica counted every one of B's
 # signatures. A benchmark, not a test: run it on an otherwise idle
-# machine (docs/performance.md, "The lab, after the second step").
+# machine (docs/performance.md, "DNSSEC").
 #
 # Usage: scripts/bench-dnssec.sh [-r ROUNDS] LAB_DIR [BITS]
 #   LAB_DIR: the --out of a `rustica lab` run that signed at BITS (default

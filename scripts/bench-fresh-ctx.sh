@@ -8,7 +8,7 @@
 # compare`). A third series B0 runs rustica with its counters off
 # (RUSTICA_STATS=0), to rule the counters' shared-memory atomics in or out.
 # A benchmark, not a test: the machine's other load moves it
-# (docs/performance.md, "Fresh context per operation").
+# (docs/performance.md, "A fresh signing context per operation").
 #
 # Usage: scripts/bench-fresh-ctx.sh [-r ROUNDS] [-t MS] [-b BITS...] [sign|verify ...]
 #   defaults: 30 rounds, 300 ms per process, 1024 bits, sign and verify.
