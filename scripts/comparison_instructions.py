@@ -18,10 +18,12 @@ INTRO = (
     "operations minus those at 32, over 32, the least of 3 such pairs on the card sides: one of "
     "OpenSSL's blinding renewals (every 32 uses of a key) in each count. System calls per "
     "operation count each card request as the one ioctl a host makes (the interposer's "
-    "exchange, measured on A, taken out); clock_gettime is a vDSO call on a host. Context switches are the qemu process's (GNU time), and vary. "
+    "exchange, measured on A, taken out); clock_gettime is a vDSO call on a host. Context "
+    "switches are those of qemu's threads between the marks, and vary. By library: the file the "
+    "code is in, so rustica's calls into libcrypto count as libcrypto's. "
     "`scripts/s390x-count.sh --check` recounts and compares within 2.5 % per process and 5 % "
-    "per operation (blinding values and libica's DRBG are random: nine runs spread by up to "
-    "1.2 % per process and 2 % per operation)."
+    "per operation (blinding values and libica's DRBG are random: repeated runs of one build "
+    "spread by up to 1.2 % per process and 2 % per operation)."
 )
 
 

@@ -27,10 +27,12 @@
 # holds exactly one of OpenSSL's blinding renewals per 32 uses). Also per
 # operation: the system calls by name (the plugin counts them), with the
 # interposer's exchange per card request (measured on A) counted as the
-# one ioctl a host makes, and the process's voluntary context switches
-# (GNU time: the qemu process's, all threads; they vary, and are not
-# checked). The interposer's own instructions (under 1 K a request) are
-# left out of every count: on a host that work is the kernel's.
+# one ioctl a host makes, and the voluntary context switches of qemu's
+# threads between the marks (the plugin reads them; they vary, and are not
+# checked), and the instructions by the library their code is in (the
+# plugin's files=on). The interposer's own instructions (under 1 K a
+# request) are left out of every count: on a host that work is the
+# kernel's.
 #
 # Every run checks its results: each signature identical to the host's,
 # every verification "Verified OK", and each side's card requests per
@@ -48,10 +50,11 @@
 #   --check      fail unless every instruction count agrees with that file
 #                within 2.5 % per process and 5 % per operation (one to two
 #                minutes). What still varies with a fixed key is random:
-#                blinding values, libica's DRBG. Nine runs on 2026-12-07
-#                spread by up to 1.2 % per process (A's signing process,
-#                18.47-18.69 M) and, the least of 3, 2 % per operation
-#                (A's signature, 204-208 K; single runs 204-214 K). A
+#                blinding values, libica's DRBG. Up to five runs of one
+#                build on 2026-12-07 spread by up to 1.2 % per process
+#                (A's signing process, 18.47-18.69 M) and, the least of 3,
+#                2 % per operation (A's signature, 204-208 K; single runs
+#                204-214 K). A
 #                change such as loading libica in a verifying process
 #                (1.2 M of 14.5 M) or a second check per signature (300 K)
 #                moves a row far more
@@ -86,7 +89,7 @@ N=32
 
 # --- tools: the dynamic qemu-user (plugins) beside the lane's static one ----------
 need=()
-for pkg in qemu-user gcc-s390x-linux-gnu qemu-user-static libclang-dev openssl time; do
+for pkg in qemu-user gcc-s390x-linux-gnu qemu-user-static libclang-dev openssl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -174,8 +177,9 @@ SIDES=(A A0 B Bnd Bsw C)
 # Runs PROGRAM (under the root) on SIDE under the counting qemu; sets
 # INSNS (guest instructions, the interposer's left out: on a host its work
 # is the kernel's), SYSCALLS, MARKS (the plugin's "i k s" at each mark),
-# NRS (its "nrX=C" system calls between the first two marks), CSW
-# ("voluntary involuntary" context switches of the qemu process) and
+# NRS (its "nrX=C" system calls between the first two marks), FILES (its
+# "file:NAME=C" instructions by file between them), CSW ("voluntary
+# involuntary" context switches of qemu's threads between them) and
 # ME_CRT (the card's requests from the process).
 counted() { # side program args...
   local side=$1 program=$2 line skipped
@@ -191,18 +195,21 @@ counted() { # side program args...
     Bsw) cmd+=(OPENSSL_CONF="$OUT/bsw.cnf") ;;
     C) cmd+=(OPENSSL_CONF="$OUT/c.cnf") ;;
   esac
-  local plugin=$PLUGIN,skip=libz90crypt-card
+  local plugin=$PLUGIN,skip=libz90crypt-card,files=on
   [ -n "${QEMU_COUNT_EXACT:-}" ] && plugin=$plugin,exact=on
   rm -f "$OUT/plugin.log"
   card_ctl reset >/dev/null
-  /usr/bin/time -f "%w %c" -o "$OUT/time.out" "${cmd[@]}" "$QEMU" -plugin "$plugin" -d plugin -D "$OUT/plugin.log" \
+  "${cmd[@]}" "$QEMU" -plugin "$plugin" -d plugin -D "$OUT/plugin.log" \
     -L "$ROOT" "$ROOT$program" "$@" >"$OUT/out.txt" 2>>"$OUT/run.log" || return 1
   line=$(grep '^qemu-count ' "$OUT/plugin.log") || return 1
   read -r _ _ INSNS _ skipped _ SYSCALLS _ _ MARKS <<<"$line"
   INSNS=$((INSNS - skipped))
   NRS=$(grep -o 'nr[0-9]*=[0-9]*' <<<"$MARKS" | tr '\n' ' ' || true)
+  FILES=$(grep -o 'file:[^ ]*' <<<"$MARKS" | tr '\n' ' ' || true)
+  CSW=$(grep -o 'csw=[0-9]*/[0-9]*' <<<"$MARKS" | sed 's/csw=//; s|/| |' || true)
+  MARKS=${MARKS%% csw=*}
   MARKS=${MARKS%% nr*}
-  CSW=$(tail -n1 "$OUT/time.out")
+  MARKS=${MARKS%% file:*}
   ME_CRT=$(card_ctl stats | python3 -c '
 import json, sys
 n = {"me": 0, "crt": 0}
@@ -235,8 +242,8 @@ process_count() { # side what args...
   echo "$best"
 }
 # fresh.c's N operations on SIDE; appends to $OUT/ops.txt one line:
-# "side op n insns syscalls voluntary involuntary me crt nrX=C...", the
-# counts between its two marks (the context switches and card requests:
+# "side op n insns syscalls voluntary involuntary me crt nrX=C...
+# file:NAME=C...", the counts between its two marks (the card requests:
 # the whole process's).
 marked() { # side op n
   local i1 k1 s1 i2 k2 s2 provider
@@ -247,8 +254,8 @@ marked() { # side op n
     *) [ "$provider" = default ] || fail "side $1: fresh's operations ran on $provider, not default" ;;
   esac
   read -r i1 k1 s1 i2 k2 s2 <<<"$MARKS"
-  [ -n "${s2:-}" ] || fail "side $1: fresh made no marks (plugin: $(cat "$OUT/plugin.log"))"
-  echo "$1 $2 $3 $((i2 - k2 - i1 + k1)) $((s2 - s1)) $CSW $ME_CRT $NRS" >>"$OUT/ops.txt"
+  [ -n "${s2:-}" ] && [ -n "$CSW" ] || fail "side $1: fresh made no marks (plugin: $(cat "$OUT/plugin.log"))"
+  echo "$1 $2 $3 $((i2 - k2 - i1 + k1)) $((s2 - s1)) $CSW $ME_CRT $NRS $FILES" >>"$OUT/ops.txt"
 }
 
 FACTS=$OUT/facts.tsv
@@ -325,8 +332,9 @@ for line in open(ops_path):
     f = line.split()
     side, op, count = f[0], f[1], int(f[2])
     insns, sysc, vol, invol, me, crt = map(int, f[3:9])
-    nrs = {int(k[2:]): int(v) for k, v in (x.split("=") for x in f[9:])}
-    runs[side, op].append((count, insns, sysc, vol, invol, me + crt, nrs))
+    nrs = {int(k[2:]): int(v) for k, v in (x.split("=") for x in f[9:] if x.startswith("nr"))}
+    files = {k[5:]: int(v) for k, v in (x.rsplit("=", 1) for x in f[9:] if x.startswith("file:"))}
+    runs[side, op].append((count, insns, sysc, vol, invol, me + crt, nrs, files))
 
 def per_op(side, op):
     rs = runs[side, op]
@@ -335,7 +343,9 @@ def per_op(side, op):
     a, b = best
     d = lambda i: (b[i] - a[i]) / n
     nrs = {k: (b[6].get(k, 0) - a[6].get(k, 0)) / n for k in set(a[6]) | set(b[6])}
-    return {"insns": d(1), "syscalls": d(2), "vol": d(3), "invol": d(4), "requests": d(5), "nrs": nrs}
+    files = {k: (b[7].get(k, 0) - a[7].get(k, 0)) / n for k in set(a[7]) | set(b[7])}
+    return {"insns": d(1), "syscalls": d(2), "vol": d(3), "invol": d(4), "requests": d(5), "nrs": nrs,
+            "files": files}
 
 for op in ("dsign-fresh", "dverify-fresh"):
     res = {s: per_op(s, op) for s in sides}
@@ -343,7 +353,7 @@ for op in ("dsign-fresh", "dverify-fresh"):
     # A's exchange per card request: every system call A makes between the
     # marks, but for the marks' own write.
     exchange = {k: v / a["requests"] for k, v in a["nrs"].items() if names.get(k) != "write"}
-    ins, sysc, named, csw = [], [], [], []
+    ins, sysc, named, csw, files = [], [], [], [], []
     for s in sides:
         r = res[s]
         rest = {}
@@ -361,10 +371,16 @@ for op in ("dsign-fresh", "dverify-fresh"):
         named.append(", ".join(f"{k} {v:.2f}" for k, v in sorted(rest.items(), key=lambda kv: (-kv[1], kv[0]))) or "none")
         # Differences of two whole-process counts: noise can make them negative.
         csw.append(f"{max(r['vol'], 0):.1f}")
+        # By library: the file the code came from (a library's own code,
+        # whoever called it), the interposer left out; 0.5 K and more.
+        by = sorted(((v, re.sub(r"\.so[.0-9]*$", "", k)) for k, v in r["files"].items()
+                     if "z90crypt" not in k and v >= 500), reverse=True)
+        files.append(", ".join(f"{name} {v / 1e3:.1f} K" for v, name in by) or "none")
     print("\t".join([op, "insns"] + ins))
     print("\t".join([op, "syscalls"] + sysc))
     print("\t".join([op, "named"] + named))
     print("\t".join([op, "csw"] + csw))
+    print("\t".join([op, "files"] + files))
 PY
 while IFS=$'\t' read -r op kind c1 c2 c3 c4 c5 c6; do
   name=signature
@@ -376,8 +392,10 @@ while IFS=$'\t' read -r op kind c1 c2 c3 c4 c5 c6; do
                 "($((2 * N)) - $N) / $N, a card request counted as one ioctl" varies ;;
     named) fact "system calls per $name, by name" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
              "clock_gettime is a vDSO call on a host, not a system call" varies ;;
+    files) fact "instructions per $name, by the library they are in" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
+             "($((2 * N)) - $N) / $N, of the pair counted above; calls from rustica into libcrypto count as libcrypto" varies ;;
     csw) fact "voluntary context switches per $name" "$c1" "$c2" "$c3" "$c4" "$c5" "$c6" \
-           "the qemu process's, all threads (GNU time), ($((2 * N)) - $N) / $N" varies ;;
+           "qemu's threads between the marks (/proc/self/task), ($((2 * N)) - $N) / $N" varies ;;
   esac
 done <"$OUT/ops.tsv"
 fact "what was counted" "OpenSSL 3.5, own offload" "OPENSSL_s390xcap=nocex" \

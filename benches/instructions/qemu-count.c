@@ -7,7 +7,8 @@
  * and every system call it makes. At exit it writes one line to qemu's
  * log (-d plugin; -D names the file):
  *
- *   qemu-count insns I skipped K syscalls S marks M [i1 k1 s1 i2 k2 s2 ...] [nrX=C ...]
+ *   qemu-count insns I skipped K syscalls S marks M [i1 k1 s1 i2 k2 s2 ...]
+ *       [csw=V/I] [nrX=C ...] [file:NAME=C ...]
  *
  * A program can mark points in its run with a system call no one else
  * makes: write(-1, NULL, MARK) with MARK = 0x51434e54 ("QCNT"). The kernel
@@ -26,6 +27,17 @@
  * ioctl. The library is found by the host address of a block's code in
  * qemu's own /proc/self/maps, where qemu-user maps the guest's files.
  *
+ * With the argument "files=on" it also counts by the file the code was
+ * mapped from (the program, ld.so, libc, libcrypto, a provider, libica...)
+ * and ends its line with " file:NAME=C" per file: the instructions from
+ * that file between the first two marks (over the whole run without
+ * marks). NAME is the file's base name; code from no file is "-".
+ *
+ * Between the first two marks it also gives the context switches of
+ * qemu's threads, which run the guest's ("csw=V/I": voluntary,
+ * involuntary; from /proc/self/task, so a thread that ended in between
+ * is missing).
+ *
  * Counting: each translated block adds its instruction count to a total
  * when it starts to run. By default that is an inline add in the
  * translated code (cheap, but not atomic: two guest threads running at
@@ -35,6 +47,7 @@
  * The declarations below are written from qemu's documented plugin API
  * (docs/devel/tcg-plugins, include/qemu/qemu-plugin.h of 7.2); only what
  * this plugin uses. */
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -97,7 +110,25 @@ static unsigned long translations;
 static uint64_t syscalls;
 static bool exact;
 static uint64_t marks[MAX_MARKS][3];
+/* Context switches of qemu's threads (the guest's and qemu's own) at the
+ * first two marks: voluntary, involuntary. */
+static uint64_t switches_at_mark[2][2];
 static unsigned int n_marks;
+/* Counts by file (files=on): each mapping of a guest file in qemu's
+ * maps, the file's index; file 0 is code from no file. */
+#define MAX_FILES 48
+#define MAX_RANGES 256
+static bool by_file;
+static char file_name[MAX_FILES][64] = {"-"};
+static uint64_t file_insns[MAX_FILES];
+static uint64_t file_at_mark[2][MAX_FILES];
+static unsigned int n_files = 1;
+static struct {
+    uintptr_t from, to;
+    unsigned int file;
+} ranges[MAX_RANGES];
+static unsigned int n_ranges;
+static unsigned long misses;
 /* System calls by number between the first two marks. */
 #define MAX_NR 512
 static uint64_t window[MAX_NR];
@@ -161,10 +192,73 @@ static bool in_skipped(struct qemu_plugin_tb *tb)
     return false;
 }
 
+/* The index of the file named NAME, added if new (0 once the table is
+ * full). */
+static unsigned int file_index(const char *name)
+{
+    unsigned int i;
+
+    for (i = 1; i < n_files; i++)
+        if (strcmp(file_name[i], name) == 0)
+            return i;
+    if (n_files == MAX_FILES)
+        return 0;
+    snprintf(file_name[n_files], sizeof(file_name[0]), "%s", name);
+    return n_files++;
+}
+
+/* Reads qemu's maps again: every file mapping's range and file. */
+static void read_ranges(void)
+{
+    char line[4096];
+    FILE *maps = fopen("/proc/self/maps", "r");
+
+    if (maps == NULL)
+        return;
+    n_ranges = 0;
+    while (n_ranges < MAX_RANGES && fgets(line, sizeof(line), maps) != NULL) {
+        unsigned long from, to;
+        char *path = strchr(line, '/'), *base, *end;
+
+        if (path == NULL || sscanf(line, "%lx-%lx", &from, &to) != 2)
+            continue;
+        if ((end = strchr(path, '\n')) != NULL)
+            *end = '\0';
+        base = strrchr(path, '/') + 1;
+        ranges[n_ranges].from = (uintptr_t)from;
+        ranges[n_ranges].to = (uintptr_t)to;
+        ranges[n_ranges].file = file_index(base);
+        n_ranges++;
+    }
+    fclose(maps);
+}
+
+static unsigned int file_of(struct qemu_plugin_tb *tb)
+{
+    uintptr_t code = (uintptr_t)qemu_plugin_insn_haddr(qemu_plugin_tb_get_insn(tb, 0));
+    unsigned int i, pass;
+
+    /* A miss reads the maps again (a library loaded since), at most once
+     * every 16 misses after the first 1000 (code from no file). */
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < n_ranges; i++)
+            if (code >= ranges[i].from && code < ranges[i].to)
+                return ranges[i].file;
+        if (pass == 0 && (++misses < 1000 || misses % 16 == 0))
+            read_ranges();
+        else
+            break;
+    }
+    return 0;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
     bool apart = in_skipped(tb);
+
+    if (by_file && n > 0)
+        qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &file_insns[file_of(tb)], n);
 
     (void)id;
     if (exact) {
@@ -179,6 +273,37 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     }
 }
 
+/* The context switches, voluntary and involuntary, of every thread of
+ * this process now, from /proc/self/task/N/status. */
+static void count_switches(uint64_t out[2])
+{
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *task;
+
+    out[0] = out[1] = 0;
+    if (tasks == NULL)
+        return;
+    while ((task = readdir(tasks)) != NULL) {
+        char path[300], line[256];
+        FILE *status;
+        unsigned long long n;
+
+        if (task->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", task->d_name);
+        if ((status = fopen(path, "r")) == NULL)
+            continue;
+        while (fgets(line, sizeof(line), status) != NULL) {
+            if (sscanf(line, "voluntary_ctxt_switches: %llu", &n) == 1)
+                out[0] += n;
+            else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &n) == 1)
+                out[1] += n;
+        }
+        fclose(status);
+    }
+    closedir(tasks);
+}
+
 static void syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
                           uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7,
                           uint64_t a8)
@@ -191,13 +316,18 @@ static void syscall_entry(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t 
         marks[n_marks][0] = __atomic_load_n(&insns, __ATOMIC_RELAXED);
         marks[n_marks][1] = __atomic_load_n(&skipped, __ATOMIC_RELAXED);
         marks[n_marks][2] = s;
+        if (n_marks < 2)
+            count_switches(switches_at_mark[n_marks]);
+        if (n_marks < 2)
+            for (unsigned int f = 0; f < MAX_FILES; f++)
+                file_at_mark[n_marks][f] = __atomic_load_n(&file_insns[f], __ATOMIC_RELAXED);
         __atomic_store_n(&n_marks, n_marks + 1, __ATOMIC_RELAXED);
     }
 }
 
 static void at_exit(qemu_plugin_id_t id, void *userdata)
 {
-    char line[96 + MAX_MARKS * 66 + MAX_NR * 28];
+    char line[96 + MAX_MARKS * 66 + MAX_NR * 28 + MAX_FILES * 96];
     size_t used;
     unsigned int i;
     int nr;
@@ -209,10 +339,19 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
     for (i = 0; i < n_marks && used < sizeof(line); i++)
         used += (size_t)snprintf(line + used, sizeof(line) - used, " %" PRIu64 " %" PRIu64 " %" PRIu64,
                                  marks[i][0], marks[i][1], marks[i][2]);
+    if (n_marks >= 2 && used < sizeof(line))
+        used += (size_t)snprintf(line + used, sizeof(line) - used, " csw=%" PRIu64 "/%" PRIu64,
+                                 switches_at_mark[1][0] - switches_at_mark[0][0],
+                                 switches_at_mark[1][1] - switches_at_mark[0][1]);
     if (n_marks >= 2)
         for (nr = 0; nr < MAX_NR && used < sizeof(line); nr++)
             if (window[nr] != 0)
                 used += (size_t)snprintf(line + used, sizeof(line) - used, " nr%d=%" PRIu64, nr, window[nr]);
+    for (i = 0; by_file && i < n_files && used < sizeof(line); i++) {
+        uint64_t c = n_marks >= 2 ? file_at_mark[1][i] - file_at_mark[0][i] : file_insns[i];
+        if (c != 0)
+            used += (size_t)snprintf(line + used, sizeof(line) - used, " file:%s=%" PRIu64, file_name[i], c);
+    }
     if (used + 2 <= sizeof(line)) {
         line[used] = '\n';
         line[used + 1] = '\0';
@@ -227,10 +366,12 @@ QCOUNT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *in
     for (i = 0; i < argc; i++) {
         if (strcmp(argv[i], "exact=on") == 0) {
             exact = true;
+        } else if (strcmp(argv[i], "files=on") == 0) {
+            by_file = true;
         } else if (strncmp(argv[i], "skip=", 5) == 0 && argv[i][5] != '\0') {
             skip = argv[i] + 5;
         } else if (strcmp(argv[i], "exact=off") != 0) {
-            fprintf(stderr, "qemu-count: unknown argument %s (exact=on|off, skip=NAME)\n", argv[i]);
+            fprintf(stderr, "qemu-count: unknown argument %s (exact=on|off, files=on, skip=NAME)\n", argv[i]);
             return -1;
         }
     }
