@@ -24,7 +24,10 @@
 //!   reference, the wait context (through its notifier) the other; the
 //!   job's stack holds none, so a job abandoned while paused (its wait
 //!   context freed, its stack never unwound) leaks nothing of it, and a
-//!   late completion writes only into memory the thread itself owns.
+//!   late completion writes only into memory the thread itself owns; its
+//!   request, if still queued then, is withdrawn and never sent;
+//! - the wait context's cleanup starts no callback of the application's
+//!   and waits for one running, up to `ossl::CALLBACK_WAIT` (5 ms).
 //!
 //! Everything is best effort: no eventfd, no thread, a full queue
 //! (`async-max-inflight`) or pausing unavailable means the call runs
@@ -44,6 +47,7 @@
 //! limit allows is held by such a late request, calls go to software at
 //! once ([`Ran::Busy`]); offload resumes as soon as one of them returns.
 
+mod job;
 mod ossl;
 mod request;
 mod thread;
@@ -157,6 +161,9 @@ struct Pool {
     inflight: AtomicUsize,
     /// Threads in libica on a request whose caller gave it up.
     late: AtomicUsize,
+    /// Requests withdrawn before they were sent, their wait context freed
+    /// while their job was paused (the job abandoned).
+    withdrawn: AtomicUsize,
     timers: Mutex<Timers>,
     tick: Condvar,
 }
@@ -209,6 +216,7 @@ impl Pool {
             work: Condvar::new(),
             inflight: AtomicUsize::new(0),
             late: AtomicUsize::new(0),
+            withdrawn: AtomicUsize::new(0),
             timers: Mutex::new(Timers {
                 entries: BTreeMap::new(),
                 next: 0,
@@ -357,7 +365,10 @@ where
 {
     Box::new(move || {
         if !shared.start() {
-            // Given up before it was sent: never sent.
+            // Given up (or withdrawn) before it was sent: never sent.
+            if shared.withdrawn() {
+                pool.withdrawn.fetch_add(1, Ordering::AcqRel);
+            }
             pool.inflight.fetch_sub(1, Ordering::AcqRel);
             return;
         }
@@ -427,7 +438,8 @@ where
 }
 
 /// The asynchronous path of [`run`]; gives `call` back when the request
-/// cannot be made (then it runs synchronously).
+/// cannot be made (then it runs synchronously). The job's steps are in
+/// [`job`]: register, push, pause until answered or given up, collect.
 fn offload<R, F>(
     limits: Limits,
     deadline: Option<Deadline>,
@@ -439,136 +451,8 @@ where
     R: Send + 'static,
     F: FnOnce() -> R + Send + 'static,
 {
-    let Some(pool) = pool() else {
-        return Err(call);
-    };
-    if let Some(d) = deadline {
-        if pool.all_late(d.limits) {
-            return Ok(Ran::Busy);
-        }
-        // Without the timer nothing would wake the job at its deadline:
-        // the caller then waits on the job's thread instead ([`waited`]).
-        if !pool.timer_running() {
-            return Err(call);
-        }
-    }
-    // Checked before the wait fd is registered: a job that registers one
-    // must pause (below), as applications learn of the fd only from a
-    // pause (HAProxy adds it to its poller on SSL_ERROR_WANT_ASYNC and
-    // removes every registered fd at close: a fd it never saw aborts it).
-    let now = pool.inflight.fetch_add(1, Ordering::AcqRel) + 1;
-    if now > limits.max_inflight {
-        pool.inflight.fetch_sub(1, Ordering::AcqRel);
-        return Err(call);
-    }
-    let Some((np, wake)) = ossl::notifier(w) else {
-        pool.inflight.fetch_sub(1, Ordering::AcqRel);
-        return Err(call);
-    };
-    let started = Instant::now();
-    // SAFETY: np is the wait context's reference, valid while it exists,
-    // which is at least while this job runs.
-    let n = unsafe { &*np };
-    crate::stats::record_inflight(now as u64);
-    let shared = Arc::new(Shared::new(pool.pid));
-    // The job's own entry in its wait context: other jobs paused on the
-    // same wait context have theirs.
-    let id = n.register(shared.clone());
-    // SAFETY: np is valid (above); the thread gets its own reference.
-    let notify = unsafe { ossl::Notifier::share(np) };
-    // The deadline's wakeup: the same announcement as the answer's, made
-    // by the timer thread unless the answer (or the job) came first.
-    let timer = deadline.map(|d| {
-        let theirs = shared.clone();
-        // SAFETY: as above.
-        let notify = unsafe { ossl::Notifier::share(np) };
-        let at = started + d.after;
-        let fire: Fire = Box::new(move || {
-            if !theirs.woken.swap(true, Ordering::AcqRel) {
-                notify.wake(id, wake);
-            }
-        });
-        (at, pool.arm(at, fire))
-    });
-    let task = task_for(pool, shared.clone(), late.clone(), call, move || {
-        notify.wake(id, wake)
-    });
-    // The job's stack keeps only a plain pointer from here on.
-    let req: *const Shared<R> = Arc::as_ptr(&shared);
-    drop(shared);
-    // SAFETY: the wait context's notifier owns a reference to the request
-    // until this job collects it below (or the wait context is freed,
-    // after which this job never runs again).
-    let req = unsafe { &*req };
-    let due = || timer.is_some_and(|(at, _)| Instant::now() >= at);
-    let mut late = None;
-    let asynchronous = match pool.push(task, limits.threads) {
-        Ok(()) => {
-            // At least one pause, even when the result is already there:
-            // the application must see the wait fd (see above). The
-            // completion always signals after `done`, so that pause
-            // returns at once.
-            let mut idle = 0;
-            let mut paused = false;
-            while !paused || !req.done.load(Ordering::Acquire) {
-                if getpid() != req.pid {
-                    // A copy of the parent's job, resumed in a child.
-                    return Ok(Ran::Lost);
-                }
-                if paused && due() {
-                    // Woken at the deadline (or later) without the answer.
-                    late = req.give_up(pool);
-                    break;
-                }
-                if idle >= IDLE_RESUMES || !ossl::pause() {
-                    if !req.wait(timer.map(|(at, _)| at)) {
-                        late = req.give_up(pool);
-                    }
-                    break;
-                }
-                paused = true;
-                if !req.done.load(Ordering::Acquire) {
-                    idle += 1;
-                }
-            }
-            true
-        }
-        Err(task) => {
-            // No thread: the call runs here, and signals the wait fd when
-            // done; pause once so that the application sees that fd.
-            task();
-            ossl::pause();
-            false
-        }
-    };
-    // Nothing is to wake this job any more.
-    req.woken.store(true, Ordering::Release);
-    if let Some((_, key)) = timer {
-        pool.disarm(key);
-    }
-    let r = if late.is_some() { None } else { req.take() };
-    // The request is done: the wait context lets go of it (and the
-    // eventfd is emptied unless another job's result waits on it).
-    let done = n.collect(id);
-    if let Some(sent) = late {
-        drop(done);
-        return Ok(Ran::Late {
-            waited: started.elapsed(),
-            sent,
-        });
-    }
-    match r {
-        Some(Ok(v)) => {
-            drop(done);
-            Ok(if asynchronous {
-                Ran::Async(v)
-            } else {
-                Ran::Sync(v)
-            })
-        }
-        // The call panicked on the offload thread: the panic continues on
-        // the job's stack, inside the provider's panic boundary.
-        Some(Err(p)) => std::panic::resume_unwind(p),
-        None => Ok(Ran::Lost),
+    match pool() {
+        Some(pool) => job::offload_on(pool, limits, deadline, late, w, call),
+        None => Err(call),
     }
 }

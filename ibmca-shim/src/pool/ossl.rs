@@ -9,8 +9,9 @@
 //! has async off and nothing here runs.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// `ASYNC_JOB` and `ASYNC_WAIT_CTX` are opaque.
 #[repr(C)]
@@ -112,11 +113,56 @@ pub(crate) struct Notifier {
     /// its locks may have been held by a thread it does not have. A child
     /// never uses it (its operations run synchronously) and never locks it.
     pid: libc::pid_t,
-    /// False once the wait context's cleanup ran: a completion that reads
-    /// it false calls no callback. Never held while the application's
-    /// callback runs (see [`Notifier::wake`]).
-    alive: AtomicBool,
+    /// Whether the wait context exists, and the application's callbacks
+    /// running now. Never held while a callback runs (see
+    /// [`Notifier::wake`]).
+    calls: Mutex<Calls>,
+    /// Signalled when the last running callback returns.
+    returned: Condvar,
     requests: Mutex<Requests>,
+}
+
+/// A request as its wait context holds it: it can be withdrawn when the
+/// wait context goes before the request was sent.
+pub(crate) trait Request: Send + Sync {
+    /// Withdraws the request if no offload thread has taken it yet (then
+    /// it is never sent); false when it was already taken.
+    fn withdraw(&self) -> bool;
+}
+
+/// The application's callbacks on one wait context.
+struct Calls {
+    /// False once the wait context's cleanup ran: a completion that finds
+    /// it false calls no callback.
+    alive: bool,
+    /// Callbacks that found `alive` true and have not yet returned.
+    running: usize,
+}
+
+/// How long the wait context's cleanup waits for callbacks already
+/// running (docs/security.md, "The application's ASYNC callback"): long
+/// against a callback's usual microseconds, short enough that a callback
+/// blocked on a lock the freeing thread holds (round 4's deadlock) costs
+/// that free only this much.
+pub(crate) const CALLBACK_WAIT: Duration = Duration::from_millis(5);
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the cleanup's bound on this (the freeing) thread instead of
+    /// [`CALLBACK_WAIT`], and how long its last cleanup on this thread
+    /// waited (None: no callback was running).
+    pub(super) static TEST_CALLBACK_WAIT: std::cell::Cell<Option<Duration>> =
+        const { std::cell::Cell::new(None) };
+    pub(super) static TEST_LAST_WAIT: std::cell::Cell<Option<Duration>> =
+        const { std::cell::Cell::new(None) };
+}
+
+fn callback_wait() -> Duration {
+    #[cfg(test)]
+    if let Some(d) = TEST_CALLBACK_WAIT.with(|c| c.get()) {
+        return d;
+    }
+    CALLBACK_WAIT
 }
 
 /// The requests of the jobs using one wait context. The wait context owns
@@ -131,7 +177,7 @@ struct Requests {
 
 struct Entry {
     id: u64,
-    request: Arc<dyn Send + Sync>,
+    request: Arc<dyn Request>,
     /// Completed and announced on the eventfd.
     announced: bool,
 }
@@ -167,13 +213,67 @@ impl Drop for Notifier {
 }
 
 impl Notifier {
+    fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A callback is to run: false when the wait context is gone, else
+    /// counted as running until [`Notifier::leave`].
+    fn enter(&self) -> bool {
+        let mut c = self.calls();
+        if c.alive {
+            c.running += 1;
+        }
+        c.alive
+    }
+
+    fn leave(&self) {
+        let mut c = self.calls();
+        c.running -= 1;
+        if c.running == 0 {
+            drop(c);
+            self.returned.notify_all();
+        }
+    }
+
+    /// The wait context is going: no callback starts after this, and those
+    /// running now are waited for, at most `bound`. Returns how long it
+    /// waited when one was running.
+    fn close(&self, bound: Duration) -> Option<Duration> {
+        let start = Instant::now();
+        let until = start + bound;
+        let mut c = self.calls();
+        c.alive = false;
+        if c.running == 0 {
+            return None;
+        }
+        while c.running > 0 {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            c = self
+                .returned
+                .wait_timeout(c, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Some(start.elapsed())
+    }
+
+    /// Tests: whether the cleanup has closed it to callbacks.
+    #[cfg(test)]
+    pub(super) fn closed(&self) -> bool {
+        !self.calls().alive
+    }
+
     fn requests(&self) -> std::sync::MutexGuard<'_, Requests> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Adds a job's request; the id is how the job and the completion find
     /// it again.
-    pub(crate) fn register(&self, request: Arc<dyn Send + Sync>) -> u64 {
+    pub(crate) fn register(&self, request: Arc<dyn Request>) -> u64 {
         let mut r = self.requests();
         r.next_id += 1;
         let id = r.next_id;
@@ -188,7 +288,7 @@ impl Notifier {
     /// Removes the job's own request once it has its result (or gave up on
     /// it), and empties the eventfd when no other completed request is
     /// waiting for its job. Returns the request, for the caller to drop.
-    pub(crate) fn collect(&self, id: u64) -> Option<Arc<dyn Send + Sync>> {
+    pub(crate) fn collect(&self, id: u64) -> Option<Arc<dyn Request>> {
         let mut r = self.requests();
         let i = r.entries.iter().position(|e| e.id == id)?;
         let e = r.entries.swap_remove(i);
@@ -213,23 +313,21 @@ impl Notifier {
             // No lock of rustica's is held across the callback: it may take
             // a lock of the application's own, which the application may
             // hold while it frees the wait context (our cleanup), and a
-            // lock held here would deadlock the two (ABBA). The exact
-            // guarantee (docs/security.md, "The application's ASYNC
-            // callback"): a completion that reads `alive` false after the
-            // cleanup stored it calls nothing; one that read it true just
-            // before may call back while, or after, ASYNC_WAIT_CTX_free
-            // returns (the read and the call are not atomic). Waiting for
-            // such a callback in the cleanup is round 4's deadlock again,
-            // so the application must keep the argument valid, or order
-            // the two with a lock of its own and a check not through it.
-            if self.alive.load(Ordering::Acquire) {
-                // SAFETY: the application's callback with the argument it
-                // registered for exactly this call, its wait context alive
-                // when `alive` was read; that the argument outlives a
-                // concurrent free of the wait context is the application's
-                // part of the contract documented above.
-                unsafe { cb(arg as *mut c_void) };
+            // lock held here would deadlock the two (ABBA). The cleanup
+            // waits for a running callback at most CALLBACK_WAIT instead
+            // (docs/security.md, "The application's ASYNC callback").
+            if !self.enter() {
+                return;
             }
+            // SAFETY: the application's callback with the argument it
+            // registered for exactly this call; its wait context exists
+            // (`enter` found it alive) and its cleanup waits for this call
+            // to return, up to CALLBACK_WAIT; that the argument outlives a
+            // callback running longer than that across a free of the wait
+            // context is the application's part of the documented
+            // contract.
+            unsafe { cb(arg as *mut c_void) };
+            self.leave();
             return;
         }
         let mut r = self.requests();
@@ -271,11 +369,27 @@ unsafe extern "C" fn cleanup(
             // Only the wait context's reference goes, without a lock.
             return;
         }
-        n.alive.store(false, Ordering::Release);
-        // The requests of jobs abandoned while paused go with it.
+        // The requests of jobs abandoned while paused go with it; those
+        // not yet taken by an offload thread are never sent.
         let gone = std::mem::take(&mut n.requests().entries);
+        for e in &gone {
+            e.request.withdraw();
+        }
+        let _waited = n.close(callback_wait());
+        #[cfg(test)]
+        TEST_LAST_WAIT.with(|c| c.set(_waited));
         drop(gone);
     });
+}
+
+/// Tests: the notifier registered on `w`, if any.
+#[cfg(test)]
+pub(super) fn notifier_of(w: *mut WaitCtx) -> Option<*const Notifier> {
+    let mut fd: c_int = -1;
+    let mut data: *mut c_void = std::ptr::null_mut();
+    // SAFETY: w is a live wait context; out-pointers valid.
+    let found = unsafe { ASYNC_WAIT_CTX_get_fd(w, key(), &mut fd, &mut data) } == 1;
+    (found && !data.is_null()).then_some(data as *const Notifier)
 }
 
 /// The notifier of wait context `w` (registered at its first use), and how
@@ -315,7 +429,11 @@ pub(crate) fn notifier(w: *mut WaitCtx) -> Option<(*const Notifier, Wakeup)> {
             fd,
             // SAFETY: getpid has no preconditions.
             pid: unsafe { libc::getpid() },
-            alive: AtomicBool::new(true),
+            calls: Mutex::new(Calls {
+                alive: true,
+                running: 0,
+            }),
+            returned: Condvar::new(),
             requests: Mutex::new(Requests {
                 next_id: 0,
                 entries: Vec::new(),

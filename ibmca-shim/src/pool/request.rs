@@ -6,14 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
+use super::ossl::Request;
 use super::Pool;
 
 /// A request's states: queued, in libica, answered, given up by its
-/// caller (at its deadline).
+/// caller (at its deadline), withdrawn with its wait context.
 pub(super) const QUEUED: u8 = 0;
 pub(super) const RUNNING: u8 = 1;
 pub(super) const DONE: u8 = 2;
 pub(super) const GAVE_UP: u8 = 3;
+/// Withdrawn while queued: its wait context was freed (the job abandoned).
+pub(super) const WITHDRAWN: u8 = 4;
 
 /// One request: the result the offload thread leaves for the job.
 pub(super) struct Shared<R> {
@@ -45,6 +48,11 @@ impl<R> Shared<R> {
         self.state
             .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Whether it was withdrawn with its wait context before it was sent.
+    pub(super) fn withdrawn(&self) -> bool {
+        self.state.load(Ordering::Acquire) == WITHDRAWN
     }
 
     /// Leaves the result for the caller; false when the caller gave the
@@ -128,5 +136,13 @@ impl<R> Shared<R> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+}
+
+impl<R: Send> Request for Shared<R> {
+    fn withdraw(&self) -> bool {
+        self.state
+            .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 }
