@@ -98,7 +98,10 @@ done <<<"$candidates"
 say "OpenSSL $version from Debian $suite: $file"
 rm -rf "$top/src" "$prefix"
 mkdir -p "$top/src"
-tar xzf "$tarball" -C "$top/src" --strip-components=1
+# The tarball's own modes (664 for some files) are not kept: the tree is
+# then ours alone, as its reuse check (cache_reuse -r, above) requires.
+umask 022
+tar xzf "$tarball" -C "$top/src" --strip-components=1 --no-same-permissions
 cd "$top/src"
 start=$SECONDS
 say "configuring"
@@ -123,6 +126,8 @@ make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
 install -D -m 0755 apps/openssl "$prefix/bin/openssl"
 [ "$arch" = host ] && "$prefix/bin/openssl" version >&2
 with=""; [ ${#fips[@]} = 0 ] || with=", with its FIPS provider"
+# Nothing the build made may be writable by others either.
+chmod -R go-w "$top"
 echo "OpenSSL $version ($arch$with), built in $((SECONDS - start)) s" >"$top/.complete"
 say "done in $((SECONDS - start)) s"
 echo "$prefix"
