@@ -14,7 +14,7 @@
 # scripts/lib/trixie-chroot.sh's chroot; and what it accepts: the same
 # trees when they are root's alone (openssl-build.sh prints the cached
 # prefix, the cached chroot is used), a sticky root-owned ancestor, the
-# defaults (/var/cache/rustica-build for root, made 0700; for nobody
+# defaults (/var/cache/rustica-build for root, made 0755; for nobody
 # $XDG_CACHE_HOME or ~/.cache, a relative XDG_CACHE_HOME ignored).
 # Nothing is built or downloaded: every case ends at the check or at the
 # cached fake.
@@ -158,7 +158,7 @@ got=$(as_other relative/dir) || fail "nobody's default cache (relative XDG_CACHE
 got=$(as_other "$home/xdg") || fail "nobody's cache under XDG_CACHE_HOME could not be made"
 [ "$got" = "$home/xdg/rustica-build" ] || fail "XDG_CACHE_HOME was not used: $got"
 st=$(stat -c '%u %a' "$home/xdg/rustica-build")
-[ "$st" = "$other 700" ] || fail "nobody's new cache has owner and mode $st"
+[ "$st" = "$other 755" ] || fail "nobody's new cache has owner and mode $st"
 cases=$((cases + 1))
 say "ok: nobody's default is \${XDG_CACHE_HOME:-~/.cache}/rustica-build, made $st"
 

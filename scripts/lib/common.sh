@@ -27,7 +27,7 @@
 # (docs/security.md, "What the build scripts trust"):
 #
 #   cache_dir           sets and exports RUSTICA_CACHE to the cache, made
-#                       (mode 0700) when missing: $RUSTICA_CACHE if set, else
+#                       (mode 0755) when missing: $RUSTICA_CACHE if set, else
 #                       /var/cache/rustica-build for root and
 #                       ${XDG_CACHE_HOME:-$HOME/.cache}/rustica-build for
 #                       anyone else. Dies (status 2) unless the directory is
@@ -176,7 +176,7 @@ cache_dir() {
   fi
   case $dir in /*) ;; *) die "RUSTICA_CACHE must be an absolute path, not '$dir'" ;; esac
   if [ ! -e "$dir" ] && [ ! -L "$dir" ]; then
-    (umask 077 && mkdir -p -- "$dir") || die "cannot make the build cache $dir"
+    (umask 022 && mkdir -p -- "$dir") || die "cannot make the build cache $dir"
   fi
   _cache_own "$dir" "the build cache"
   RUSTICA_CACHE=$_cache_real
