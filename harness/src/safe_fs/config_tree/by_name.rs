@@ -24,27 +24,55 @@ impl Walk<'_> {
     /// sections have no `module`: OpenSSL loads each from the modules
     /// directory by its name (see config_tree's rules).
     pub(super) fn providers_without_module(&self) -> Result<Vec<Loaded>, String> {
+        self.found_by_name(&ByName {
+            list_key: "providers",
+            path_key: "module",
+            id_key: "identity",
+            built_in: &BUILT_IN_PROVIDERS,
+            kind: "provider",
+        })
+    }
+
+    /// The engines `openssl_conf`'s `engines` section names whose sections
+    /// have no `dynamic_path`: OpenSSL finds each by its id (`engine_id`,
+    /// else its name there) and, unless built in, loads ID.so from the
+    /// engines directory. `dynamic` is the built-in loader, whose own
+    /// keys (`SO_PATH`, `DIR_ADD`) are judged as they are.
+    pub(super) fn engines_by_id(&self) -> Result<Vec<Loaded>, String> {
+        self.found_by_name(&ByName {
+            list_key: "engines",
+            path_key: "dynamic_path",
+            id_key: "engine_id",
+            built_in: &["dynamic"],
+            kind: "engine",
+        })
+    }
+
+    /// The sections `openssl_conf`'s `list_key` section names that have no
+    /// `path_key`, each by its id (`id_key`, else its name there), less
+    /// the built-in ones: what OpenSSL then loads by that name.
+    fn found_by_name(&self, by: &ByName<'_>) -> Result<Vec<Loaded>, String> {
         let mut out = Vec::new();
         let Some((_, init, from)) = self.value("default", "openssl_conf") else {
             return Ok(out);
         };
         let init = literal("openssl_conf", init, from)?;
-        let Some((_, list, from)) = self.value(init, "providers") else {
+        let Some((_, list, from)) = self.value(init, by.list_key) else {
             return Ok(out);
         };
-        let list = literal("providers", list, from)?;
+        let list = literal(by.list_key, list, from)?;
         for (name, section, from) in self.sections.get(list).into_iter().flatten() {
             let section = literal(name, section, from)?;
-            if self.value(section, "module").is_some() {
+            if self.value(section, by.path_key).is_some() {
                 continue;
             }
-            let id = match self.value(section, "identity") {
-                Some((_, v, f)) => literal("identity", v, f)?,
+            let id = match self.value(section, by.id_key) {
+                Some((_, v, f)) => literal(by.id_key, v, f)?,
                 None => name.as_str(),
             };
-            if !BUILT_IN_PROVIDERS.contains(&id) {
+            if !by.built_in.contains(&id) {
                 out.push(Loaded {
-                    key: "provider".into(),
+                    key: by.kind.into(),
                     path: id.to_string(),
                     from: from.clone(),
                 });
@@ -54,39 +82,12 @@ impl Walk<'_> {
     }
 }
 
-impl Walk<'_> {
-    /// The engines `openssl_conf`'s `engines` section names whose sections
-    /// have no `dynamic_path`: OpenSSL finds each by its id (`engine_id`,
-    /// else its name there) and, unless built in, loads ID.so from the
-    /// engines directory. `dynamic` is the built-in loader, whose own
-    /// keys (`SO_PATH`, `DIR_ADD`) are judged as they are.
-    pub(super) fn engines_by_id(&self) -> Result<Vec<Loaded>, String> {
-        let mut out = Vec::new();
-        let Some((_, init, from)) = self.value("default", "openssl_conf") else {
-            return Ok(out);
-        };
-        let init = literal("openssl_conf", init, from)?;
-        let Some((_, list, from)) = self.value(init, "engines") else {
-            return Ok(out);
-        };
-        let list = literal("engines", list, from)?;
-        for (name, section, from) in self.sections.get(list).into_iter().flatten() {
-            let section = literal(name, section, from)?;
-            if self.value(section, "dynamic_path").is_some() {
-                continue;
-            }
-            let id = match self.value(section, "engine_id") {
-                Some((_, v, f)) => literal("engine_id", v, f)?,
-                None => name.as_str(),
-            };
-            if id != "dynamic" {
-                out.push(Loaded {
-                    key: "engine".into(),
-                    path: id.to_string(),
-                    from: from.clone(),
-                });
-            }
-        }
-        Ok(out)
-    }
+/// What [`Walk::found_by_name`] looks for: a kind of library OpenSSL loads
+/// by name when its section gives no path.
+struct ByName<'a> {
+    list_key: &'a str,
+    path_key: &'a str,
+    id_key: &'a str,
+    built_in: &'a [&'a str],
+    kind: &'a str,
 }
