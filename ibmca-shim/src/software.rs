@@ -195,7 +195,7 @@ fn equal_residues(a: &Bn, b: &Bn, limbs: usize) -> Result<bool, RsaError> {
         .iter()
         .zip(y.iter())
         .fold(0u64, |acc, (u, v)| acc | (u ^ v));
-    Ok(std::hint::black_box(diff) == 0)
+    Ok(crate::ct::barrier_u64(diff) == 0)
 }
 
 /// m = c^d mod n by CRT and Garner's recombination, constant time in the

@@ -83,13 +83,7 @@ pub(crate) fn mod_reduce_mont(
     mont: &MontCtx,
     ctx: &mut BnCtx,
 ) -> Result<(), RsaError> {
-    check(
-        // SAFETY: valid BIGNUMs, r distinct from `a`; a < m * R (callers
-        // guarantee), so a fits the reduction's 2 * limbs input; mont is
-        // only read; ctx exclusively borrowed.
-        unsafe { BN_from_montgomery(r.as_mut_ptr(), a.as_ptr(), mont.ptr(), ctx.as_mut_ptr()) },
-        "BN_from_montgomery",
-    )?;
+    from_mont(r, a, mont, ctx)?;
     r.set_consttime();
     let r = r.as_mut_ptr();
     check(
@@ -253,13 +247,7 @@ pub(crate) fn mod_sub_reduced(r: &mut Bn, a: &Bn, b: &Bn, m_le: &[u8]) -> Result
     let (y, m) = rest.split_at_mut(l);
     a.write_limbs(x)?;
     b.write_limbs(y)?;
-    for (i, limb) in m.iter_mut().enumerate() {
-        let mut le = [0u8; 8];
-        let bytes = m_le.get(8 * i..).unwrap_or(&[]);
-        let n = bytes.len().min(8);
-        le[..n].copy_from_slice(&bytes[..n]);
-        *limb = u64::from_le_bytes(le);
-    }
+    super::ct_mont::limbs_from_le(m_le, m);
     super::ct_mont::sub_mod(x, y, m);
     r.set_limbs(x)
 }

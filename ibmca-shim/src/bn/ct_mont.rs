@@ -223,6 +223,19 @@ pub fn garner(m1: &[u64], m2: &[u64], p: &[u64], q: &[u64], qinv_mont: &[u64], m
     }
 }
 
+/// Little-endian bytes (a key part kept by [`Bn::to_le_limb_bytes`]) into
+/// native limbs, zero-extended to `out`'s length; the same steps whatever
+/// the bytes.
+pub(crate) fn limbs_from_le(bytes: &[u8], out: &mut [u64]) {
+    for (i, limb) in out.iter_mut().enumerate() {
+        let mut le = [0u8; 8];
+        let part = bytes.get(8 * i..).unwrap_or(&[]);
+        let n = part.len().min(8);
+        le[..n].copy_from_slice(&part[..n]);
+        *limb = u64::from_le_bytes(le);
+    }
+}
+
 /// [`garner`] on the CRT step's BIGNUMs: m1 = c^dp mod p and m2 = c^dq mod
 /// q from libcrypto's exponentiation, p as the little-endian bytes of its
 /// whole limbs ([`Bn::to_le_limb_bytes`]), q, and qinv in libcrypto's
@@ -258,11 +271,7 @@ pub(crate) fn garner_bn(
     m2.write_limbs(b)?;
     q.write_limbs(q_limbs)?;
     qinv_mont.write_limbs(qi)?;
-    for (limb, bytes) in p.iter_mut().zip(p_le.chunks_exact(8)) {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(bytes);
-        *limb = u64::from_le_bytes(le);
-    }
+    limbs_from_le(p_le, p);
     garner(a, b, p, q_limbs, qi, m);
     let mut r = Bn::new()?;
     r.set_limbs(m)?;
