@@ -89,9 +89,8 @@ pub struct Status {
 /// the router, so a process that only verifies or encrypts never loads
 /// libica (its constructor alone costs about 1.42 M s390x instructions).
 pub struct Router {
+    /// The settings the backend is chosen by, and the offload range.
     settings: Settings,
-    min_bits: u32,
-    max_bits: u32,
     trace: Tracer,
     /// `offload-timeout-ms` and the pool's limits; `None`: no deadline.
     deadline: Option<crate::pool::Deadline>,
@@ -297,8 +296,6 @@ impl Router {
     pub fn new(s: &Settings) -> Router {
         Router {
             settings: s.clone(),
-            min_bits: s.offload_min_bits,
-            max_bits: s.offload_max_bits,
             trace: Tracer::new(open_trace(&s.trace)),
             deadline: crate::pool::Deadline::from_ms(s.offload_timeout_ms, s.async_limits),
             chosen: OnceLock::new(),
@@ -310,12 +307,6 @@ impl Router {
     /// about the backend. Traces the choice once (`init: ...`).
     pub fn load(&self) {
         self.probed();
-    }
-
-    /// Whether the backend has been chosen (libica loaded, when it is
-    /// the route) in this process.
-    pub fn loaded(&self) -> bool {
-        self.chosen.get().is_some()
     }
 
     fn probed(&self) -> &Probed {
@@ -413,8 +404,13 @@ impl Router {
     pub(crate) fn offload(&self, bits: u32) -> Option<&Arc<Libica>> {
         let p = self.probed();
         let l = p.libica.as_ref()?;
-        let min = p.fips_floor.unwrap_or(0).max(self.min_bits);
-        (min..=self.max_bits).contains(&bits).then_some(l)
+        let min = p
+            .fips_floor
+            .unwrap_or(0)
+            .max(self.settings.offload_min_bits);
+        (min..=self.settings.offload_max_bits)
+            .contains(&bits)
+            .then_some(l)
     }
 
     /// The route of a `bits`-bit key when libica is not used for it.
@@ -422,9 +418,9 @@ impl Router {
         let p = self.probed();
         if p.libica.is_none() {
             "software backend"
-        } else if p.fips_floor.is_some_and(|f| bits < f) && bits >= self.min_bits {
+        } else if p.fips_floor.is_some_and(|f| bits < f) && bits >= self.settings.offload_min_bits {
             "libica is in FIPS mode and refuses RSA below 3072 bits"
-        } else if bits < self.min_bits || bits > self.max_bits {
+        } else if bits < self.settings.offload_min_bits || bits > self.settings.offload_max_bits {
             "outside the offload range"
         } else {
             "not offloadable"
