@@ -318,17 +318,29 @@ pub fn run_timed_marked(
     )
 }
 
-/// User + system CPU seconds of a running process, from /proc.
-fn proc_cpu(pid: u32) -> Option<f64> {
+/// The fields of /proc/<pid>/stat after the command name (which may hold
+/// spaces): index 0 is field 3 (state), 1 the parent, 11 to 14 utime,
+/// stime, cutime and cstime (fields 14 to 17).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces): state is
-    // field 3, utime 14, stime 15.
     let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// The CPU seconds in `fields` (clock ticks, summed).
+fn cpu_seconds(stat: &[String], fields: std::ops::Range<usize>) -> Option<f64> {
+    let mut ticks = 0.0;
+    for i in fields {
+        ticks += stat.get(i)?.parse::<f64>().ok()?;
+    }
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     (hz > 0).then(|| ticks / hz as f64)
+}
+
+/// User + system CPU seconds of a running process, from /proc.
+fn proc_cpu(pid: u32) -> Option<f64> {
+    cpu_seconds(&stat_fields(pid)?, 11..13)
 }
 
 /// User + system CPU seconds of a running process and of every process
@@ -337,20 +349,7 @@ fn proc_cpu(pid: u32) -> Option<f64> {
 /// nothing; a mark is a lower bound within a tick or two.
 fn tree_cpu(pid: u32) -> Option<f64> {
     fn walk(pid: u32, depth: u32) -> Option<f64> {
-        let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = &text[text.rfind(')')? + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // utime, stime, cutime, cstime: fields 14 to 17.
-        let mut ticks = 0.0;
-        for i in 11..15 {
-            ticks += f.get(i)?.parse::<f64>().ok()?;
-        }
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if hz <= 0 {
-            return None;
-        }
-        let mut cpu = ticks / hz as f64;
+        let mut cpu = cpu_seconds(&stat_fields(pid)?, 11..15)?;
         if depth < 8 {
             cpu += children(pid)
                 .into_iter()
@@ -393,12 +392,7 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 fn parent(pid: u32) -> Option<u32> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 2..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    stat_fields(pid)?.get(1)?.parse().ok()
 }
 
 /// Polls `pid`'s error output and CPU every few milliseconds until `done`.
