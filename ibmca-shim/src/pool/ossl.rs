@@ -241,23 +241,17 @@ impl Notifier {
     /// waited when one was running.
     fn close(&self, bound: Duration) -> Option<Duration> {
         let start = Instant::now();
-        let until = start + bound;
         let mut c = self.calls();
         c.alive = false;
         if c.running == 0 {
             return None;
         }
-        while c.running > 0 {
-            let now = Instant::now();
-            if now >= until {
-                break;
-            }
-            c = self
-                .returned
-                .wait_timeout(c, until - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        // Spurious wake-ups wait again, within the same bound.
+        drop(
+            self.returned
+                .wait_timeout_while(c, bound, |c| c.running > 0)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         Some(start.elapsed())
     }
 
