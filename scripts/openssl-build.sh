@@ -22,7 +22,9 @@
 #             this machine: fips.so too), include/
 # A completed build is reused, and only when it and everything in it is
 # yours alone (cache_reuse: status 2 otherwise); delete the directory to
-# rebuild.
+# rebuild. Its .complete names the tree's format: a tree of yours in an
+# older format whose files others may write to (before format 2 the
+# tarball's 664 modes were kept) is removed and built again, not refused.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
 series=${1:?usage: scripts/openssl-build.sh 3.0|3.5|4.0 [s390x]}
@@ -48,7 +50,21 @@ say_as="openssl-build[$label]"
 # 3.5 for this machine is built with its FIPS provider too (fips.so, for
 # scripts/test-fips.sh); an older cache without it is rebuilt once.
 fips=(); [ "$series" = 3.5 ] && [ "$arch" = host ] && fips=(enable-fips)
-# What is reused below, or removed and rebuilt, is judged first.
+# What is reused below, or removed and rebuilt, is judged first: the entry
+# itself and the way to it, then (unless it is an older format of ours, to
+# be removed) everything in it.
+format="tree format 2"
+cache_reuse "$top"
+if [ -f "$top/.complete" ] && ! grep -qF "$format" "$top/.complete" &&
+  [ -n "$(find "$top" -mindepth 1 ! -type l -perm /022 -print -quit)" ]; then
+  # Ours (just judged), so removing it is safe: rm does not follow the
+  # symbolic links it finds. One holding anything of another user's is
+  # left for the deep check to refuse.
+  if [ -z "$(find "$top" -mindepth 1 ! -user "$(id -u)" -print -quit)" ]; then
+    say "$top is an older build of this script ($(head -c 200 "$top/.complete")): building it again"
+    rm -rf -- "$top"
+  fi
+fi
 cache_reuse -r "$top"
 if [ -f "$top/.complete" ] && { [ ${#fips[@]} = 0 ] || [ -f "$prefix/lib/ossl-modules/fips.so" ]; }; then
   say "cached in $top ($(cat "$top/.complete"))"
@@ -128,6 +144,6 @@ install -D -m 0755 apps/openssl "$prefix/bin/openssl"
 with=""; [ ${#fips[@]} = 0 ] || with=", with its FIPS provider"
 # Nothing the build made may be writable by others either.
 chmod -R go-w "$top"
-echo "OpenSSL $version ($arch$with), built in $((SECONDS - start)) s" >"$top/.complete"
+echo "OpenSSL $version ($arch$with), built in $((SECONDS - start)) s; $format" >"$top/.complete"
 say "done in $((SECONDS - start)) s"
 echo "$prefix"

@@ -60,7 +60,7 @@ fake_openssl() { # CACHE
   (umask 077 && mkdir -p "$1" && mkdir -p "$top/install/bin" "$top/src")
   printf '#!/bin/sh\necho "marker ran as $(id)" >&2\necho "OpenSSL 3.0.99 fake"\n' >"$top/install/bin/openssl"
   chmod 700 "$top/install/bin/openssl"
-  echo "a fake build" >"$top/.complete"
+  echo "a fake build; tree format 2" >"$top/.complete"
 }
 build() { scripts/openssl-build.sh 3.0; }
 # Runs the prefix openssl-build.sh prints, as a caller does.
@@ -118,6 +118,33 @@ chown -h "$other" "$base/link"
 RUSTICA_CACHE=$base/link expect 2 "another user's symbolic link on the way" build
 chown -h 0 "$base/link"
 RUSTICA_CACHE=$base/link expect 0 "root's symbolic link on the way" build
+
+# 3b. A tree an older openssl-build.sh made (no format in .complete; it
+# kept the tarball's 664 modes: CI's failure at 9e0bf19..3cc348c) is
+# removed and built again, not refused. The build is stopped at its
+# download (an unreachable mirror), after the removal.
+c=$base/older
+fake_openssl "$c"
+echo "OpenSSL 3.0.20 (host), built in 146 s" >"$c/openssl-3.0/.complete"
+touch "$c/openssl-3.0/src/NEWS.md" && chmod 664 "$c/openssl-3.0/src/NEWS.md"
+rc=0; out=$(RUSTICA_CACHE=$c DEBIAN_MIRROR=http://127.0.0.1:9 build 2>&1) || rc=$?
+grep -q "is an older build of this script" <<<"$out" && ! grep -q refusing <<<"$out" &&
+  [ ! -e "$c/openssl-3.0/install/bin/openssl" ] ||
+  { printf '%s\n' "$out" | sed 's/^/  | /' >&2; fail "an older tree of root's: not rebuilt (status $rc)"; }
+cases=$((cases + 1))
+say "ok: an older format of root's own tree is built again (stopped at the download, status $rc)"
+# An older tree with nothing loose in it is reused as it is.
+c=$base/older-clean
+fake_openssl "$c"
+echo "OpenSSL 3.0.20 (host), built in 146 s" >"$c/openssl-3.0/.complete"
+RUSTICA_CACHE=$c expect 0 "an older tree of root's alone is reused" build
+# The same older tree holding another user's file is not removed: refused.
+c=$base/older-theirs
+fake_openssl "$c"
+echo "OpenSSL 3.0.20 (host), built in 146 s" >"$c/openssl-3.0/.complete"
+touch "$c/openssl-3.0/src/NEWS.md" && chown "$other" "$c/openssl-3.0/src/NEWS.md"
+RUSTICA_CACHE=$c expect 2 "an older tree holding another user's file" build_and_run
+[ -e "$c/openssl-3.0/src/NEWS.md" ] || fail "the older tree holding another user's file was removed"
 
 # 4. The other users of the cache.
 c=$base/fuzz
