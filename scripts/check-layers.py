@@ -336,6 +336,52 @@ def sibling_cycles(root):
     return problems
 
 
+# The z90crypt interposer's C files (card/interposer/): each calls only
+# the hidden functions (INTERNAL in z90crypt-card.h) of a lower one.
+INTERPOSER_DIR = "card/interposer"
+INTERPOSER = {"z90crypt-exchange": 0, "z90crypt-requests": 1, "z90crypt-card": 2}
+
+
+def c_code(path):
+    """A C file's text without its comments and string literals."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def interposer_layers(root):
+    """Calls from one interposer file to a hidden function of a file at its
+    own or a higher layer (which is what a circle needs)."""
+    base = os.path.join(root, INTERPOSER_DIR)
+    header = os.path.join(base, "z90crypt-card.h")
+    if not os.path.isfile(header):
+        return []
+    hidden = re.findall(r"^INTERNAL\b[^;(]*?\b(\w+)\s*\(", c_code(header), flags=re.M)
+    problems = []
+    files = {n.removesuffix(".c") for n in os.listdir(base)
+             if n.startswith("z90crypt-") and n.endswith(".c")}
+    for name in sorted(files - INTERPOSER.keys()):
+        problems.append(f"{INTERPOSER_DIR}/{name}.c: not in check-layers.py's INTERPOSER table")
+    texts = {n: c_code(os.path.join(base, n + ".c")) for n in files & INTERPOSER.keys()}
+    home = {}
+    for fn in hidden:
+        for n, text in texts.items():
+            if re.search(rf"^[A-Za-z_][\w \t*]*\b{fn}\s*\([^;]*?\)\s*\{{", text, flags=re.M):
+                home[fn] = n
+        if fn not in home:
+            problems.append(f"{INTERPOSER_DIR}: {fn}() is declared hidden but defined nowhere")
+    for n, text in texts.items():
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for fn, where in home.items():
+                if where != n and INTERPOSER[where] >= INTERPOSER[n] and re.search(rf"\b{fn}\s*\(", line):
+                    problems.append(
+                        f"{INTERPOSER_DIR}/{n}.c:{lineno}: calls {fn}() of {where}.c, "
+                        f"layer {INTERPOSER[where]} (its own: {INTERPOSER[n]})")
+    return problems
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     problems = check(root, "provider", PROVIDER, provider_module, ["crate::"], provider_target)
@@ -353,6 +399,7 @@ def main():
     problems += check(root, "libica-emu/src", EMU, shim_module, ["crate::"], shim_target)
     problems += check(root, "libica-abi/src", ABI, shim_module, ["crate::"], shim_target)
     problems += sibling_cycles(root)
+    problems += interposer_layers(root)
     problems = list(dict.fromkeys(problems))
     if problems:
         print("check-layers: upward uses (see docs/architecture.md, Layers):", file=sys.stderr)
@@ -361,7 +408,8 @@ def main():
         sys.exit(1)
     print(
         "check-layers: provider/, ibmca-shim/src/, harness/src/ (with lab/), card/src/,"
-        " libica-emu/src/ and libica-abi/src/ use only lower layers; no circle among sibling files"
+        " libica-emu/src/, libica-abi/src/ and the z90crypt interposer's C files use only lower"
+        " layers; no circle among sibling files"
     )
 
 

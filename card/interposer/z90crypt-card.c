@@ -8,10 +8,12 @@
  * (docs/card-model.md, "The kernel interface"). Its tests:
  * test-z90crypt-card.c beside it, run by scripts/test-interposer.sh.
  *
- * Three files, one library: z90crypt-card.c (this one: the descriptors,
- * open and ioctl), z90crypt-exchange.c (the frames to and from the card)
- * and z90crypt-requests.c (the RSA and status ioctls' rules);
- * z90crypt-card.h holds what they share. Build them together:
+ * Three files, one library, each using only the ones below it (checked
+ * by scripts/check-layers.py): z90crypt-card.c (this one: the
+ * descriptors, open and ioctl), z90crypt-requests.c (the RSA and status
+ * ioctls' rules) and z90crypt-exchange.c (the card's socket and the frames
+ * to and from it); z90crypt-card.h holds what they share. Build them
+ * together:
  *   gcc -shared -fPIC -o libz90crypt-card.so z90crypt-card.c \
  *       z90crypt-exchange.c z90crypt-requests.c -ldl
  *
@@ -44,14 +46,6 @@
  * as card/src/wire.rs defines them.
  */
 #include "z90crypt-card.h"
-
-const char *card_socket(void)
-{
-    const char *path = getenv("Z90CRYPT_CARD_SOCKET");
-    if (path == NULL || path[0] != '/' || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return NULL;
-    return path;
-}
 
 /*
  * The C library's function NAME, looked up once: open() runs for every

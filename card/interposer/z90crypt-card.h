@@ -51,7 +51,8 @@
 
 #define INTERNAL __attribute__((visibility("hidden")))
 
-/* The card's socket from Z90CRYPT_CARD_SOCKET; NULL when not usable. */
+/* z90crypt-exchange.c: the card's socket from Z90CRYPT_CARD_SOCKET; NULL
+ * when not usable. */
 INTERNAL const char *card_socket(void);
 
 /* z90crypt-exchange.c: one request to the card and its answer. */

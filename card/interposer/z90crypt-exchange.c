@@ -8,6 +8,14 @@
 
 /* ---- the exchange with the card ---- */
 
+const char *card_socket(void)
+{
+    const char *path = getenv("Z90CRYPT_CARD_SOCKET");
+    if (path == NULL || path[0] != '/' || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return NULL;
+    return path;
+}
+
 static void put_le32(unsigned char *b, uint32_t v)
 {
     b[0] = v & 0xff;
