@@ -39,6 +39,7 @@ libica's, OpenSSL's) fails the lane until the page is regenerated:
 
 import argparse
 import pathlib
+import re
 import sys
 
 import comparison_instructions
@@ -191,6 +192,24 @@ def card_width(release):
 
 def cell(text):
     return text.replace("|", "\\|") if text else "–"
+
+
+def wrap_page(text):
+    """TEXT with every prose line over 120 characters wrapped (tables, code
+    blocks and headings as they are; a list item's continuation indented
+    under its text), as docs keep prose lines short."""
+    out, code = [], False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            code = not code
+        if code or len(line) <= 120 or line.lstrip().startswith(("|", "#", "![")):
+            out.append(line)
+            continue
+        item = re.match(r"(\s*(?:[-*]|\d+\.) )", line)
+        lead = " " * len(item.group(1)) if item else re.match(r"\s*", line).group(0)
+        out.extend(textwrap.wrap(line, width=120, subsequent_indent=lead,
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
 
 
 def render(facts, card_facts=None):
@@ -573,7 +592,7 @@ def main():
         + read_facts(FACTS_DIR / f"{r}-card-instructions.tsv", 10)
         for r, _ in RELEASES
     }
-    page = render(facts, card_facts)
+    page = wrap_page(render(facts, card_facts))
     x86_facts = {name: read_x86(name) for name in X86_TABLES}
     perf = render_perf(PERF.read_text(), card_facts, x86_facts)
     if args.write:
