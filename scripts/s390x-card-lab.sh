@@ -24,7 +24,7 @@
 # Fails unless the lab is valid, every side's signatures and verifications
 # reached the card as the design says (the kernel's counts), and C's checks
 # pass. Writes facts.tsv (section, item, A, A0, B, C, note, varies) for
-# scripts/comparison.py.
+# workshop/scripts/comparison.py.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
 SYSROOT="" MODULE="" ENGINE_DEB="" OUT="" CARD_BIN="" INTERPOSER="" RUSTICA=""

@@ -18,9 +18,9 @@
 #       --keys DIR --out DIR --card BIN --interposer SO --rustica BIN
 #
 # Writes facts.tsv (section, item, A, A0, B, C, note, "varies" or empty)
-# for scripts/comparison.py. With S390X_CARD_SPEED=1 it also measures
+# for workshop/scripts/comparison.py. With S390X_CARD_SPEED=1 it also measures
 # throughput with the card as the bottleneck (minutes under qemu; the lane
-# records it, CI does not run it; scripts/lib/s390x-card-speed.sh says
+# records it, CI does not run it; workshop/scripts/lib/s390x-card-speed.sh says
 # what it measures, at which card speeds). With S390X_CARD_MAINT=1 it also
 # runs one TLS server per side (A, B, C) across a card outage and a stalled
 # queue, and records what each does: falls back, fails, returns wrong
@@ -362,7 +362,7 @@ fi # S390X_CARD_SPEED_ONLY, S390X_CARD_MAINT_ONLY
 
 # --- 3. throughput with the card as the bottleneck (S390X_CARD_SPEED=1) -----------
 if [ -n "${S390X_CARD_SPEED:-}" ]; then
-  . scripts/lib/s390x-card-speed.sh
+  . workshop/scripts/lib/s390x-card-speed.sh
 fi
 
 # --- 4. one process per side across a card outage (S390X_CARD_MAINT=1) ----------

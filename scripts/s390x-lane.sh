@@ -517,7 +517,7 @@ libica_pkg=unknown
 # The workshop's setup as a third side: stock OpenSSL, rustica and Debian's
 # ibmca engine on the same libica, then on the emulated adapter; facts
 # checked against docs/comparison/ (S390X_LANE_RECORD=1 records them
-# instead; scripts/comparison.py renders docs/comparison.md). Debian's
+# instead; workshop/scripts/comparison.py renders docs/comparison.md). Debian's
 # engine needs ENGINE support, so not on OpenSSL 4.0.
 if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   step "three sides: stock, rustica, the ibmca engine (scripts/s390x-three-sides.sh)"
@@ -537,7 +537,7 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
     cp "$PART/three-sides/facts.tsv" "docs/comparison/$RELEASE.tsv"
     say "recorded docs/comparison/$RELEASE.tsv"
   fi
-  scripts/comparison.py --check-facts "$RELEASE" "$PART/three-sides/facts.tsv" \
+  workshop/scripts/comparison.py --check-facts "$RELEASE" "$PART/three-sides/facts.tsv" \
     || fail "the three sides no longer behave as docs/comparison.md says"
 
   # One card for every side: the shared card model answers /dev/z90crypt
@@ -558,7 +558,7 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
     cp "$PART/card/facts.tsv" "docs/comparison/$RELEASE-card.tsv"
     say "recorded docs/comparison/$RELEASE-card.tsv"
   fi
-  scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
+  workshop/scripts/comparison.py --check-facts "$RELEASE-card" "$PART/card/facts.tsv" \
     || fail "the sides on one card no longer behave as docs/comparison.md says"
   # With S390X_CARD_MAINT=1: one server per side across a card outage.
   if [ -s "$PART/card/maint-facts.tsv" ]; then
@@ -566,7 +566,7 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
       cp "$PART/card/maint-facts.tsv" "docs/comparison/$RELEASE-card-maint.tsv"
       say "recorded docs/comparison/$RELEASE-card-maint.tsv"
     fi
-    scripts/comparison.py --check-facts "$RELEASE-card-maint" "$PART/card/maint-facts.tsv" \
+    workshop/scripts/comparison.py --check-facts "$RELEASE-card-maint" "$PART/card/maint-facts.tsv" \
       || fail "the sides across a card outage no longer behave as docs/comparison.md says"
   fi
   # The lab itself on that card, where its users run it (Debian 13: stock
@@ -582,7 +582,7 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
       cp "$PART/card-lab/facts.tsv" "docs/comparison/$RELEASE-card-lab.tsv"
       say "recorded docs/comparison/$RELEASE-card-lab.tsv"
     fi
-    scripts/comparison.py --check-facts "$RELEASE-card-lab" "$PART/card-lab/facts.tsv" \
+    workshop/scripts/comparison.py --check-facts "$RELEASE-card-lab" "$PART/card-lab/facts.tsv" \
       || fail "the lab on the card no longer counts what docs/comparison/$RELEASE-card-lab.tsv says"
   fi
 fi

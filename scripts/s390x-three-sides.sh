@@ -32,7 +32,7 @@
 # its call log (LIBICA_EMU_COUNTS).
 #
 # Writes facts.tsv (section, item, A, B, C, note, "varies" or empty; one
-# line per measurement) and logs into --out; scripts/comparison.py renders
+# line per measurement) and logs into --out; workshop/scripts/comparison.py renders
 # docs/comparison.md from the facts of both releases. Exits non-zero,
 # saying what failed, when C's signatures differ from A's and B's, a
 # cross-verification fails, or a side's counts are not what its design
@@ -68,7 +68,7 @@ fact() { # section item A B C note
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" "${VARIES:-}" >>"$FACTS"
 }
 # Facts that differ from run to run (timings, random primes) or with the
-# mirror's point releases: VARIES=varies before `fact` (scripts/comparison.py
+# mirror's point releases: VARIES=varies before `fact` (workshop/scripts/comparison.py
 # compares the others exactly).
 uid=$(id -u)
 

@@ -1,7 +1,7 @@
 //! `rustica lab --aa`: both sides stock OpenSSL through the same
 //! alternation, sampling and checks. Nothing differs, so the summary must
 //! list nothing; the lab's false calls across a whole run are measured by
-//! scripts/lab-aa.sh (docs/lab.md, "A/A").
+//! workshop/scripts/lab-aa.sh (docs/lab.md, "A/A").
 //!
 //! No rustica is needed. The run is small enough for CI and still has the
 //! power to fail: its per-process cells take 30 pairs, where loading

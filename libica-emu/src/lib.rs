@@ -42,7 +42,7 @@
 //! - `LIBICA_EMU_CPU_LOG=FILE`: at exit the process appends one line
 //!   `PID NANOSECONDS`: the CPU time its threads spent in the emulated
 //!   adapter's arithmetic. On IBM Z that work runs on the card, not on
-//!   the process's CPUs; benchmarks subtract it (scripts/bench-keygen-offload.sh).
+//!   the process's CPUs; benchmarks subtract it (workshop/scripts/bench-keygen-offload.sh).
 //! - `LIBICA_FIPS_FLAG=1`: libica in FIPS mode. `ica_fips_status` reports
 //!   `ICA_FIPS_MODE`, and `ica_rsa_crt` / `ica_rsa_mod_expo` refuse keys
 //!   below 3072 bits with `EPERM`, as libica does (key generation is not

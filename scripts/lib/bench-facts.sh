@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts that record their tables as facts
-# (BENCH_FACTS=FILE; scripts/comparison.py renders docs/performance.md's
+# (BENCH_FACTS=FILE; workshop/scripts/comparison.py renders docs/performance.md's
 # x86 card tables from them), right after scripts/lib/common.sh and
 # before anything gives a variable its default: it defines functions
 # only.
@@ -15,7 +15,7 @@
 #       one table row: Markdown on stdout (CELLS, the two capacity cells
 #       when ON_CARD is not empty, SAMPLING), and a "row" fact with the
 #       capacity cells always in their place (empty off the card), so
-#       that scripts/comparison.py reads one layout
+#       that workshop/scripts/comparison.py reads one layout
 
 bench_command() {
   local command=$1 vars=$2 v arg

@@ -20,7 +20,7 @@
 //!   the build info and `rustica doctor`, operations still succeed.
 //!
 //! Behaviour and counters only: no timing is asserted (the figures are in
-//! docs/performance.md, from scripts/bench-async.sh).
+//! docs/performance.md, from workshop/scripts/bench-async.sh).
 
 use crate::common;
 
