@@ -44,7 +44,7 @@ LAB_ROOMS = {
         "sampling": 2,
     }),
     "plan": (1, {
-        "zcrypt": 0, "cnf": 0,
+        "zcrypt": 0, "cnf": 0, "column_table": 0,
         "openssl": 1, "progress": 1,
         "options": 2, "server": 2,
         "commands": 3, "skips": 3, "card_use": 3,

@@ -7,11 +7,11 @@
 //! (`dns_tools::pdns_applies`).
 
 use super::dns_tools::{self, algorithm};
+use crate::lab::plan::column_table::Kind;
 use crate::lab::plan::columns::{
-    no_note, nothing_needed, reps, ColumnSpec, Counted, CrossCheck, Expect, Per, Reduce, Run,
-    StepSpec,
+    no_note, nothing_needed, reps, Counted, CrossCheck, Expect, Per, Run, StepColumn, StepSpec,
 };
-use crate::lab::plan::options::{Kind, Options, SkipWhat};
+use crate::lab::plan::options::{Options, SkipWhat};
 use crate::lab::plan::skips::multi_processes;
 use ibmca_shim::stats::Op;
 
@@ -53,32 +53,20 @@ fn pdns_note(bits: u32) -> Option<String> {
 /// side.
 pub const DNSSEC: StepSpec = StepSpec {
     columns: &[
-        ColumnSpec {
+        StepColumn {
             kind: Kind::DnssecPerCore1,
-            key: "dnssec_sign_per_core_1",
-            op_name: "dnssec-signzone -n 1 sign per core",
-            heading: "DNSSEC -n 1 sign/s",
-            reduce: Reduce::Rate,
             progress: "dnssec-signzone",
             client: None,
             note: bind_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::DnssecPerCoreN,
-            key: "dnssec_sign_per_core_n",
-            op_name: "dnssec-signzone -n cores sign per core",
-            heading: "DNSSEC -n cores per-core sign/s",
-            reduce: Reduce::Rate,
             progress: "dnssec-signzone",
             client: None,
             note: no_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::DnssecLinearity,
-            key: "dnssec_linearity",
-            op_name: "dnssec-signzone linearity",
-            heading: "DNSSEC linearity",
-            reduce: Reduce::Ratio,
             progress: "dnssec-signzone",
             client: None,
             note: no_note,
@@ -104,32 +92,20 @@ pub const DNSSEC: StepSpec = StepSpec {
 /// (under `--aa` it runs: there is no rustica to reach).
 pub const POWERDNS: StepSpec = StepSpec {
     columns: &[
-        ColumnSpec {
+        StepColumn {
             kind: Kind::PdnsPerCore1,
-            key: "pdns_sign_per_core_1",
-            op_name: "pdns_server AXFR, 1 signing thread, sign per core",
-            heading: "PowerDNS 1 thread sign/s",
-            reduce: Reduce::Rate,
             progress: "pdns_server AXFR",
             client: None,
             note: pdns_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::PdnsPerCoreN,
-            key: "pdns_sign_per_core_n",
-            op_name: "pdns_server AXFR, signing threads = cores, sign per core",
-            heading: "PowerDNS per-core sign/s",
-            reduce: Reduce::Rate,
             progress: "pdns_server AXFR",
             client: None,
             note: no_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::PdnsLinearity,
-            key: "pdns_linearity",
-            op_name: "pdns_server AXFR linearity",
-            heading: "PowerDNS linearity",
-            reduce: Reduce::Ratio,
             progress: "pdns_server AXFR",
             client: None,
             note: no_note,

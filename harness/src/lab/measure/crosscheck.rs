@@ -188,7 +188,7 @@ impl Ctx<'_> {
                         row.c_checks.push(Check::new(
                             format!(
                                 "a C server completes handshakes with an A client ({})",
-                                c.op_name
+                                c.kind.op_name()
                             ),
                             ok,
                             detail,
@@ -204,7 +204,7 @@ impl Ctx<'_> {
                     let failed = failed(row, c.kind).filter(|w| !w.contains(dns_tools::NO_FLAGS));
                     if let Some(why) = failed {
                         row.c_checks.push(Check::new(
-                            format!("C's {} runs", c.op_name),
+                            format!("C's {} runs", c.kind.op_name()),
                             false,
                             why,
                         ));

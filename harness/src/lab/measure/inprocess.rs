@@ -8,7 +8,7 @@
 use super::matrix::{Ctx, Outcome, RunFail, Stop};
 use super::results::Sample;
 use super::steps;
-use crate::lab::plan::columns::{strings, ColumnSpec, Paths};
+use crate::lab::plan::columns::{strings, Paths, StepColumn};
 use crate::lab::plan::counters::{
     parse_s_time, parse_speed, parse_speed_multi, phase_lines, PhaseLine,
 };
@@ -22,7 +22,7 @@ impl Ctx<'_> {
     /// the server's CPU per handshake.
     pub(super) fn handshakes(
         &mut self,
-        spec: &ColumnSpec,
+        spec: &StepColumn,
         paths: &Paths,
         side: Side,
         est: f64,

@@ -3,11 +3,12 @@
 //! `openssl speed`, and `openssl speed -multi` (`inprocess` runs them).
 //! `steps` puts them in the table.
 
+use crate::lab::plan::column_table::Kind;
 use crate::lab::plan::columns::{
-    no_note, nothing_needed, reps, ColumnSpec, Counted, CrossCheck, Expect, Paths, Per, Reduce,
-    Run, StepSpec, TlsClient, Unmet,
+    no_note, nothing_needed, reps, Counted, CrossCheck, Expect, Paths, Per, Run, StepColumn,
+    StepSpec, TlsClient, Unmet,
 };
-use crate::lab::plan::options::{Kind, SkipWhat, SECLEVEL1_BELOW};
+use crate::lab::plan::options::{SkipWhat, SECLEVEL1_BELOW};
 use crate::lab::plan::skips::{multi_applies, multi_processes, speed_size, tls_applies};
 use ibmca_shim::stats::Op;
 
@@ -32,12 +33,8 @@ fn speed_note(_bits: u32) -> Option<String> {
 /// the row's certificate, the two columns taking turns.
 pub const TLS: StepSpec = StepSpec {
     columns: &[
-        ColumnSpec {
+        StepColumn {
             kind: Kind::Tls13,
-            key: "tls13_handshakes",
-            op_name: "TLS 1.3 handshake",
-            heading: "TLS 1.3 handshakes/s",
-            reduce: Reduce::Rate,
             progress: "TLS 1.3 handshake server",
             client: Some(TlsClient {
                 protocol: "-tls1_3",
@@ -45,12 +42,8 @@ pub const TLS: StepSpec = StepSpec {
             }),
             note: tls_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::Tls12,
-            key: "tls12_ecdhe_rsa_handshakes",
-            op_name: "TLS 1.2 ECDHE-RSA handshake",
-            heading: "TLS 1.2 ECDHE-RSA handshakes/s",
-            reduce: Reduce::Rate,
             progress: "TLS 1.2 ECDHE-RSA handshake server",
             client: Some(TlsClient {
                 protocol: "-tls1_2",
@@ -77,22 +70,14 @@ pub const TLS: StepSpec = StepSpec {
 /// in-process on one core.
 pub const SPEED: StepSpec = StepSpec {
     columns: &[
-        ColumnSpec {
+        StepColumn {
             kind: Kind::SpeedSign,
-            key: "speed_sign",
-            op_name: "speed sign (in-process)",
-            heading: "speed sign/s",
-            reduce: Reduce::Rate,
             progress: "openssl speed",
             client: None,
             note: speed_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::SpeedVerify,
-            key: "speed_verify",
-            op_name: "speed verify (in-process)",
-            heading: "speed verify/s",
-            reduce: Reduce::Rate,
             progress: "openssl speed",
             client: None,
             note: no_note,
@@ -117,32 +102,20 @@ pub const SPEED: StepSpec = StepSpec {
 /// signature costs (where an adapter wins even when wall time does not).
 pub const MULTI: StepSpec = StepSpec {
     columns: &[
-        ColumnSpec {
+        StepColumn {
             kind: Kind::SpeedPerCore,
-            key: "speed_sign_per_core",
-            op_name: "speed -multi sign per core",
-            heading: "per-core speed -multi sign/s",
-            reduce: Reduce::Rate,
             progress: "openssl speed -multi",
             client: None,
             note: multi_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::SpeedLinearity,
-            key: "speed_linearity",
-            op_name: "speed -multi linearity",
-            heading: "speed -multi linearity",
-            reduce: Reduce::Ratio,
             progress: "openssl speed -multi",
             client: None,
             note: no_note,
         },
-        ColumnSpec {
+        StepColumn {
             kind: Kind::SpeedCpuPerSign,
-            key: "speed_cpu_per_sign",
-            op_name: "CPU per signature (speed -multi)",
-            heading: "CPU per signature",
-            reduce: Reduce::Median,
             progress: "openssl speed -multi",
             client: None,
             note: no_note,

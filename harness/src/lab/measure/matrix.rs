@@ -5,7 +5,7 @@
 
 use super::results::{Check, Column, Row, Sample, Status};
 use super::steps;
-use crate::lab::plan::columns::{self, ColumnSpec, Paths, Per, Run, StepSpec};
+use crate::lab::plan::columns::{self, Paths, Per, Run, StepColumn, StepSpec};
 use crate::lab::plan::counters::compare;
 use crate::lab::plan::openssl::{
     run_timed, run_timed_marked, Finished, MarkCpu, RunError, Scratch, Side, SideEnv,
@@ -401,7 +401,7 @@ impl Ctx<'_> {
     pub(super) fn run_once(
         &mut self,
         step: &StepSpec,
-        spec: &ColumnSpec,
+        spec: &StepColumn,
         paths: &Paths,
         side: Side,
         (round, runs): (usize, usize),

@@ -3,10 +3,9 @@
 //! `sampling`; which cells count, in words, is `family` and `explain`; the
 //! JSON of a row is `report`.
 
-use super::steps;
-use crate::lab::plan::columns::{ColumnSpec, Reduce};
+pub use crate::lab::plan::column_table::Kind;
+use crate::lab::plan::column_table::Reduce;
 pub use crate::lab::plan::openssl::Side;
-pub use crate::lab::plan::options::Kind;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -26,60 +25,13 @@ pub enum Unit {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 19] = [
-        Kind::Keygen,
-        Kind::LoadCost,
-        Kind::Signatures,
-        Kind::Verifications,
-        Kind::Certificates,
-        Kind::CertificatesNewKey,
-        Kind::Tls13,
-        Kind::Tls12,
-        Kind::SpeedSign,
-        Kind::SpeedVerify,
-        Kind::SpeedPerCore,
-        Kind::SpeedLinearity,
-        Kind::SpeedCpuPerSign,
-        Kind::DnssecPerCore1,
-        Kind::DnssecPerCoreN,
-        Kind::DnssecLinearity,
-        Kind::PdnsPerCore1,
-        Kind::PdnsPerCoreN,
-        Kind::PdnsLinearity,
-    ];
-
-    /// This column's entry in the column table.
-    pub fn spec(self) -> &'static ColumnSpec {
-        steps::column(self)
-    }
-
-    /// Stable identifier (JSON, CSV).
-    pub fn key(self) -> &'static str {
-        self.spec().key
-    }
-
-    /// Short name of one operation (chart legend, per-operation table).
-    pub fn op_name(self) -> &'static str {
-        self.spec().op_name
-    }
-
+    /// How the column's samples read (its entry's `reduce`).
     pub fn unit(self) -> Unit {
         match self.spec().reduce {
             Reduce::Rate => Unit::PerSecond,
             Reduce::Ratio => Unit::Ratio,
             Reduce::WallSum | Reduce::Median => Unit::Seconds,
         }
-    }
-
-    /// Columns whose figure is the total of `count` separate processes,
-    /// as in the lab's shell loops.
-    pub fn is_loop(self) -> bool {
-        self.spec().reduce == Reduce::WallSum
-    }
-
-    /// Column heading of the lab-shaped table.
-    pub fn heading(self, count: usize) -> String {
-        self.spec().heading.replace("{n}", &count.to_string())
     }
 }
 

@@ -5,16 +5,16 @@
 
 use super::inprocess_steps::{MULTI, SPEED, TLS};
 use crate::lab::dns::dns_steps;
+use crate::lab::plan::column_table::Kind;
 use crate::lab::plan::columns::{
-    no_note, nothing_needed, ColumnSpec, Counted, CrossCheck, Paths, Per, Reduce, Run, StepSpec,
-    Unmet,
+    no_note, nothing_needed, Counted, CrossCheck, Paths, Per, Run, StepColumn, StepSpec, Unmet,
 };
 use crate::lab::plan::commands::{
     certificate_args, exit_status_is_enough, keygen_args, new_key_certificate_args, sign_args,
     verified_ok, verify_args,
 };
 use crate::lab::plan::openssl::Side;
-use crate::lab::plan::options::{Kind, SkipWhat};
+use crate::lab::plan::options::SkipWhat;
 use crate::lab::plan::progress::{est_cert, est_keygen, est_sign, est_verify};
 pub use crate::lab::plan::skips::multi_processes;
 use crate::lab::plan::skips::{always, key_not_reused, some_new_key_certificates};
@@ -30,12 +30,8 @@ fn signatures_made(p: &Paths, runs: usize) -> Result<(), Unmet> {
 
 /// The key generation step: first, because every other step uses its key.
 pub const KEY_GENERATION: StepSpec = StepSpec {
-    columns: &[ColumnSpec {
+    columns: &[StepColumn {
         kind: Kind::Keygen,
-        key: "keygen",
-        op_name: "key generation",
-        heading: "key generation (median s)",
-        reduce: Reduce::Median,
         progress: "key generation",
         client: None,
         note: no_note,
@@ -63,12 +59,8 @@ pub const KEY_GENERATION: StepSpec = StepSpec {
 /// process, measured in the same rounds as the columns it explains
 /// (`explain`); rustica must count nothing for it.
 pub const LOAD_COST: StepSpec = StepSpec {
-    columns: &[ColumnSpec {
+    columns: &[StepColumn {
         kind: Kind::LoadCost,
-        key: "process_without_rsa",
-        op_name: "process without RSA (load cost)",
-        heading: "{n} processes without RSA (s)",
-        reduce: Reduce::WallSum,
         progress: "processes without RSA",
         client: None,
         note: load_cost_note,
@@ -102,12 +94,8 @@ fn load_cost_note(_bits: u32) -> Option<String> {
 /// The steps that use the row's key pair, in the order they run.
 pub const MEASURED: [StepSpec; 7] = [
     StepSpec {
-        columns: &[ColumnSpec {
+        columns: &[StepColumn {
             kind: Kind::Signatures,
-            key: "signatures",
-            op_name: "signature (process)",
-            heading: "{n} signatures (s)",
-            reduce: Reduce::WallSum,
             progress: "signatures",
             client: None,
             note: no_note,
@@ -130,12 +118,8 @@ pub const MEASURED: [StepSpec; 7] = [
         cross_check: CrossCheck::SameSignatures,
     },
     StepSpec {
-        columns: &[ColumnSpec {
+        columns: &[StepColumn {
             kind: Kind::Verifications,
-            key: "verifications",
-            op_name: "verification (process)",
-            heading: "{n} verifications (s)",
-            reduce: Reduce::WallSum,
             progress: "verifications",
             client: None,
             note: no_note,
@@ -158,12 +142,8 @@ pub const MEASURED: [StepSpec; 7] = [
         cross_check: CrossCheck::VerifiedBothWays,
     },
     StepSpec {
-        columns: &[ColumnSpec {
+        columns: &[StepColumn {
             kind: Kind::Certificates,
-            key: "certificates",
-            op_name: "certificate, reused key (process)",
-            heading: "{n} certificates (s)",
-            reduce: Reduce::WallSum,
             progress: "certificates",
             client: None,
             note: no_note,
@@ -186,12 +166,8 @@ pub const MEASURED: [StepSpec; 7] = [
         cross_check: CrossCheck::CertificatesVerify,
     },
     StepSpec {
-        columns: &[ColumnSpec {
+        columns: &[StepColumn {
             kind: Kind::CertificatesNewKey,
-            key: "certificates_new_key",
-            op_name: "certificate, new key (process)",
-            heading: "{n} certificates, new key each (s)",
-            reduce: Reduce::WallSum,
             progress: "certificates, new key",
             client: None,
             note: no_note,
@@ -229,18 +205,10 @@ pub fn steps() -> impl Iterator<Item = &'static StepSpec> {
         .chain(DNS)
 }
 
-/// The specification of one column.
-pub fn column(kind: Kind) -> &'static ColumnSpec {
-    steps()
-        .flat_map(|s| s.columns.iter())
-        .find(|c| c.kind == kind)
-        .expect("every Kind has a column in the table")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::plan::columns::Expect;
+    use crate::lab::plan::columns::{Expect, StepColumn};
     use crate::lab::plan::commands::strings;
     use crate::lab::plan::options::Options;
     use std::path::PathBuf;
@@ -249,16 +217,22 @@ mod tests {
         Options::for_tests()
     }
 
+    /// The step table's entry of one column.
+    fn column(kind: Kind) -> &'static StepColumn {
+        steps()
+            .flat_map(|s| s.columns.iter())
+            .find(|c| c.kind == kind)
+            .unwrap()
+    }
+
+    /// Every column of the column table is measured, by one step, in
+    /// report order: a new column without its step fails here.
     #[test]
-    fn the_table_covers_every_column_once_in_report_order() {
+    fn the_steps_measure_every_column_once_in_report_order() {
         let kinds: Vec<Kind> = steps()
             .flat_map(|s| s.columns.iter().map(|c| c.kind))
             .collect();
         assert_eq!(kinds, Kind::ALL.to_vec());
-        let mut keys: Vec<&str> = Kind::ALL.iter().map(|k| column(*k).key).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        assert_eq!(keys.len(), Kind::ALL.len(), "column keys are unique");
     }
 
     #[test]
@@ -291,7 +265,7 @@ mod tests {
                     Run::Dnssec | Run::Pdns => 1,
                     Run::Process { .. } => 0,
                 };
-                assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].key);
+                assert_eq!(reported, s.counted.ops.len(), "{}", s.columns[0].kind.key());
             }
         }
     }
@@ -326,30 +300,11 @@ mod tests {
     }
 
     #[test]
-    fn reductions_match_the_units() {
-        for k in Kind::ALL {
-            let c = column(k);
-            assert_eq!(
-                c.reduce == Reduce::Rate,
-                c.heading.ends_with("/s"),
-                "{}",
-                c.key
-            );
-            assert_eq!(
-                c.reduce == Reduce::WallSum,
-                c.heading.contains("{n}"),
-                "{}",
-                c.key
-            );
-            if c.reduce == Reduce::WallSum {
-                assert!(matches!(
-                    steps().find(|s| s.columns[0].kind == k).unwrap().run,
-                    Run::Process { .. }
-                ));
-            }
+    fn loops_of_processes_are_process_steps() {
+        for k in Kind::ALL.into_iter().filter(|k| k.is_loop()) {
+            let step = steps().find(|s| s.columns[0].kind == k).unwrap();
+            assert!(matches!(step.run, Run::Process { .. }), "{}", k.key());
         }
-        assert_eq!(Kind::Signatures.heading(100), "100 signatures (s)");
-        assert_eq!(Kind::Keygen.heading(3), "key generation (median s)");
     }
 
     #[test]
@@ -360,7 +315,7 @@ mod tests {
                     c.client.is_some(),
                     matches!(s.run, Run::Handshakes),
                     "{}",
-                    c.key
+                    c.kind.key()
                 );
             }
         }

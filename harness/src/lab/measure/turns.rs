@@ -5,7 +5,7 @@
 
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop, Tally};
 use super::results::{Column, Row, Status};
-use crate::lab::plan::columns::{ColumnSpec, Paths, Per, StepSpec};
+use crate::lab::plan::columns::{Paths, Per, StepColumn, StepSpec};
 use crate::lab::plan::openssl::Side;
 use crate::lab::plan::zcrypt;
 use crate::lab::stats::sampling::SamplingRule;
@@ -25,9 +25,9 @@ struct Turn {
 impl Turn {
     /// The round in a per-run check's words, naming the column when
     /// several take turns.
-    fn when(&self, spec: &ColumnSpec) -> String {
+    fn when(&self, spec: &StepColumn) -> String {
         if self.several {
-            format!("{} round {}", spec.op_name, self.round + 1)
+            format!("{} round {}", spec.kind.op_name(), self.round + 1)
         } else {
             format!("round {}", self.round + 1)
         }

@@ -3,7 +3,8 @@
 //! words, and the cell's standing in its family. The data they read is
 //! `results`; the statistics, `stats::effect`.
 
-use super::results::{summarize, Column, Decision, Kind, Pair, Side, Summary, Unit};
+use super::results::{summarize, Column, Decision, Pair, Side, Summary, Unit};
+use crate::lab::plan::column_table::Pairing;
 use crate::lab::stats::effect::{Better, Comparison};
 use crate::lab::stats::sampling::PRECISION_TARGET_PCT;
 
@@ -23,9 +24,9 @@ impl Column {
     /// Whether this column's samples are independent draws rather than
     /// pairs: every sample makes new random primes (key generation, a
     /// certificate with a new key), so sample i of A and of B share
-    /// nothing but the moment they ran.
+    /// nothing but the moment they ran (the column table's `pairing`).
     pub fn unpaired(&self) -> bool {
-        matches!(self.kind, Kind::Keygen | Kind::CertificatesNewKey)
+        self.kind.spec().pairing == Pairing::Unpaired
     }
 
     /// Which way is better for this column's samples.
@@ -54,12 +55,12 @@ impl Column {
         }
     }
 
-    /// Whether the cell has a host CPU per operation to compare: every
-    /// sample of both sides measured one (speed -multi's CPU column is
-    /// left out: its figure is that CPU, compared as its value already).
+    /// Whether the cell has a host CPU per operation to compare: its
+    /// column's entry says so (not a ratio, nor speed -multi's CPU column,
+    /// whose figure is that CPU, compared as its value already) and every
+    /// sample of both sides measured one.
     pub fn has_cpu(&self) -> bool {
-        self.kind != Kind::SpeedCpuPerSign
-            && self.kind.unit() != Unit::Ratio
+        self.kind.spec().cpu
             && !self.a.is_empty()
             && !self.b.is_empty()
             && self.a.iter().chain(&self.b).all(|s| s.cpu > 0.0)

@@ -7,7 +7,8 @@
 //! say software (docs/lab.md, "Why B differs").
 
 use super::method;
-use crate::lab::measure::results::{Column, Kind, Row, Side, Status};
+use crate::lab::measure::results::{Column, Row, Side, Status};
+use crate::lab::plan::column_table::Explained;
 use std::collections::BTreeMap;
 
 /// One cell's explanation: the figures and the sentence made from them.
@@ -34,15 +35,6 @@ pub struct Context {
     pub a_in_software: bool,
 }
 
-/// The operation whose counters say where a column's work ran.
-fn operation(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Keygen | Kind::CertificatesNewKey => "keygen",
-        Kind::Verifications | Kind::SpeedVerify => "verify",
-        _ => "sign",
-    }
-}
-
 /// The load cost a row measured: B's extra seconds per process over A's
 /// in its `openssl rand` cell (`steps::LOAD_COST`), estimate and interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -67,7 +59,9 @@ fn extra_per_process(c: &Column) -> Option<LoadCost> {
 /// The row's measured load cost, if its `process without RSA` cell has an
 /// interval.
 pub fn load_cost(row: &Row) -> Option<LoadCost> {
-    row.column(Kind::LoadCost)
+    row.columns
+        .iter()
+        .find(|c| c.kind.spec().explained == Explained::LoadCost)
         .filter(|c| matches!(c.status, Status::Measured))
         .and_then(extra_per_process)
 }
@@ -83,33 +77,39 @@ impl LoadCost {
     }
 }
 
+/// The load cost column's explanation: it is the load cost.
+fn load_cost_itself(cx: Context) -> Explanation {
+    let text = if cx.aa {
+        "A/A: B is stock OpenSSL as A is, so any difference is chance".to_string()
+    } else {
+        "the load cost itself: `openssl rand` under each side's configuration, no RSA; \
+         rustica counted no operation"
+            .to_string()
+    };
+    Explanation {
+        operation: "none",
+        b_ran_on: BTreeMap::new(),
+        place: "none".into(),
+        per_process: true,
+        text,
+    }
+}
+
 /// [`explain`] with the row's own measured load cost.
 pub fn explain_in(row: &Row, c: &Column, cx: Context) -> Explanation {
     explain(row.bits, c, cx, load_cost(row))
 }
 
 pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Explanation {
-    let operation = operation(c.kind);
-    if c.kind == Kind::LoadCost {
-        let text = if cx.aa {
-            "A/A: B is stock OpenSSL as A is, so any difference is chance".to_string()
-        } else {
-            "the load cost itself: `openssl rand` under each side's configuration, no RSA; \
-             rustica counted no operation"
-                .to_string()
-        };
-        return Explanation {
-            operation: "none",
-            b_ran_on: BTreeMap::new(),
-            place: "none".into(),
-            per_process: true,
-            text,
-        };
-    }
+    // The operation whose counters say where the column's work ran.
+    let operation = match c.kind.spec().explained {
+        Explained::Counters(op) => op.name(),
+        Explained::LoadCost => return load_cost_itself(cx),
+    };
     // Every sample of these columns is one whole `openssl` process (key
     // generation: one `genpkey`, 10-200 ms at 1024 and 2048 bits, where the
     // load cost is a visible share).
-    let per_process = c.kind.is_loop() || c.kind == Kind::Keygen;
+    let per_process = c.kind.spec().per_process;
     let b_ran_on: BTreeMap<String, u64> = c
         .b_counted_op(operation)
         .into_iter()
@@ -240,7 +240,7 @@ pub fn of_measured(row: &Row, c: &Column, cx: Context) -> Option<Explanation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::measure::results::Sample;
+    use crate::lab::measure::results::{Kind, Sample};
 
     fn column(kind: Kind, counted: &[(&str, &str, u64)]) -> Column {
         let mut c = Column::new(kind, 100);

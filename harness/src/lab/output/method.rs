@@ -9,6 +9,8 @@
 //! the default provider's rule.
 
 use crate::lab::measure::results::{Column, Kind, Row, Status};
+use crate::lab::plan::column_table::Explained;
+use ibmca_shim::stats::Op;
 use std::collections::BTreeMap;
 
 pub const SP800_56B: &str =
@@ -105,9 +107,11 @@ pub fn side_b(
     parts.join("; ")
 }
 
-/// The columns that generate keys: the key generation column and the
-/// certificates with a new key each.
-pub const KEYGEN_COLUMNS: [Kind; 2] = [Kind::Keygen, Kind::CertificatesNewKey];
+/// Whether a column generates keys (key generation, certificates with a
+/// new key each): rustica's key generation counters explain it.
+pub fn generates_keys(kind: Kind) -> bool {
+    kind.spec().explained == Explained::Counters(Op::Keygen)
+}
 
 /// A's and B's methods for one column of one row; None when the column
 /// was skipped or generated nothing.
@@ -132,9 +136,10 @@ pub fn of_column(bits: u32, c: &Column) -> Option<(String, String)> {
 
 /// Every key-generating column of `row` with its methods.
 pub fn of_row(row: &Row) -> Vec<(Kind, String, String)> {
-    KEYGEN_COLUMNS
-        .iter()
-        .filter_map(|&k| row.column(k).map(|c| (k, c)))
+    Kind::ALL
+        .into_iter()
+        .filter(|&k| generates_keys(k))
+        .filter_map(|k| row.column(k).map(|c| (k, c)))
         .filter_map(|(k, c)| of_column(row.bits, c).map(|(a, b)| (k, a, b)))
         .collect()
 }

@@ -5,13 +5,6 @@ use super::report::dur;
 use crate::lab::measure::results::{Kind, Row, Side, Status, Unit};
 use std::fmt::Write as _;
 
-/// One colour per column kind (Kind::ALL order).
-const COLORS: [&str; Kind::ALL.len()] = [
-    "#1f77b4", "#636363", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-    "#7f7f7f", "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
-    "#3182bd", "#e6550d", "#31a354",
-];
-
 const W: f64 = 980.0;
 const H: f64 = 580.0;
 const LEFT: f64 = 80.0;
@@ -242,7 +235,7 @@ fn series(svg: &mut String, points: &[Point], scale: &Scale) -> Vec<(&'static st
     let x_of = |b: u32| scale.x(b);
     let mut legend = Vec::new();
     for (ki, kind) in Kind::ALL.iter().enumerate() {
-        let color = COLORS[ki % COLORS.len()];
+        let color = kind.spec().color;
         let mut any = false;
         for side in [Side::A, Side::B, Side::C] {
             let mut pts: Vec<(u32, f64)> = points

@@ -1,40 +1,22 @@
-//! What a column and a step are: the types the step table (`steps`) is
-//! written in. Each step is one column, or columns that are measured
-//! together (the two TLS columns take turns; one `openssl speed` run fills
-//! both speed columns). An entry says how to build the A and B command
-//! lines for a key size, how many runs each side does, what rustica's
-//! counters must show for B, how the samples reduce to a figure, and which
-//! cross-check follows.
+//! What a step is: the types the step table (`steps`) is written in. Each
+//! step measures one column, or columns that are measured together (the
+//! two TLS columns take turns; one `openssl speed` run fills both speed
+//! columns). An entry says how to build the A and B command lines for a
+//! key size, how many runs each side does, what rustica's counters must
+//! show for B, and which cross-check follows. What a column is and how its
+//! samples read is the column table's (`column_table`).
 
+use super::column_table::Kind;
 pub use super::commands::{strings, Paths, TlsClient};
 use super::openssl::Side;
-use super::options::{Kind, Options, SkipWhat};
+use super::options::{Options, SkipWhat};
 use ibmca_shim::stats::Op;
 
-/// How a column's samples reduce to the figure of the lab-shaped table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduce {
-    /// Seconds per process; the figure is the total of the loop, as in the
-    /// lab's shell loops.
-    WallSum,
-    /// Seconds per process; the figure is the median.
-    Median,
-    /// Operations per second; the figure is the median.
-    Rate,
-    /// A dimensionless ratio (higher is better); the figure is the median.
-    Ratio,
-}
-
-/// One column: its names and how its samples read.
-pub struct ColumnSpec {
+/// One column of a step: what measuring it needs beyond the step's run.
+/// What the column is (its names, unit, pairing, explanation) is its
+/// entry in the column table (`column_table`, `Kind::spec`).
+pub struct StepColumn {
     pub kind: Kind,
-    /// Stable identifier (JSON, CSV, chart).
-    pub key: &'static str,
-    /// Short name of one operation (chart legend, per-operation table).
-    pub op_name: &'static str,
-    /// Heading of the lab-shaped table; `{n}` stands for the count.
-    pub heading: &'static str,
-    pub reduce: Reduce,
     /// Progress line: "{bits} bits: {progress} A 1/3".
     pub progress: &'static str,
     /// TLS columns: the A client's flags.
@@ -131,7 +113,7 @@ pub type Unmet = (String, usize);
 
 /// One step of a row.
 pub struct StepSpec {
-    pub columns: &'static [ColumnSpec],
+    pub columns: &'static [StepColumn],
     pub run: Run,
     /// The `--skip` value that leaves the step out.
     pub skip: Option<SkipWhat>,

@@ -2,7 +2,8 @@
 //! The command line and a run's options (`options`), the `openssl`
 //! program, the module and the sides (`setup`), timed processes
 //! (`openssl`), the configuration files (`cnf`) and servers (`server`),
-//! what a column and a step are (`columns`) with their command lines
+//! every column of the matrix with what the reports read of it
+//! (`column_table`), what a step is (`columns`) with its command lines
 //! (`commands`) and when they run (`skips`), reading rustica's counters
 //! (`counters`), the kernel's and the shared card's request counts
 //! (`zcrypt`, `card_use`), the progress line (`progress`) and what the
@@ -13,6 +14,7 @@
 
 pub mod card_use;
 pub mod cnf;
+pub mod column_table;
 pub mod columns;
 pub mod commands;
 pub mod counters;

@@ -1,48 +1,13 @@
 //! The lab's options and constants: the command line (`LabArgs`), the
-//! counts and switches of a run (`Options`), the column kinds and the
-//! fixed sizes. The bottom of the lab with `openssl` (whose `LoadMode` the
-//! command line names): columns, the matrix and the results build on it.
+//! counts and switches of a run (`Options`) and the fixed sizes. The bottom
+//! of the lab with `openssl` (whose `LoadMode` the command line names):
+//! columns, the matrix and the results build on it; the column kinds are
+//! `column_table`'s.
 
 use super::openssl::LoadMode;
 use crate::paths;
 use clap::Args;
 use std::path::PathBuf;
-
-/// The columns of the matrix (the workshop's lab, docs/lab.md, plus the in-process
-/// `openssl speed`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Keygen,
-    Signatures,
-    Verifications,
-    Certificates,
-    CertificatesNewKey,
-    Tls13,
-    Tls12,
-    SpeedSign,
-    SpeedVerify,
-    /// `openssl speed -multi N` (N = the cores): sign/s per core.
-    SpeedPerCore,
-    /// The rate at N processes over N times the rate at 1.
-    SpeedLinearity,
-    /// CPU (user + system) per signature at N processes.
-    SpeedCpuPerSign,
-    /// BIND's `dnssec-signzone -n 1`: signatures per second (per core).
-    DnssecPerCore1,
-    /// `dnssec-signzone -n N` (N = the cores): signatures per second per core.
-    DnssecPerCoreN,
-    /// The per-core rate at N over the rate at 1.
-    DnssecLinearity,
-    /// PowerDNS's own signer (`pdns_server`, one signing thread), per core.
-    PdnsPerCore1,
-    /// `pdns_server` with N signing threads (N = the cores), per thread.
-    PdnsPerCoreN,
-    /// The per-core rate at N over the rate at 1.
-    PdnsLinearity,
-    /// `openssl rand` per process: the same configuration as every other
-    /// column, no RSA: what loading rustica costs a process (`explain`).
-    LoadCost,
-}
 
 /// The certificate subject of the lab.
 pub const SUBJECT: &str = "/C=FR/ST=France/L=Montpellier/CN=PSSC";
