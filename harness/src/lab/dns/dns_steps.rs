@@ -1,4 +1,4 @@
-//! The DNSSEC steps of the column table (docs/lab.md, "DNSSEC zone
+//! The DNSSEC steps of the step table (docs/lab.md, "DNSSEC zone
 //! signing"): a generated zone signed by the DNS servers' own signers on
 //! A and B, at `-n 1` and `-n N` (N = the cores), the figure behind this
 //! project's question (RSA signatures per second per core, and whether

@@ -1,6 +1,6 @@
 //! The lab's DNS room: what the DNS signers are. Which signer runs at
 //! which key size, the zone, BIND's and PowerDNS's programs
-//! (`dns_tools`), the DNSSEC and PowerDNS steps of the column table
+//! (`dns_tools`), the DNSSEC and PowerDNS steps of the step table
 //! (`dns_steps`) and a zone transfer over TCP (`axfr`).
 //!
 //! It may use the statistics and plan rooms. The signers' runs need the

@@ -1,5 +1,5 @@
 //! The row's key pair and the checks across the two sides that follow the
-//! steps of the column table: what A makes, B accepts, and the other way.
+//! steps of the step table: what A makes, B accepts, and the other way.
 
 use super::matrix::{Ctx, Flow, Stop, Tally};
 use super::results::{Check, Kind, Row};

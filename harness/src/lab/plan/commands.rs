@@ -1,4 +1,4 @@
-//! The command lines of the column table: the files of a row, and the
+//! The command lines of the step table: the files of a row, and the
 //! `openssl` arguments each step runs on side A and side B.
 
 use super::openssl::Side;
