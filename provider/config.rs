@@ -9,6 +9,8 @@ use crate::error::{fail, Reason, Result};
 pub enum BackendChoice {
     Auto,
     Libica,
+    /// The kernel's /dev/z90crypt directly, no libica.
+    Zcrypt,
     Software,
 }
 
@@ -65,6 +67,19 @@ impl Default for Config {
 /// The libica names the loader may search for by itself.
 const DEFAULT_LIBICA_SONAMES: [&str; 2] = ["libica.so.4", "libica.so.3"];
 
+impl BackendChoice {
+    /// The `backend` key's value (or `RUSTICA_BACKEND`'s).
+    fn parse(v: &str) -> Result<BackendChoice> {
+        Ok(match v.trim() {
+            "auto" => BackendChoice::Auto,
+            "libica" => BackendChoice::Libica,
+            "zcrypt" => BackendChoice::Zcrypt,
+            "software" => BackendChoice::Software,
+            other => return Err(bad("backend", other, "auto, libica, zcrypt or software")),
+        })
+    }
+}
+
 fn bad(key: &str, value: &str, expected: &str) -> crate::error::Error {
     crate::error::Error::new(
         Reason::Config,
@@ -87,12 +102,7 @@ impl Config {
     ) -> Result<Config> {
         let mut c = Config::default();
         if let Some(v) = env("RUSTICA_BACKEND").or_else(|| lookup("backend")) {
-            c.backend = match v.trim() {
-                "auto" => BackendChoice::Auto,
-                "libica" => BackendChoice::Libica,
-                "software" => BackendChoice::Software,
-                other => return Err(bad("backend", other, "auto, libica or software")),
-            };
+            c.backend = BackendChoice::parse(&v)?;
         }
         c.libica = env("RUSTICA_LIBICA").or_else(|| lookup("libica"));
         if let Some(v) = &c.libica {
@@ -203,6 +213,7 @@ impl Config {
             choice: match self.backend {
                 BackendChoice::Auto => Choice::Auto,
                 BackendChoice::Libica => Choice::Libica,
+                BackendChoice::Zcrypt => Choice::Zcrypt,
                 BackendChoice::Software => Choice::Software,
             },
             libica: self.libica.clone(),
@@ -325,6 +336,23 @@ mod tests {
             .unwrap_err();
             assert!(err.message.contains(refused), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn backend_zcrypt_is_the_kernel_route() {
+        let c = Config::load_with(|k| (k == "backend").then(|| "zcrypt".into()), |_| None).unwrap();
+        assert_eq!(c.backend, BackendChoice::Zcrypt);
+        assert_eq!(
+            c.backend_settings().choice,
+            ibmca_shim::backend::Choice::Zcrypt
+        );
+        let err =
+            Config::load_with(|k| (k == "backend").then(|| "kernel".into()), |_| None).unwrap_err();
+        assert!(
+            err.message.contains("auto, libica, zcrypt or software"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -112,6 +112,7 @@ impl ProvCtx {
     pub fn backend_name(&self) -> &'static CStr {
         match self.router().name() {
             "libica" => c"libica",
+            "zcrypt" => c"zcrypt",
             "unavailable" => c"unavailable (backend = libica, but libica cannot be loaded)",
             _ => c"software",
         }

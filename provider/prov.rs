@@ -190,9 +190,8 @@ unsafe extern "C" fn get_params(provctx: *mut c_void, out: *mut OSSL_PARAM) -> c
             s
         };
         let backend = prov.map_or(c"software", |p| p.backend_name());
-        // The libica this instance's backend runs on; "none" when RSA runs
-        // in software.
-        let (libica_path, libica_version) = match prov.and_then(|p| p.router().libica()) {
+        // The libica this instance runs on; "none" in software and zcrypt.
+        let (libica_path, libica_version) = match prov.and_then(|p| p.router().loaded_libica()) {
             Some(l) => (
                 keep(l.file().unwrap_or(l.name()).to_string()),
                 keep(l.version().unwrap_or_else(|| "unknown".into())),

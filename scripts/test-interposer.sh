@@ -15,11 +15,38 @@
 # When s390x-linux-gnu-gcc is installed the interposer is also
 # cross-compiled once, with the lane's flags.
 #
-# Usage: scripts/test-interposer.sh [TEST...]   (names: see the test program)
+# Then 10 cases of rustica's `backend = zcrypt` (docs/libica.md), with the
+# stock `openssl` command loading target/debug/rustica.so (no libica in
+# the process) through the interposer against a second rustica-card (2
+# cards, `--sysfs` request counters, reset before each case):
+#   zcrypt-sign          a 2048-bit signature: equal to the default
+#                        provider's and verified by it; rustica counts it
+#                        under libica, the card has 1 CRT request
+#   zcrypt-verify        a verification sends nothing to the card
+#   zcrypt-no-socket     interposer, no card listening: right, a fallback
+#   zcrypt-no-device     no interposer (no /dev/z90crypt): right, a
+#                        fallback, and the init trace says why
+#   zcrypt-too-big       7680 bits with offload-max-bits = 16384: the
+#                        card's size limit (ENODEV), right, a fallback
+#   zcrypt-offline-back  every card offline, then back: card, fallback, card
+#   zcrypt-online-later  an s_server started with every card offline signs
+#                        its first handshake in software, its second on the
+#                        card once one is online
+#   zcrypt-async         openssl speed -async_jobs 4: offload threads keep
+#                        several requests at the card, each counted
+#   zcrypt-keygen        a 2048-bit key: its Miller-Rabin exponentiations
+#                        are the card's ME requests, one for one
+#   zcrypt-doctor        `rustica doctor` names the route and why it falls
+#                        back (no card online; no device)
+#
+# Usage: scripts/test-interposer.sh [TEST...]   (names: see the test program,
+#                                                and the zcrypt-* cases above)
 # The peer-uid test needs root (it runs a card as uid 65534); as another
 # user it is skipped.
 # shellcheck source-path=SCRIPTDIR source-path=.
 . "$(dirname "$0")/lib/common.sh"
+# shellcheck source=scripts/lib/zcrypt-cases.sh
+. scripts/lib/zcrypt-cases.sh
 
 
 header=/usr/s390x-linux-gnu/include/asm/zcrypt.h
@@ -34,6 +61,7 @@ fi
 work=$(mktemp -d /tmp/test-interposer.XXXXXX)
 card_pid=""
 cleanup() {
+  zcrypt_card_stop
   if [ -n "$card_pid" ]; then
     kill "$card_pid" 2>/dev/null || true
     wait "$card_pid" 2>/dev/null || true
@@ -68,6 +96,19 @@ for _ in $(seq 100); do
 done
 grep -q "listening on" "$work/card.log" || die "rustica-card did not start: $(cat "$work/card.log")"
 
-TMPDIR=$work REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
-  "$work/test-z90crypt-card" "$@" || fail "interposer tests failed"
+# The test program's names, and the zcrypt cases', from the arguments.
+c_tests=() zcrypt_cases=()
+for a in "$@"; do
+  case $a in
+    zcrypt-*) zcrypt_cases+=("$a") ;;
+    *) c_tests+=("$a") ;;
+  esac
+done
+if [ $# -eq 0 ] || [ ${#c_tests[@]} -gt 0 ]; then
+  TMPDIR=$work REAL_CARD_SOCKET=$work/card.sock LD_PRELOAD=$work/libz90crypt-card.so \
+    "$work/test-z90crypt-card" "${c_tests[@]}" || fail "interposer tests failed"
+fi
+if [ $# -eq 0 ] || [ ${#zcrypt_cases[@]} -gt 0 ]; then
+  zcrypt_run "$work" "${zcrypt_cases[@]}" || fail "backend = zcrypt cases failed"
+fi
 say "passed"

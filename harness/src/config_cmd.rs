@@ -37,7 +37,7 @@ pub struct ConfigArgs {
     /// librustica.so beside this program]
     #[arg(long, value_name = "PATH", value_parser = paths::parse_path)]
     module: Option<PathBuf>,
-    /// backend = auto|libica|software
+    /// backend = auto|libica|zcrypt|software
     #[arg(long)]
     backend: Option<String>,
     /// libica = PATH-OR-SONAME (a relative path is made absolute)

@@ -151,6 +151,7 @@ fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u
         libica: key("libica", "RUSTICA_LIBICA"),
         choice: match choice.as_str() {
             "libica" => Choice::Libica,
+            "zcrypt" => Choice::Zcrypt,
             "software" => Choice::Software,
             _ => Choice::Auto,
         },
@@ -189,13 +190,14 @@ fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u
             core_major.unwrap_or_default()
         ));
     }
-    match backend::probe(settings.libica.as_deref()) {
-        Ok(desc) => r.ok("libica", desc),
-        Err(e) if settings.choice == Choice::Libica => r.fail(
-            "libica",
-            format!("backend = libica, but no libica loads: {e}"),
-        ),
-        Err(e) => r.ok("libica", format!("none ({e}); RSA runs in software")),
+    if settings.choice == Choice::Zcrypt {
+        // No libica: the kernel's device, and whether a card answers.
+        match backend::probe_zcrypt() {
+            Ok(desc) => r.ok("zcrypt", desc),
+            Err(why) => r.warn("zcrypt", why),
+        }
+    } else {
+        check_libica(r, &settings);
     }
     let router = backend::Router::new(&settings);
     let status = router.status();
@@ -212,6 +214,19 @@ fn check_backend(r: &mut Report, keys: &[(String, String)], core_major: Option<u
     }
     r.ok("async", router.async_status());
     r.ok("deadline", router.deadline_status());
+}
+
+/// Which libica loads, for every backend but zcrypt.
+fn check_libica(r: &mut Report, settings: &ibmca_shim::backend::Settings) {
+    use ibmca_shim::backend::{self, Choice};
+    match backend::probe(settings.libica.as_deref()) {
+        Ok(desc) => r.ok("libica", desc),
+        Err(e) if settings.choice == Choice::Libica => r.fail(
+            "libica",
+            format!("backend = libica, but no libica loads: {e}"),
+        ),
+        Err(e) => r.ok("libica", format!("none ({e}); RSA runs in software")),
+    }
 }
 
 /// The module loads into the stock openssl command and reports itself active.

@@ -227,7 +227,7 @@ pub fn merge(existing: &str, rustica: &RusticaSection) -> String {
     ];
     body.extend(rustica.keys.iter().map(|(k, v)| format!("{k} = {v}")));
     body.push(
-        "# keys: backend = auto|libica|software, libica = PATH, offload-min-bits = 512,"
+        "# keys: backend = auto|libica|zcrypt|software, libica = PATH, offload-min-bits = 512,"
             .to_string(),
     );
     body.push(

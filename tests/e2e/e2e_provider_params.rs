@@ -53,6 +53,22 @@ fn software_backend_shows_status_backend_and_no_libica() {
     }
 }
 
+/// backend = zcrypt loads no libica, whatever the `libica` key names, and
+/// says so in the build info.
+#[test]
+fn zcrypt_backend_shows_itself_and_no_libica() {
+    let emu = emulator_path();
+    let block = rustica_block(&list_verbose(&[
+        ("RUSTICA_BACKEND", "zcrypt"),
+        ("RUSTICA_LIBICA", emu.to_str().unwrap()),
+    ]));
+    assert!(block.contains("    status: active"), "{block}");
+    assert!(
+        block.contains("backend: zcrypt; libica: none"),
+        "build info does not show the zcrypt backend:\n{block}"
+    );
+}
+
 #[test]
 fn libica_backend_shows_the_library_and_its_version() {
     let emu = emulator_path();

@@ -10,22 +10,27 @@ use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 mod trace;
+mod zcrypt;
 
 use trace::open_trace;
 pub(crate) use trace::Tracer;
 pub use trace::{open_trace_file, Trace, TRACE_FILE};
+pub use zcrypt::probe_zcrypt;
 
 use crate::error::{ErrorKind, RsaError};
 use crate::libica::Libica;
 use crate::stats::{Backend, Op};
 
-/// `backend = auto|libica|software`.
+/// `backend = auto|libica|zcrypt|software`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
     /// libica when it loads and its function list reports RSA hardware.
     Auto,
     /// libica whenever it loads, whatever it reports; loading it is required.
     Libica,
+    /// The kernel's /dev/z90crypt directly, no libica: private operations
+    /// fall back to software while no card answers.
+    Zcrypt,
     /// Software only.
     Software,
 }
@@ -72,8 +77,8 @@ impl Default for Settings {
 /// What a [`Router`] chose.
 #[derive(Clone, Debug)]
 pub struct Status {
-    /// "libica", "software", or "unavailable" (backend = libica without a
-    /// loadable libica: every private operation and key generation fails,
+    /// "libica", "zcrypt", "software", or "unavailable" (backend = libica
+    /// without a loadable libica: every private operation and key generation fails,
     /// saying why; public operations run on the host as always).
     pub name: &'static str,
     /// Why, and which libica (for logs and `rustica doctor`).
@@ -180,8 +185,12 @@ impl Chosen {
 
 /// The backend `s` asks for, as this process can have it.
 fn choose(s: &Settings) -> Chosen {
-    if matches!(s.choice, Choice::Software) {
-        return Chosen::software("backend = software".into());
+    let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
+    match s.choice {
+        Choice::Software => return Chosen::software("backend = software".into()),
+        // No libica is loaded, so its variables do not matter.
+        Choice::Zcrypt => return zcrypt::choose(&range),
+        Choice::Auto | Choice::Libica => {}
     }
     // Only a privileged process's LIBICA_* variables matter; reading the
     // whole environment costs every other process about 100 K instructions
@@ -195,7 +204,6 @@ fn choose(s: &Settings) -> Chosen {
     if let Some(why) = refuse_libica(privileged, &libica_vars) {
         return Chosen::software(why);
     }
-    let range = format!("{}..={} bits", s.offload_min_bits, s.offload_max_bits);
     match s.choice {
         Choice::Libica => choose_libica(s, &range),
         _ => choose_auto(s, &range),
@@ -347,7 +355,7 @@ impl Router {
         &self.probed().status
     }
 
-    /// "libica", "software", or "unavailable" (backend = libica found no
+    /// "libica", "zcrypt", "software", or "unavailable" (backend = libica found no
     /// libica).
     pub fn name(&self) -> &'static str {
         self.probed().status.name
@@ -383,9 +391,17 @@ impl Router {
         self.probed().libica.as_deref()
     }
 
-    /// The backend a key of `bits` bits would use: "libica" or "software".
+    /// The libica loaded for this router's route: `None` in software and
+    /// with `backend = zcrypt` (no libica), for the provider parameters.
+    pub fn loaded_libica(&self) -> Option<&Libica> {
+        self.libica().filter(|l| !l.is_kernel())
+    }
+
+    /// The backend a key of `bits` bits would use: "libica", "zcrypt" or
+    /// "software".
     pub fn route_name(&self, bits: u32) -> &'static str {
         match self.offload(bits) {
+            Some(l) if l.is_kernel() => "zcrypt",
             Some(_) => "libica",
             None => "software",
         }

@@ -5,7 +5,7 @@
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::raw::{c_int, c_uint, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::abi::{self, ica_adapter_handle_t, libica_func_list_element, sym};
 
@@ -56,6 +56,11 @@ pub struct Libica {
     /// parent's descriptor only while its number still names that file.
     adapter_dev: AtomicU64,
     adapter_ino: AtomicU64,
+    /// What the last `open_adapter` of this process returned (0: opened).
+    open_rc: AtomicU32,
+    /// The kernel's device driven directly (`backend = zcrypt`,
+    /// [`super::zcrypt`]), not a loaded libica.
+    kernel: bool,
 }
 
 fn dlerror_text() -> String {
@@ -207,10 +212,65 @@ impl Libica {
             adapter: AtomicU64::new(0),
             adapter_dev: AtomicU64::new(0),
             adapter_ino: AtomicU64::new(0),
+            open_rc: AtomicU32::new(0),
+            kernel: false,
         };
         lib.version = lib.query_version();
         lib.functions = lib.query_functions();
         Ok(lib)
+    }
+
+    /// The kernel's crypto device as a libica (`backend = zcrypt`): the
+    /// entry points are [`super::zcrypt`]'s, nothing is loaded, and the
+    /// device is opened at the first [`Libica::adapter`].
+    pub fn zcrypt() -> Libica {
+        use super::zcrypt;
+        Libica {
+            name: zcrypt::DEVICE.to_string_lossy().into_owned(),
+            file: None,
+            fns: Fns {
+                open_adapter: zcrypt::open_adapter,
+                close_adapter: zcrypt::close_adapter,
+                rsa_mod_expo: zcrypt::rsa_mod_expo,
+                rsa_crt: zcrypt::rsa_crt,
+                get_version: None,
+                get_functionlist: None,
+                rsa_key_generate_crt: None,
+                fips_status: None,
+                cleanup: None,
+            },
+            version: None,
+            functions: Vec::new(),
+            adapter: AtomicU64::new(0),
+            adapter_dev: AtomicU64::new(0),
+            adapter_ino: AtomicU64::new(0),
+            open_rc: AtomicU32::new(0),
+            kernel: true,
+        }
+    }
+
+    /// Whether this is the kernel's device driven directly
+    /// ([`Libica::zcrypt`]) rather than a loaded libica.
+    pub fn is_kernel(&self) -> bool {
+        self.kernel
+    }
+
+    /// The name of the CRT call, for traces and errors.
+    pub fn crt_call(&self) -> &'static str {
+        if self.kernel {
+            "ICARSACRT"
+        } else {
+            "ica_rsa_crt"
+        }
+    }
+
+    /// The name of the modulus-exponent call, for traces and errors.
+    pub fn mod_expo_call(&self) -> &'static str {
+        if self.kernel {
+            "ICARSAMODEXPO"
+        } else {
+            "ica_rsa_mod_expo"
+        }
     }
 
     /// Opens `explicit` if given, else the first of [`DEFAULT_NAMES`] that
@@ -316,6 +376,9 @@ impl Libica {
 
     /// One line describing the library, for logs and `rustica doctor`.
     pub fn describe(&self) -> String {
+        if self.kernel {
+            return self.describe_kernel();
+        }
         let flags = |m| match self.flags(m) {
             Some(f) => format!("{f:#x}"),
             None => "unlisted".into(),
@@ -343,6 +406,26 @@ impl Libica {
         )
     }
 
+    /// [`Libica::describe`] for the kernel's device: whether this process
+    /// has it open (once [`Libica::adapter`] has run).
+    fn describe_kernel(&self) -> String {
+        let state = match (
+            self.adapter.load(Ordering::Acquire),
+            self.open_rc.load(Ordering::Acquire),
+        ) {
+            (0, _) => "not opened yet".to_string(),
+            (_, 0) => "open".to_string(),
+            (_, rc) => format!(
+                "cannot be opened ({}): private operations fall back to software",
+                std::io::Error::from_raw_os_error(rc as i32)
+            ),
+        };
+        format!(
+            "{} (ICARSAMODEXPO, ICARSACRT; no libica), {state}",
+            self.name
+        )
+    }
+
     /// The adapter handle of this process, opening it on first use and
     /// again in a child after fork (the parent's handle is the parent's).
     pub fn adapter(&self) -> ica_adapter_handle_t {
@@ -357,7 +440,8 @@ impl Libica {
         }
         let mut handle = abi::DRIVER_NOT_LOADED;
         // SAFETY: handle is a valid out-pointer.
-        if unsafe { (self.fns.open_adapter)(&mut handle) } != 0 {
+        let rc = unsafe { (self.fns.open_adapter)(&mut handle) };
+        if rc != 0 {
             handle = abi::DRIVER_NOT_LOADED;
         }
         // libica opens the device without O_CLOEXEC: without this, every
@@ -374,6 +458,7 @@ impl Libica {
             Ordering::Acquire,
         ) {
             Ok(_) => {
+                self.open_rc.store(rc, Ordering::Release);
                 let own = identity(handle).unwrap_or((0, 0));
                 self.adapter_dev.store(own.0, Ordering::Release);
                 self.adapter_ino.store(own.1, Ordering::Release);
@@ -424,7 +509,7 @@ impl Libica {
         match rc {
             0 => Ok(()),
             rc => Err(CallError {
-                function: "ica_rsa_mod_expo",
+                function: self.mod_expo_call(),
                 rc,
             }),
         }
@@ -446,7 +531,7 @@ impl Libica {
         match rc {
             0 => Ok(()),
             rc => Err(CallError {
-                function: "ica_rsa_crt",
+                function: self.crt_call(),
                 rc,
             }),
         }

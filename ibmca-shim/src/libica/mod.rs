@@ -1,5 +1,7 @@
 //! The libica backend: libica's C ABI ([`abi`]), loaded at run time
-//! ([`Libica`]), and key conversion to its buffers ([`convert`]).
+//! ([`Libica`]), key conversion to its buffers ([`convert`]), and the
+//! kernel's crypto device driven directly with libica's ABI
+//! ([`zcrypt`], `backend = zcrypt`).
 //!
 //! Routing (which operation goes to libica) lives in [`crate::backend`];
 //! the primitive in [`crate::RsaKey`] calls libica through it, checks every
@@ -10,5 +12,6 @@
 pub use libica_abi as abi;
 pub(crate) mod convert;
 mod loader;
+pub mod zcrypt;
 
 pub use loader::{CallError, Libica, DEFAULT_NAMES};

@@ -78,12 +78,13 @@ pub(super) type Batches<'a> = Box<dyn FnMut(Vec<Job>) -> Option<Vec<Answer>> + '
 pub(super) fn through<'a>(ica: &'a Arc<Libica>, offload: &'a Offload<'_>) -> Batches<'a> {
     Box::new(move |jobs| {
         let lib = Arc::clone(ica);
+        let call = ica.mod_expo_call();
         let n = jobs.len();
         match offload.call(move || mod_expo_all(lib, jobs)) {
             Ok(answers) => Some(answers),
             Err(Missed::Lost) => None,
             // Late, or not sent: each exponentiation falls back, saying why.
-            Err(missed) => Some(vec![Err(format!("ica_rsa_mod_expo {missed}")); n]),
+            Err(missed) => Some(vec![Err(format!("{call} {missed}")); n]),
         }
     })
 }

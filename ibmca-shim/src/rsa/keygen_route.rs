@@ -133,7 +133,7 @@ impl RsaKey {
                                 .last_fault
                                 .unwrap_or_else(|| "no exponentiation ran on libica".into()),
                         ),
-                        _ => offload::Attempt::Done(key, "ica_rsa_mod_expo"),
+                        _ => offload::Attempt::Done(key, ica.mod_expo_call()),
                     })
                 },
                 |e| {

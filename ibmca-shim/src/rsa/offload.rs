@@ -346,7 +346,7 @@ impl RsaKey {
             LibicaPrivate::Crt(k) => {
                 let mut k = k.clone();
                 (
-                    "ica_rsa_crt",
+                    ica.crt_call(),
                     offload.call(move || {
                         let r = lib.rsa_crt(&input, &mut k, &mut out);
                         (r, out)
@@ -356,7 +356,7 @@ impl RsaKey {
             LibicaPrivate::ModExpo(k) => {
                 let mut k = k.clone();
                 (
-                    "ica_rsa_mod_expo",
+                    ica.mod_expo_call(),
                     offload.call(move || {
                         let r = lib.rsa_mod_expo(&input, &mut k, &mut out);
                         (r, out)

@@ -988,6 +988,52 @@ fn libica_router() -> crate::backend::Router {
     router
 }
 
+/// backend = zcrypt where /dev/z90crypt cannot be opened (this host has
+/// no IBM Z crypto driver): the route is still zcrypt, its status says the
+/// device did not open, and a signature is right and counted a fallback,
+/// as with a libica that has no adapter. (On a host with the device this
+/// test has nothing to show, and says so.)
+#[test]
+fn zcrypt_without_the_device_falls_back_and_counts_it() {
+    if std::path::Path::new("/dev/z90crypt").exists() {
+        eprintln!("skipped: this host has /dev/z90crypt");
+        return;
+    }
+    let router = crate::backend::Router::new(&crate::backend::Settings {
+        choice: crate::backend::Choice::Zcrypt,
+        ..Default::default()
+    });
+    assert_eq!(router.name(), "zcrypt", "{:?}", router.status());
+    let detail = &router.status().detail;
+    assert!(
+        detail.contains("/dev/z90crypt") && detail.contains("cannot be opened"),
+        "{detail}"
+    );
+    assert_eq!(router.route_name(2048), "zcrypt");
+    assert_eq!(router.route_name(7680), "software");
+    assert!(
+        router.async_status().starts_with("on"),
+        "{}",
+        router.async_status()
+    );
+    let ctx = Context {
+        libctx: LibCtx::DEFAULT,
+        router: Some(&router),
+        core_version: None,
+    };
+    let k = key(2048);
+    let x = input_for(k, 7);
+    let path = temp_stats("zcrypt-nodev");
+    stats::set_thread_stats(Some(&path));
+    let s = k.private_op_in(&ctx, Op::Sign, &x).unwrap();
+    stats::set_thread_stats(None);
+    assert_eq!(s, k.private_op(Op::Sign, &x).unwrap());
+    let snap = stats::snapshot(&path).unwrap();
+    assert_eq!(snap.get(Op::Sign, Backend::Fallback), 1);
+    assert_eq!(snap.get(Op::Sign, Backend::Libica), 0);
+    std::fs::remove_file(&path).unwrap();
+}
+
 fn all_parts(k: &RsaKey) -> Vec<Vec<u8>> {
     let p = k.export_private().unwrap();
     [p.d, p.p, p.q, p.dp, p.dq, p.qinv]
