@@ -205,3 +205,86 @@ fn card_lab_counts_each_sides_requests_per_operation() {
         "the card outlived the lab"
     );
 }
+
+/// On a card model the report states the card's service time per
+/// operation from its busy time, against A's software time: the figures
+/// are the model's (a 1024-bit CRT is 15 units; a Miller-Rabin
+/// exponentiation of a 512-bit prime candidate 6 to 60, docs/card-model.md),
+/// not the host's, so they are asserted exactly; wall times are not.
+#[test]
+fn card_lab_states_the_cards_service_time_against_as_software() {
+    let dir = temp_dir("card-service");
+    let out = dir.join("out");
+    let unit = 20e-6;
+    let o = Lab::small()
+        .real_module()
+        .set("--keygen-reps", "2")
+        .set("--card", "start")
+        .set("--card-unit-us", "20")
+        .skip("newkey,multi,tls,dnssec,load-cost")
+        .out(&out)
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let j = json(&out.join("report.json"));
+    let row = &j["rows"][0];
+    let lines = row["card_service"].as_array().expect("card_service");
+    let of = |kind: &str| {
+        lines
+            .iter()
+            .find(|l| l["column"] == kind)
+            .unwrap_or_else(|| panic!("{kind}: {}", row["card_service"]))
+    };
+    let f =
+        |l: &serde_json::Value, key: &str| l[key].as_f64().unwrap_or_else(|| panic!("{key}: {l}"));
+    // speed sign: one CRT request a signature, 15 units each (and one
+    // signature a run before speed's timed loop, which it does not count).
+    let sign = of("speed_sign");
+    let (requests, ops) = (sign["requests"].as_u64(), sign["operations"].as_u64());
+    assert!(
+        ops > Some(0) && requests >= ops && requests <= ops.map(|o| o + 6),
+        "{sign}"
+    );
+    let per_request = f(sign, "service_seconds_per_request");
+    assert!((per_request - 15.0 * unit).abs() < 1e-9, "{sign}");
+    assert_eq!(f(sign, "service_seconds_per_operation"), per_request);
+    // The ratio is the service over A's software time per signature (a
+    // 1024-bit signature takes this host's software 20 µs to 1.5 ms).
+    let ratio = f(sign, "ratio_to_A");
+    let a = f(sign, "A_seconds_per_operation");
+    assert!((ratio * a - per_request).abs() < 1e-9, "{sign}");
+    assert!((0.2..15.0).contains(&ratio), "{sign}");
+    assert_eq!(sign["A_on_host"], true);
+    // Key generation: many exponentiations a key, each 6 to 60 units.
+    let keygen = of("keygen");
+    let each = f(keygen, "service_seconds_per_request");
+    assert!(
+        (6.0 * unit - 1e-9..=60.0 * unit + 1e-9).contains(&each),
+        "{keygen}"
+    );
+    assert!(
+        keygen["requests"].as_u64() > keygen["operations"].as_u64(),
+        "{keygen}"
+    );
+    // report.md says it in the summary, and the cell's explanation uses it.
+    let md = fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("- The card's service time per operation"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "1024 bits, speed sign (in-process): the card's service time 300 µs per signature \
+             (its busy time over B's "
+        ),
+        "{md}"
+    );
+    let why = column(row, "speed_sign")["comparison"]["explanation"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        why.contains("the card's service time, 300 µs per signature by its busy time"),
+        "{why}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -165,7 +165,7 @@ impl Ctx<'_> {
 
     /// The shared card B's signer sends its requests to, when B runs on
     /// the emulated libica with `LIBICA_EMU_CARD` set (`card_use`).
-    fn card_socket(&self, side: Side) -> Option<PathBuf> {
+    pub(super) fn card_socket(&self, side: Side) -> Option<PathBuf> {
         let on_libica = self.opts.backend.as_deref() == Some("libica");
         (side == Side::B && on_libica)
             .then(|| card_use::socket(&self.b.env))

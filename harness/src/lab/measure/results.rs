@@ -3,6 +3,7 @@
 //! `sampling`; which cells count, in words, is `family` and `explain`; the
 //! JSON of a row is `report`.
 
+use crate::lab::plan::card_use::Service;
 pub use crate::lab::plan::column_table::Kind;
 use crate::lab::plan::column_table::Reduce;
 pub use crate::lab::plan::openssl::Side;
@@ -101,6 +102,9 @@ pub struct Column {
     /// side's runs of this cell, and the operations of those runs; None
     /// where zcrypt's counters were not read (no card).
     pub card_requests: [Option<(u64, u64)>; 3],
+    /// The shared card's service to B's runs of this cell (a column whose
+    /// entry asks for it, on a `rustica-card`); None without one.
+    pub card_service: Option<Service>,
 }
 
 /// The comparisons a run makes: each is a family of its own.
@@ -193,6 +197,7 @@ impl Column {
             family: [None; 3],
             cpu_family: None,
             card_requests: [None; 3],
+            card_service: None,
         }
     }
 

@@ -5,11 +5,13 @@
 
 use super::matrix::{Ctx, Flow, Outcome, RunFail, Stop, Tally};
 use super::results::{Column, Row, Status};
+use crate::lab::plan::card_use::{self, CardStats};
 use crate::lab::plan::columns::{Paths, Per, StepColumn, StepSpec};
 use crate::lab::plan::openssl::Side;
 use crate::lab::plan::zcrypt;
 use crate::lab::stats::sampling::SamplingRule;
 use ibmca_shim::stats::Op;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Where a turn stands: its round, the runs planned so far, the first
@@ -51,7 +53,29 @@ fn add_card_requests(cols: &mut [Column], side: Side, outcome: &Outcome, whole: 
     }
 }
 
+/// Adds the card's service during one B run (its stats `before` it, and
+/// now) to the columns whose entry asks for it, with their operations.
+fn add_card_service(cols: &mut [Column], outcome: &Outcome, before: &CardStats, card: &Path) {
+    let Ok(after) = card_use::read(card) else {
+        return;
+    };
+    for (i, c) in cols.iter_mut().enumerate() {
+        let ops = outcome.ops.get(i).copied().unwrap_or(0);
+        if c.kind.spec().card_service.is_some() && ops > 0 {
+            let service = c.card_service.get_or_insert_with(Default::default);
+            service.add(before, &after, ops);
+        }
+    }
+}
+
 impl Ctx<'_> {
+    /// The shared card to read around `side`'s run of `cols`: B's, where a
+    /// column asks for the card's service time (`card_use::Service`).
+    fn card_of_turn(&self, side: Side, cols: &[Column]) -> Option<PathBuf> {
+        let wanted = !self.opts.aa && cols.iter().any(|c| c.kind.spec().card_service.is_some());
+        wanted.then(|| self.card_socket(side)).flatten()
+    }
+
     /// `runs` rounds; in each, every turn (a column, or the columns one run
     /// fills) runs on A then on B, or on B then on A in odd rounds. A
     /// failed turn is not run again.
@@ -142,6 +166,8 @@ impl Ctx<'_> {
             let checked =
                 side == Side::B && matches!(step.counted.per, Per::Run(_)) && !self.opts.aa;
             let before = checked.then(|| self.snap());
+            let card = self.card_of_turn(side, cols);
+            let card_before = card.as_deref().and_then(|s| card_use::read(s).ok());
             let commands = (at.round == 0).then_some(&mut cols[0].commands);
             self.clear_libica_log(side);
             let requests_before = self.zcrypt.as_deref().and_then(zcrypt::total);
@@ -163,6 +189,9 @@ impl Ctx<'_> {
                         break;
                     }
                 };
+            if let (Some(sock), Some(before)) = (card, card_before) {
+                add_card_service(cols, &outcome, &before, &sock);
+            }
             let requests_after = self.zcrypt.as_deref().and_then(zcrypt::total);
             if let (Some(before), Some(after)) = (requests_before, requests_after) {
                 add_card_requests(cols, side, &outcome, after.saturating_sub(before));

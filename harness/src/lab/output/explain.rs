@@ -8,7 +8,10 @@
 
 use super::method;
 use crate::lab::measure::results::{Column, Row, Side, Status};
+use crate::lab::plan::card_use::CardTime;
 use crate::lab::plan::column_table::Explained;
+use crate::lab::stats::effect::Better;
+use ibmca_shim::stats::Op;
 use std::collections::BTreeMap;
 
 /// One cell's explanation: the figures and the sentence made from them.
@@ -95,9 +98,52 @@ fn load_cost_itself(cx: Context) -> Explanation {
     }
 }
 
-/// [`explain`] with the row's own measured load cost.
+/// [`explain`] with the row's own measured load cost, and on a shared
+/// card the card's service time (`card_time`).
 pub fn explain_in(row: &Row, c: &Column, cx: Context) -> Explanation {
-    explain(row.bits, c, cx, load_cost(row))
+    let mut e = explain(row.bits, c, cx, load_cost(row));
+    if let Some(t) = card_time(c, cx).filter(|_| !cx.aa) {
+        e.text.push_str("; ");
+        e.text.push_str(&t.explains(b_slower(c)));
+    }
+    e
+}
+
+/// The card's service time to a cell's B runs (a column whose entry asks
+/// for it, on a `rustica-card`) beside A's and B's time per operation.
+pub fn card_time(c: &Column, cx: Context) -> Option<CardTime> {
+    CardTime::new(
+        c.card_service?,
+        c.kind.spec().card_service?,
+        noun(c),
+        (c.seconds_per_op(Side::A), c.seconds_per_op(Side::B)),
+        a_on_host(c, cx),
+    )
+}
+
+/// Whether B is slower in the cell: its interval excludes 1× on B's worse
+/// side.
+fn b_slower(c: &Column) -> bool {
+    c.comparison()
+        .is_some_and(|k| k.differs() && (k.ratio > 1.0) == (c.better() == Better::Lower))
+}
+
+/// Whether A computed on the host: the kernel counted no card request
+/// for A, or (not counted) the host's A computes in software.
+fn a_on_host(c: &Column, cx: Context) -> bool {
+    match c.requests_per_op(Side::A) {
+        Some(x) => x == 0.0,
+        None => cx.a_in_software,
+    }
+}
+
+/// One operation of a column in words ("signature", "key").
+fn noun(c: &Column) -> &'static str {
+    match c.kind.spec().explained {
+        Explained::Counters(Op::Keygen) => "key",
+        Explained::Counters(Op::Verify) => "verification",
+        _ => "signature",
+    }
 }
 
 pub fn explain(bits: u32, c: &Column, cx: Context, load: Option<LoadCost>) -> Explanation {
@@ -415,5 +461,71 @@ mod tests {
         let e = explain(1024, &c, aa, None);
         assert!(e.text.starts_with("A/A: B is stock OpenSSL"), "{}", e.text);
         assert!(!e.text.contains("load cost"), "{}", e.text);
+    }
+
+    /// A speed sign cell on a card whose CRT takes 5.4 ms (54 units of
+    /// 100 µs), A signing in software at `a_rate` and B at `b_rate`.
+    fn on_the_card(a_rate: f64, b_rate: f64) -> Row {
+        let mut c = column(Kind::SpeedSign, &[("sign", "libica", 1200)]);
+        let rate = |r: f64, i: usize| Sample {
+            value: r * (1.0 + 0.001 * ((i % 3) as f64 - 1.0)),
+            cpu: 0.0,
+        };
+        c.a = (0..8).map(|i| rate(a_rate, i)).collect();
+        c.b = (0..8).map(|i| rate(b_rate, i)).collect();
+        c.card_service = Some(crate::lab::plan::card_use::Service {
+            busy_ns: 1201 * 5_400_000,
+            requests: 1201,
+            ops: 1200,
+            queues: 2,
+        });
+        let mut row = Row::new(2048);
+        row.columns.push(c);
+        row
+    }
+
+    #[test]
+    fn the_cards_service_time_explains_b_slower_on_the_card() {
+        // A signs in 780 µs (1282/s); B waits 5.4 ms on the card and
+        // spends a little on the host (178/s: 5.62 ms). One request of
+        // 1201 is speed's check signature, outside its count.
+        let row = on_the_card(1282.0, 178.0);
+        let c = &row.columns[0];
+        let t = card_time(c, SOFTWARE_HOST).unwrap();
+        assert!((t.per_op - 5.4e-3).abs() < 1e-12, "{t:?}");
+        assert_eq!((t.what, t.a_on_host, t.spread), ("signature", true, None));
+        let e = explain_in(&row, c, SOFTWARE_HOST);
+        assert!(
+            e.text.ends_with(
+                "; B slower on the card: the card's service time, 5.40 ms per signature by its busy \
+                 time, is 6.92× A's time per signature (780 µs, software), so the difference follows \
+                 from the card model's service time (weight × unit, docs/card-model.md), not from \
+                 rustica's path on the host"
+            ),
+            "{}",
+            e.text
+        );
+        // B as fast as A: the figure, no attribution of a difference.
+        let row = on_the_card(1282.0, 1282.0);
+        let e = explain_in(&row, &row.columns[0], SOFTWARE_HOST);
+        assert!(
+            e.text.contains("; the card's service time, 5.40 ms"),
+            "{}",
+            e.text
+        );
+        assert!(!e.text.contains("follows from"), "{}", e.text);
+        // Without a card, and in an A/A run, nothing is said of one.
+        let mut row = on_the_card(1282.0, 178.0);
+        let aa = Context {
+            aa: true,
+            a_in_software: true,
+        };
+        assert!(!explain_in(&row, &row.columns[0], aa)
+            .text
+            .contains("card's service"));
+        row.columns[0].card_service = None;
+        let c = &row.columns[0];
+        assert_eq!(card_time(c, SOFTWARE_HOST), None);
+        assert!(!explain_in(&row, c, SOFTWARE_HOST).text.contains("card"));
     }
 }

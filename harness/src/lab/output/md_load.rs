@@ -2,6 +2,7 @@
 //! CPU per operation, card requests per operation by the kernel's
 //! counters, and the order within a pair (B first against A first).
 
+use super::explain;
 use super::family::standing;
 use super::md_cells::{num2, ratio_and_interval, sides_of};
 use super::order;
@@ -15,9 +16,13 @@ use std::fmt::Write as _;
 pub(super) fn card_line(info: &RunInfo, rows: &[Row]) -> String {
     let counters = &info.environment["zcrypt_counters"];
     let Some(dir) = counters["dir"].as_str() else {
-        return "Card requests: no card (no zcrypt request counters on this host), so no side's RSA \
-                reached a crypto card"
-            .into();
+        // A card by socket alone (`--card SOCKET`) has no counters here,
+        // but its service time was read.
+        return format!(
+            "Card requests: no card (no zcrypt request counters on this host), so no side's RSA \
+             reached a crypto card{}",
+            card_time_lines(info, rows)
+        );
     };
     let mut per_side = Vec::new();
     for &side in sides_of(info) {
@@ -38,9 +43,33 @@ pub(super) fn card_line(info: &RunInfo, rows: &[Row]) -> String {
             per_side.push(format!("{}: {}", side.name(), cells.join(", ")));
         }
     }
-    format!(
+    let mut line = format!(
         "Card requests per operation, by the kernel's counters ({dir}/devices/ap; a side at 0 ran on the host): {}",
         if per_side.is_empty() { "none measured".to_string() } else { per_side.join("; ") }
+    );
+    line.push_str(&card_time_lines(info, rows));
+    line
+}
+
+/// The card's service time per operation, from its busy time (`--ctl
+/// stats` around B's runs), against A's time: one sub-item per cell that
+/// read it, of every valid row; nothing without a `rustica-card`.
+fn card_time_lines(info: &RunInfo, rows: &[Row]) -> String {
+    let cx = info.explain_context();
+    let mut out = String::new();
+    for r in rows.iter().filter(|r| r.valid()) {
+        for c in &r.columns {
+            if let Some(t) = explain::card_time(c, cx) {
+                let _ = write!(out, "\n  - {}", t.line(r.bits, c.kind.op_name()));
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!(
+        "\n- The card's service time per operation (rustica-card's busy time over the requests it served \
+         during B's runs: the model's weight × unit, whatever the host's load):{out}"
     )
 }
 

@@ -7,6 +7,7 @@ use super::explain::{self, Context};
 use super::method;
 use crate::lab::measure::results::{summary_json, Column, Pair, Row, Side, Status};
 use crate::lab::stats::effect::Comparison;
+pub use crate::lab::stats::effect::{dur, num};
 use crate::lab::stats::sampling::PRECISION_TARGET_PCT;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -49,37 +50,6 @@ impl RunInfo {
 
 pub fn all_valid(rows: &[Row]) -> bool {
     !rows.is_empty() && rows.iter().all(Row::valid)
-}
-
-/// Three significant digits, no exponent.
-pub fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else if a == 0.0 {
-        "0".into()
-    } else {
-        let digits = (2 - a.log10().floor() as i32).clamp(3, 9) as usize;
-        format!("{v:.digits$}")
-    }
-}
-
-/// A duration in a readable unit.
-pub fn dur(secs: f64) -> String {
-    if secs >= 1.0 {
-        format!("{} s", num(secs))
-    } else if secs >= 1e-3 {
-        format!("{} ms", num(secs * 1e3))
-    } else {
-        format!("{} µs", num(secs * 1e6))
-    }
 }
 
 /// One column's JSON: every sample, each side's figures, and each
@@ -211,6 +181,14 @@ fn row_json(r: &Row, cx: Context) -> Value {
         .into_iter()
         .map(|(k, a, b)| json!({"column": k.key(), "A": a, "B": b}))
         .collect();
+    let card: Vec<Value> = card_service_json(r, cx);
+    if !card.is_empty() {
+        v["card_service"] = if r.valid() {
+            json!(card)
+        } else {
+            json!({"invalid": true})
+        };
+    }
     if !r.c_checks.is_empty() {
         v["C_checks"] = r
             .c_checks
@@ -275,6 +253,33 @@ pub fn json_report(info: &RunInfo, rows: &[Row]) -> Value {
         v["side_C"] = json!(c);
     }
     v
+}
+
+/// The card's service time per operation of each cell that read it
+/// (`explain::card_time`), the report's line included.
+fn card_service_json(r: &Row, cx: Context) -> Vec<Value> {
+    r.columns
+        .iter()
+        .filter_map(|c| {
+            let t = explain::card_time(c, cx)?;
+            Some(json!({
+                "column": c.kind.key(),
+                "busy_seconds": t.service.busy_ns as f64 * 1e-9,
+                "requests": t.service.requests,
+                "operations": t.service.ops,
+                "service_seconds_per_operation": t.per_op,
+                "service_seconds_per_request": t.per_request,
+                "queues": t.service.queues,
+                "service_seconds_per_operation_over_queues": t.spread,
+                "A_seconds_per_operation": t.a_per_op,
+                "A_on_host": t.a_on_host,
+                "ratio_to_A": t.ratio_to_a(),
+                "B_seconds_per_operation": t.b_per_op,
+                "share_of_B": t.share_of_b(),
+                "text": t.line(r.bits, c.kind.op_name()),
+            }))
+        })
+        .collect()
 }
 
 /// The run's order effect (docs/lab.md, "The order within a pair").

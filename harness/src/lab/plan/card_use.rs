@@ -8,6 +8,8 @@
 //! least the run's signatures (one CRT request each). Each run adds a line
 //! to a file beside the zone, which the step's cross-check reads.
 
+use super::column_table::CardService;
+use crate::lab::stats::effect::{dur, num, times};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -116,6 +118,186 @@ impl RunUse {
             fraction: f.get(2)?.parse().ok()?,
             served: f.get(3)?.parse().ok()?,
         })
+    }
+}
+
+/// The card's service to one column's B runs (`card_service` in the
+/// column table): what its busy time and its served requests moved by
+/// around each run, and the operations of those runs. Busy time is the
+/// model's service (weight × unit per request), not wall time, so the
+/// figures do not depend on the host's load.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Service {
+    pub busy_ns: u64,
+    pub requests: u64,
+    pub ops: u64,
+    /// The card's queues, which may serve an operation's requests at once.
+    pub queues: u64,
+}
+
+impl Service {
+    /// Adds one run: the card's stats before and after it, and its
+    /// operations.
+    pub fn add(&mut self, before: &CardStats, after: &CardStats, ops: u64) {
+        self.busy_ns += after.busy_ns.saturating_sub(before.busy_ns);
+        self.requests += after.served.saturating_sub(before.served);
+        self.ops += ops;
+        self.queues = self.queues.max(after.queues);
+    }
+
+    /// Seconds of the card's service per request it served.
+    pub fn per_request(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.busy_ns as f64 * 1e-9 / self.requests as f64)
+    }
+
+    /// Seconds of the card's service per operation of the runs.
+    pub fn per_op(&self) -> Option<f64> {
+        (self.ops > 0 && self.requests > 0).then(|| self.busy_ns as f64 * 1e-9 / self.ops as f64)
+    }
+
+    /// Requests per operation.
+    pub fn requests_per_op(&self) -> Option<f64> {
+        (self.ops > 0).then(|| self.requests as f64 / self.ops as f64)
+    }
+}
+
+/// The card's service time to a cell's B runs beside A's and B's time per
+/// operation (`output::explain` makes it from a column), and the report's
+/// words for it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CardTime {
+    pub service: Service,
+    /// The card's busy time per operation and per request, seconds.
+    pub per_op: f64,
+    pub per_request: f64,
+    /// An operation of many requests (a key) may have them served by every
+    /// queue at once: its service over the card's queues, the least wall
+    /// time the card could take for it. None for one request at a time.
+    pub spread: Option<f64>,
+    /// A's and B's seconds per operation (rates inverted; medians).
+    pub a_per_op: Option<f64>,
+    pub b_per_op: Option<f64>,
+    /// A's operations ran on the host (software).
+    pub a_on_host: bool,
+    /// One operation in words ("signature", "key").
+    pub what: &'static str,
+}
+
+impl CardTime {
+    /// The card's `service` to a column read `how`, beside A's and B's
+    /// seconds per operation; None where the card served nothing.
+    pub fn new(
+        service: Service,
+        how: CardService,
+        what: &'static str,
+        (a_per_op, b_per_op): (Option<f64>, Option<f64>),
+        a_on_host: bool,
+    ) -> Option<CardTime> {
+        let (per_op, spread) = match how {
+            CardService::PerRequest => (service.per_request()?, None),
+            CardService::PerOperation => {
+                let per_op = service.per_op()?;
+                (per_op, Some(per_op / service.queues.max(1) as f64))
+            }
+        };
+        Some(CardTime {
+            service,
+            per_op,
+            per_request: service.per_request()?,
+            spread,
+            a_per_op,
+            b_per_op,
+            a_on_host,
+            what,
+        })
+    }
+
+    /// The card's service time over A's time per operation.
+    pub fn ratio_to_a(&self) -> Option<f64> {
+        self.a_per_op.filter(|a| *a > 0.0).map(|a| self.per_op / a)
+    }
+
+    /// The card's least wall time per operation: the service of one
+    /// request at a time, or an operation's spread over every queue.
+    pub fn wall(&self) -> f64 {
+        self.spread.unwrap_or(self.per_op)
+    }
+
+    /// The share of B's time per operation that the card's least wall
+    /// time per operation ([`CardTime::wall`]) makes.
+    pub fn share_of_b(&self) -> Option<f64> {
+        self.b_per_op.filter(|b| *b > 0.0).map(|b| self.wall() / b)
+    }
+
+    /// "; 96 % of B's time per signature (5.62 ms)", with the spread over
+    /// the queues where it applies.
+    fn share_text(&self) -> String {
+        let Some(share) = self.share_of_b() else {
+            return String::new();
+        };
+        let what = self.what;
+        let b = dur(self.b_per_op.unwrap_or(0.0));
+        let share = format!("{:.0} % of B's time per {what} ({b})", 100.0 * share);
+        match self.spread {
+            Some(s) => format!(
+                "; over the card's {} queues at once, {}: {share}",
+                self.service.queues,
+                dur(s)
+            ),
+            None => format!("; {share}"),
+        }
+    }
+
+    /// "A's time per signature (780 µs, software)".
+    fn a_text(&self) -> String {
+        let what = self.what;
+        let on = if self.a_on_host { ", software" } else { "" };
+        self.a_per_op
+            .map_or(format!("A's time per {what} (not measured)"), |a| {
+                format!("A's time per {what} ({}{on})", dur(a))
+            })
+    }
+
+    /// The report's line for a cell (`name`: its column): the service time
+    /// per operation and per request, from the card's busy time, against
+    /// A's time, and the share of B's time it makes.
+    pub fn line(&self, bits: u32, name: &str) -> String {
+        let what = self.what;
+        format!(
+            "{bits} bits, {name}: the card's service time {} per {what} (its busy time over B's {} \
+             requests, {} a {what}, {} each) = {}× {}{}",
+            dur(self.per_op),
+            self.service.requests,
+            num(self.service.requests_per_op().unwrap_or(0.0)),
+            dur(self.per_request),
+            self.ratio_to_a().map_or("-".into(), times),
+            self.a_text(),
+            self.share_text(),
+        )
+    }
+
+    /// What the service time says of the cell's difference: where B is
+    /// slower (`b_slower`) and the card alone takes longer than A, the
+    /// difference follows from it.
+    pub fn explains(&self, b_slower: bool) -> String {
+        let what = self.what;
+        let spread = self.spread.map_or(String::new(), |s| {
+            format!(" ({} over its {} queues)", dur(s), self.service.queues)
+        });
+        let service = format!(
+            "the card's service time, {} per {what} by its busy time{spread}, is {}× {}",
+            dur(self.per_op),
+            self.ratio_to_a().map_or("-".into(), times),
+            self.a_text()
+        );
+        if b_slower && self.wall() > self.a_per_op.unwrap_or(f64::INFINITY) {
+            format!(
+                "B slower on the card: {service}, so the difference follows from the card model's \
+                 service time (weight × unit, docs/card-model.md), not from rustica's path on the host"
+            )
+        } else {
+            service
+        }
     }
 }
 
@@ -288,5 +470,121 @@ mod tests {
         assert!(summary(&r.line()).unwrap().0);
         assert_eq!(summary(""), None);
         assert_eq!(parse_stats("error: no card"), None);
+    }
+
+    #[test]
+    fn service_time_from_busy_time_over_requests() {
+        let at = |busy_ns, served| CardStats {
+            wall_ns: 0,
+            busy_ns,
+            queues: 2,
+            served,
+        };
+        let mut s = Service::default();
+        assert_eq!((s.per_request(), s.per_op()), (None, None));
+        // Two runs of 2048-bit signatures at a 100 µs unit: 54 units each.
+        s.add(&at(1_000, 7), &at(1_000 + 100 * 5_400_000, 107), 100);
+        s.add(&at(0, 0), &at(50 * 5_400_000, 50), 50);
+        assert_eq!((s.busy_ns, s.requests, s.ops), (150 * 5_400_000, 150, 150));
+        assert_eq!(s.queues, 2);
+        assert!((s.per_request().unwrap() - 5.4e-3).abs() < 1e-12, "{s:?}");
+        assert!((s.per_op().unwrap() - 5.4e-3).abs() < 1e-12, "{s:?}");
+        // A key: many requests, its service their sum.
+        let key = Service {
+            busy_ns: 90_000_000,
+            requests: 30,
+            ops: 1,
+            queues: 2,
+        };
+        assert!((key.per_op().unwrap() - 0.09).abs() < 1e-12);
+        assert!((key.per_request().unwrap() - 0.003).abs() < 1e-12);
+        assert_eq!(key.requests_per_op(), Some(30.0));
+        // Operations the card never served have no service time.
+        let none = Service {
+            busy_ns: 0,
+            requests: 0,
+            ops: 10,
+            queues: 2,
+        };
+        assert_eq!(none.per_op(), None);
+    }
+
+    fn time(service: Service, how: CardService, what: &'static str, a: f64, b: f64) -> CardTime {
+        CardTime::new(service, how, what, (Some(a), Some(b)), true).unwrap()
+    }
+
+    #[test]
+    fn the_cards_service_time_in_words() {
+        // 2048-bit signatures at a 100 µs unit (54 units each), one of the
+        // 1201 requests outside the run's count; A signs in 780 µs, B in
+        // 5.62 ms.
+        let sign = Service {
+            busy_ns: 1201 * 5_400_000,
+            requests: 1201,
+            ops: 1200,
+            queues: 2,
+        };
+        let t = time(
+            sign,
+            CardService::PerRequest,
+            "signature",
+            1.0 / 1282.0,
+            1.0 / 178.0,
+        );
+        assert!((t.per_op - 5.4e-3).abs() < 1e-12, "{t:?}");
+        assert!((t.ratio_to_a().unwrap() - 5.4e-3 * 1282.0).abs() < 1e-9);
+        assert_eq!(
+            t.line(2048, "speed sign (in-process)"),
+            "2048 bits, speed sign (in-process): the card's service time 5.40 ms per signature (its busy \
+             time over B's 1201 requests, 1.00 a signature, 5.40 ms each) = 6.92× A's time per signature \
+             (780 µs, software); 96 % of B's time per signature (5.62 ms)"
+        );
+        assert!(t
+            .explains(true)
+            .starts_with("B slower on the card: the card's service time, 5.40 ms"));
+        assert!(t
+            .explains(true)
+            .contains("follows from the card model's service time"));
+        assert!(!t.explains(false).contains("follows"));
+        // Keys: 30 exponentiations of 3 ms a key, on 2 queues at once: 90
+        // ms of service, at least 45 ms of wall; A makes a key in 40 ms.
+        let keys = Service {
+            busy_ns: 8 * 90_000_000,
+            requests: 240,
+            ops: 8,
+            queues: 2,
+        };
+        let t = time(keys, CardService::PerOperation, "key", 0.040, 0.060);
+        assert_eq!(
+            t.line(2048, "key generation"),
+            "2048 bits, key generation: the card's service time 90.0 ms per key (its busy time over B's \
+             240 requests, 30.0 a key, 3.00 ms each) = 2.25× A's time per key (40.0 ms, software); over \
+             the card's 2 queues at once, 45.0 ms: 75 % of B's time per key (60.0 ms)"
+        );
+        assert!(
+            t.explains(true)
+                .contains("90.0 ms per key by its busy time (45.0 ms over its 2 queues), is 2.25×"),
+            "{}",
+            t.explains(true)
+        );
+        assert!(t.explains(true).contains("follows from"));
+        // The card alone quicker than A (spread over its queues): B's
+        // slowness is not put on the card.
+        let t = time(keys, CardService::PerOperation, "key", 0.050, 0.060);
+        assert!(
+            !t.explains(true).contains("follows"),
+            "{}",
+            t.explains(true)
+        );
+        // Nothing served: no service time.
+        let none = Service {
+            requests: 0,
+            busy_ns: 0,
+            ..keys
+        };
+        assert_eq!(
+            CardTime::new(none, CardService::PerOperation, "key", (None, None), true),
+            None
+        );
     }
 }

@@ -49,6 +49,20 @@ pub enum Explained {
     LoadCost,
 }
 
+/// How the card's service time per operation of a column is read from
+/// the card's busy time over B's runs (`ColumnSpec::card_service`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CardService {
+    /// Each operation is one card request (a signature's CRT): the
+    /// service per operation is the service per request, so a request
+    /// the run made outside its count (`openssl speed` signs once before
+    /// its timed loop) does not move it.
+    PerRequest,
+    /// An operation is many requests (a key's Miller-Rabin
+    /// exponentiations): the busy time over the operations.
+    PerOperation,
+}
+
 /// One column: what the reports and the statistics read of it.
 #[derive(Debug)]
 pub struct ColumnSpec {
@@ -70,6 +84,11 @@ pub struct ColumnSpec {
     /// family of CPU cells (not for ratios, nor for a column whose figure
     /// is that CPU already).
     pub cpu: bool,
+    /// On a shared card (`rustica-card`), the card's stats are read around
+    /// each B run of this column: the report states the card's service
+    /// time per operation, from its busy time, against A's time per
+    /// operation, and B's difference is explained by it (`card_use`).
+    pub card_service: Option<CardService>,
     /// The column's colour in chart.svg.
     pub color: &'static str,
 }
@@ -107,6 +126,7 @@ columns! {
         explained: Explained::Counters(Op::Keygen),
         per_process: true,
         cpu: true,
+        card_service: Some(CardService::PerOperation),
         color: "#1f77b4",
     }
     /// `openssl rand` per process: the same configuration as every other
@@ -120,6 +140,7 @@ columns! {
         explained: Explained::LoadCost,
         per_process: true,
         cpu: true,
+        card_service: None,
         color: "#636363",
     }
     Signatures {
@@ -131,6 +152,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: true,
         cpu: true,
+        card_service: None,
         color: "#ff7f0e",
     }
     Verifications {
@@ -142,6 +164,7 @@ columns! {
         explained: Explained::Counters(Op::Verify),
         per_process: true,
         cpu: true,
+        card_service: None,
         color: "#2ca02c",
     }
     Certificates {
@@ -153,6 +176,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: true,
         cpu: true,
+        card_service: None,
         color: "#d62728",
     }
     /// `req -x509 -newkey`: a key generation and a signature per process.
@@ -165,6 +189,7 @@ columns! {
         explained: Explained::Counters(Op::Keygen),
         per_process: true,
         cpu: true,
+        card_service: None,
         color: "#9467bd",
     }
     Tls13 {
@@ -176,6 +201,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#8c564b",
     }
     Tls12 {
@@ -187,6 +213,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#e377c2",
     }
     SpeedSign {
@@ -198,6 +225,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: Some(CardService::PerRequest),
         color: "#7f7f7f",
     }
     SpeedVerify {
@@ -209,6 +237,7 @@ columns! {
         explained: Explained::Counters(Op::Verify),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#17becf",
     }
     /// `openssl speed -multi N` (N = the cores): sign/s per core.
@@ -221,6 +250,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#bcbd22",
     }
     /// The rate at N processes over N times the rate at 1.
@@ -233,6 +263,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: false,
+        card_service: None,
         color: "#393b79",
     }
     /// CPU (user + system) per signature at N processes: its figure is
@@ -246,6 +277,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: false,
+        card_service: None,
         color: "#637939",
     }
     /// BIND's `dnssec-signzone -n 1`: signatures per second (per core).
@@ -258,6 +290,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#8c6d31",
     }
     /// `dnssec-signzone -n N` (N = the cores): signatures per second per core.
@@ -270,6 +303,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#843c39",
     }
     /// The per-core rate at N over the rate at 1.
@@ -282,6 +316,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: false,
+        card_service: None,
         color: "#7b4173",
     }
     /// PowerDNS's own signer (`pdns_server`, one signing thread), per core.
@@ -294,6 +329,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#3182bd",
     }
     /// `pdns_server` with N signing threads (N = the cores), per thread.
@@ -306,6 +342,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: true,
+        card_service: None,
         color: "#e6550d",
     }
     /// The per-core rate at N over the rate at 1.
@@ -318,6 +355,7 @@ columns! {
         explained: Explained::Counters(Op::Sign),
         per_process: false,
         cpu: false,
+        card_service: None,
         color: "#31a354",
     }
 }
@@ -395,6 +433,18 @@ mod tests {
             if c.pairing == Pairing::Unpaired {
                 assert_eq!(c.explained, Explained::Counters(Op::Keygen), "{k:?}");
             }
+            // The card's service time explains a column of signatures (one
+            // card request each) or keys (many).
+            match c.card_service {
+                Some(CardService::PerRequest) => {
+                    assert_eq!(c.explained, Explained::Counters(Op::Sign), "{k:?}")
+                }
+                Some(CardService::PerOperation) => assert!(
+                    matches!(c.explained, Explained::Counters(Op::Sign | Op::Keygen)),
+                    "{k:?}"
+                ),
+                None => {}
+            }
             // The load cost is per process and explains the others.
             if c.explained == Explained::LoadCost {
                 assert!(c.per_process, "{k:?}");
@@ -411,6 +461,10 @@ mod tests {
         }
         let explained = |e: Explained| COLUMNS.iter().filter(|c| c.explained == e).count();
         assert_eq!(explained(Explained::LoadCost), 1, "one load cost column");
+        assert!(
+            COLUMNS.iter().any(|c| c.card_service.is_some()),
+            "a column timed on the card"
+        );
         for (what, v) in [("keys", &mut keys), ("colours", &mut colors)] {
             v.sort_unstable();
             v.dedup();

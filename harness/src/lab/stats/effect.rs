@@ -213,6 +213,37 @@ pub fn times(v: f64) -> String {
     }
 }
 
+/// Three significant digits, no exponent.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a == 0.0 {
+        "0".into()
+    } else {
+        let digits = (2 - a.log10().floor() as i32).clamp(3, 9) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+/// A duration in a readable unit.
+pub fn dur(secs: f64) -> String {
+    if secs >= 1.0 {
+        format!("{} s", num(secs))
+    } else if secs >= 1e-3 {
+        format!("{} ms", num(secs * 1e3))
+    } else {
+        format!("{} µs", num(secs * 1e6))
+    }
+}
+
 /// A verdict in words.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Verdict {
