@@ -7,9 +7,9 @@
 # patterns, PKCS#1 v1.5 with SHA-256:
 #   fresh:  a new EVP_MD_CTX, EVP_DigestSignInit_ex / EVP_DigestVerifyInit_ex,
 #           one EVP_DigestSign / EVP_DigestVerify, free: what a DNSSEC
-#           signer does for every RRSIG (workshop/benches/instructions/fresh.c);
+#           signer does for every RRSIG (dsign-fresh and dverify-fresh);
 #   reused: one EVP_PKEY_CTX for every operation, as `openssl speed` does
-#           (workshop/benches/instructions/ops.c, sign-pkcs1 and verify-pkcs1).
+#           (sign-pkcs1 and verify-pkcs1); both workshop/benches/instructions/ops.c.
 # The simulated caches are fixed (I1 and D1 32 KiB, 8-way, 64-byte lines;
 # LL 8 MiB, 16-way), so the counts do not depend on the host's CPU. D1
 # misses are read and write misses together. Every run checks its results
@@ -39,19 +39,10 @@ case "${1:-}" in -*) sed -n '2,33p' "$script_path"; exit 2 ;; esac
 sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || sizes=(1024 2048)
 command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
-if [ -z "${RUSTICA_MODULE:-}" ]; then
-  scripts/build.sh >/dev/null
-  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -o "$work/ops" workshop/benches/instructions/ops.c -lcrypto
-cc -O2 -Wall -o "$work/fresh" workshop/benches/instructions/fresh.c -lcrypto
-. scripts/lib/openssl-cnf.sh
-stock_conf "$work/a.cnf"
-rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
-unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG
-export RUSTICA_STATS_PATH=$work/stats
+. workshop/scripts/lib/callgrind.sh
+bench_setup
+bench_driver
+cg_options=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64)
 
 i1_bound=${I1_BOUND:-1.05}
 d1_bound=${D1_BOUND:-1.05}
@@ -63,50 +54,29 @@ operations=(dverify-fresh dsign-fresh verify-pkcs1 sign-pkcs1)
 # no renewal.
 counts() { if [ "$1" = 1 ]; then echo 2 2 30; else echo 1 10 110; fi; }
 
-# events SIDE OPERATION WARMUP N KEY -> "Ir I1mr D1mr D1mw" of N operations.
-events() {
-  local want=default driver=ops out
-  [ "$1" = b ] && want=rustica
-  case $2 in *-fresh) driver=fresh ;; esac
-  out=$(OPENSSL_CONF=$work/$1.cnf valgrind --tool=callgrind --collect-atstart=no \
-    --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 \
-    --callgrind-out-file="$work/cg.out" "$work/$driver" "$2" "$3" "$4" "$5" 2>"$work/valgrind.log") || {
-    cat "$work/valgrind.log" >&2
-    echo "bench-cache: $2 $4 failed on side $1" >&2
-    exit 1
-  }
-  [ "$out" = "$want $4" ] || { echo "bench-cache: side $1 ran $2 on '$out', not $want" >&2; exit 1; }
-  awk '$1 == "events:" { for (i = 2; i <= NF; i++) col[$i] = i }
-       $1 == "totals:" || $1 == "summary:" { print $col["Ir"], $col["I1mr"], $col["D1mr"], $col["D1mw"]; exit }' \
-    "$work/cg.out"
-}
 # per_op SIDE OPERATION KEY -> "Ir I1 D1" per operation.
 per_op() {
-  local private=0 warmup n1 n2 a b
+  local private=0 warmup n1 n2 d
   case $2 in *sign*) private=1 ;; esac
   read -r warmup n1 n2 <<<"$(counts "$private")"
-  a=$(events "$1" "$2" "$warmup" "$n1" "$3")
-  b=$(events "$1" "$2" "$warmup" "$n2" "$3")
-  awk -v a="$a" -v b="$b" -v n="$((n2 - n1))" 'BEGIN {
-    split(a, x, " "); split(b, y, " ")
-    printf "%d %.1f %.1f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] + y[4] - x[3] - x[4]) / n }'
+  d=$(cg_per_op "$1" "$2" "$3" "$warmup" "$n1" "$n2" 1 Ir I1mr D1mr D1mw) || return 1
+  awk -v d="$d" 'BEGIN {
+    split(d, x, " "); printf "%d %.1f %.1f\n", x[2] / x[1], x[3] / x[1], (x[4] + x[5]) / x[1] }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (a > 0 ? b / a : 0) }'; }
-over() { awk -v r="$1" -v m="$2" 'BEGIN { exit !(r > m) }'; }
 
-echo "# workshop/scripts/bench-cache.sh$([ "$check" = 1 ] && echo " --check"), $(date -u +%FT%RZ), $(openssl version), B = $RUSTICA_MODULE"
+bench_title
 echo
 echo "| operation | bits | A instr/op | B instr/op | B/A | A I1 miss/op | B I1 miss/op | B/A | A D1 miss/op | B D1 miss/op | B/A |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 status=0
 for bits in "${sizes[@]}"; do
-  keys=${BENCH_KEYS:-$work}
-  mkdir -p "$keys"
-  [ -f "$keys/key-$bits.pem" ] || OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA \
-    -pkeyopt "rsa_keygen_bits:$bits" -out "$keys/key-$bits.pem" 2>/dev/null
+  key=$(bench_key "$bits")
   for op in "${operations[@]}"; do
-    read -r a_ir a_i1 a_d1 <<<"$(per_op a "$op" "$keys/key-$bits.pem")"
-    read -r b_ir b_i1 b_d1 <<<"$(per_op b "$op" "$keys/key-$bits.pem")"
+    per_a=$(per_op a "$op" "$key") || exit 1
+    per_b=$(per_op b "$op" "$key") || exit 1
+    read -r a_ir a_i1 a_d1 <<<"$per_a"
+    read -r b_ir b_i1 b_d1 <<<"$per_b"
     r_ir=$(ratio "$a_ir" "$b_ir")
     r_i1=$(ratio "$a_i1" "$b_i1")
     r_d1=$(ratio "$a_d1" "$b_d1")
@@ -115,10 +85,10 @@ for bits in "${sizes[@]}"; do
       *-fresh)
         bound=1.01
         [ "$bits" -ge 2048 ] && bound=1.005
-        if over "$r_ir" "$bound"; then flag=" **instructions over $bound**"; fi
+        if bench_over "$r_ir" "$bound"; then flag=" **instructions over $bound**"; fi
         if [ "$op" = dverify-fresh ] && [ "$bits" = 1024 ]; then
-          if over "$r_i1" "$i1_bound"; then flag="$flag **I1 over $i1_bound**"; fi
-          if over "$r_d1" "$d1_bound"; then flag="$flag **D1 over $d1_bound**"; fi
+          if bench_over "$r_i1" "$i1_bound"; then flag="$flag **I1 over $i1_bound**"; fi
+          if bench_over "$r_d1" "$d1_bound"; then flag="$flag **D1 over $d1_bound**"; fi
         fi
         ;;
     esac

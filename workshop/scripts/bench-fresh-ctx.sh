@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wall time of a fresh signing context per operation, A/B, in process: the
-# pattern of BIND and PowerDNS for every RRSIG (workshop/benches/instructions/fresh.c, timed).
+# pattern of BIND and PowerDNS for every RRSIG (dsign-fresh and dverify-fresh
+# of workshop/benches/instructions/ops.c, timed).
 # A (the default provider only) and B (rustica preferred through
 # openssl.cnf) run in separate processes that take turns, the order
 # alternated per round (A B, then B A), each a fixed wall time; B/A of the
@@ -28,21 +29,9 @@ done
 shift $((OPTIND - 1))
 ops=("${@:-}")
 [ -n "${ops[*]}" ] || ops=(sign verify)
-if [ -z "${RUSTICA_MODULE:-}" ]; then
-  scripts/build.sh >/dev/null
-  RUSTICA_MODULE=$PWD/target/release/rustica.so
-fi
-rustica=$(dirname "$RUSTICA_MODULE")/rustica
-[ -x "$rustica" ] || rustica=target/release/rustica
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -o "$work/fresh" workshop/benches/instructions/fresh.c -lcrypto
-. scripts/lib/openssl-cnf.sh
-stock_conf "$work/a.cnf"
-rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
-unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG
-export RUSTICA_STATS_PATH=$work/stats
-keys=${BENCH_KEYS:-$work}
+. workshop/scripts/lib/callgrind.sh
+bench_setup
+bench_driver
 
 # One process of a side: its rate; fails if the wrong provider ran it.
 run() { # side op key
@@ -51,7 +40,7 @@ run() { # side op key
   local out
   local provider count rate
   read -r provider count rate < <(env "${env[@]}" OPENSSL_CONF="$work/$cnf.cnf" \
-    "$work/fresh" "d$2-fresh" 50 0 "$3" "$ms")
+    "$work/ops" "d$2-fresh" 50 0 "$3" "$ms")
   [ "$provider" = "$want" ] || fail "side $side ran on $provider, not $want ($count operations)"
   echo "$rate"
 }
@@ -59,9 +48,7 @@ run() { # side op key
 echo "| bits | operation | A ops/s | B ops/s | B/A [95 %] | B0 (counters off)/A [95 %] |"
 echo "|---:|---|---:|---:|---|---|"
 for bits in "${sizes[@]}"; do
-  key=$keys/key-$bits.pem
-  [ -f "$key" ] || OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA \
-    -pkeyopt rsa_keygen_bits:"$bits" -out "$key" 2>/dev/null
+  key=$(bench_key "$bits")
   for op in "${ops[@]}"; do
     : >"$work/ab" ; : >"$work/ab0"
     for ((r = 1; r <= rounds; r++)); do

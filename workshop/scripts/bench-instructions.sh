@@ -15,7 +15,7 @@
 # runs (docs/performance.md).
 #
 # usage: workshop/scripts/bench-instructions.sh [--check] [-o "OPERATIONS"] [SIZES...]
-#   default sizes 1024 2048 3072 4096, every operation of ops.c (-o: some).
+#   default sizes 1024 2048 3072 4096, ops.c's reused-context operations (-o: some).
 #   BENCH_KEYS=DIR: keys from (or generated into) DIR/key-BITS.pem, so that
 #            two builds can be measured with the same keys.
 #   REPEATS=R: runs per private count (default 1, with --check 3).
@@ -39,29 +39,15 @@ operations=(sign-pkcs1 verify-pkcs1 sign-pss verify-pss encrypt-oaep decrypt-oae
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 repeats=${REPEATS:-$((check ? 3 : 1))}
 if [ "${1:-}" = "-o" ]; then read -r -a operations <<<"$2"; shift 2; fi
-case "${1:-}" in -*) sed -n '2,29p' "$script_path"; exit 2 ;; esac
+case "${1:-}" in -*) sed -n '2,33p' "$script_path"; exit 2 ;; esac
 sizes=("${@:-}")
 [ -n "${sizes[*]}" ] || { if [ "$check" = 1 ]; then sizes=(1024 2048); else sizes=(1024 2048 3072 4096); fi; }
 
 command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
-ossl_flags=()
-if [ -n "${OPENSSL_DIR:-}" ]; then
-  [ -n "${RUSTICA_MODULE:-}" ] || die "OPENSSL_DIR needs RUSTICA_MODULE built against it"
-  export PATH=$OPENSSL_DIR/bin:$PATH
-  ossl_flags=(-I"$OPENSSL_DIR/include" -L"$OPENSSL_DIR/lib" -Wl,-rpath,"$OPENSSL_DIR/lib")
-fi
-if [ -z "${RUSTICA_MODULE:-}" ]; then
-  scripts/build.sh >/dev/null
-  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall "${ossl_flags[@]}" -o "$work/ops" workshop/benches/instructions/ops.c -lcrypto
-. scripts/lib/openssl-cnf.sh
-stock_conf "$work/a.cnf"
-rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
-unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG
-export RUSTICA_STATS_PATH=$work/stats
+. workshop/scripts/lib/callgrind.sh
+bench_openssl_dir
+bench_setup
+bench_driver
 
 # Warm-up and the two values of N per operation kind and size: about
 # 100-400 M instructions between them (30-200 M with --check). A blinding
@@ -85,22 +71,9 @@ counts() { # PRIVATE BITS -> "WARMUP N1 N2"
   fi
 }
 
-# instructions SIDE OPERATION WARMUP N KEY: instructions of N operations.
-instructions() {
-  local want=default out
-  [ "$1" = b ] && want=rustica
-  out=$(OPENSSL_CONF=$work/$1.cnf valgrind --tool=callgrind --collect-atstart=no \
-    --callgrind-out-file="$work/cg.out" "$work/ops" "$2" "$3" "$4" "$5" 2>"$work/valgrind.log") || {
-    cat "$work/valgrind.log" >&2
-    echo "bench-instructions: $2 $4 failed on side $1" >&2
-    exit 1
-  }
-  [ "$out" = "$want $4" ] || { echo "bench-instructions: side $1 ran $2 on '$out', not $want" >&2; exit 1; }
-  awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$work/cg.out"
-}
 commas() { awk -v n="$1" 'BEGIN { s = ""; while (length(n) > 3) { s = "," substr(n, length(n) - 2) s; n = substr(n, 1, length(n) - 3) }; print n s }'; }
 
-echo "# workshop/scripts/bench-instructions.sh$([ "$check" = 1 ] && echo " --check"), $(date -u +%FT%RZ), $(openssl version), B = $RUSTICA_MODULE"
+bench_title
 echo
 echo "| operation | bits | A instr/op | B instr/op | B/A |"
 echo "|---|---:|---:|---:|---:|"
@@ -110,35 +83,20 @@ stock_implicit=0
 [ "$major" -gt 3 ] || { [ "$major" = 3 ] && [ "$minor" -ge 2 ]; } && stock_implicit=1
 status=0
 for bits in "${sizes[@]}"; do
-  keys=${BENCH_KEYS:-$work}
-  mkdir -p "$keys"
-  [ -f "$keys/key-$bits.pem" ] || OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA \
-    -pkeyopt "rsa_keygen_bits:$bits" -out "$keys/key-$bits.pem" 2>/dev/null
+  key=$(bench_key "$bits")
   for op in "${operations[@]}"; do
     private=0
     case $op in sign-* | decrypt-*) private=1 ;; esac
     read -r warmup n1 n2 <<<"$(counts "$private" "$bits")"
     runs=1
     [ "$private" = 1 ] && runs=$repeats
-    # least SIDE N: the fewest instructions of `runs` runs.
-    least() {
-      local r best= i
-      for r in $(seq "$runs"); do
-        i=$(instructions "$1" "$op" "$warmup" "$2" "$keys/key-$bits.pem")
-        if [ -z "$best" ] || [ "$i" -lt "$best" ]; then best=$i; fi
-      done
-      echo "$best"
-    }
-    per_op() { # SIDE
-      local i1 i2
-      i1=$(least "$1" "$n1")
-      i2=$(least "$1" "$n2")
-      echo $(((i2 - i1) / (n2 - n1)))
-    }
-    a=$(per_op a)
-    b=$(per_op b)
-    # A failed run exits only its command substitution: a count that is
-    # not positive means one did, and the row (and a --check) fails.
+    # Instructions per operation on each side: the difference between the
+    # fewest instructions of `runs` runs at N2 and at N1, over N2 - N1.
+    per_a=$(cg_per_op a "$op" "$key" "$warmup" "$n1" "$n2" "$runs") || exit 1
+    per_b=$(cg_per_op b "$op" "$key" "$warmup" "$n1" "$n2" "$runs") || exit 1
+    a=$((${per_a#* } / ${per_a%% *}))
+    b=$((${per_b#* } / ${per_b%% *}))
+    # A count that is not positive fails the row (and a --check).
     for side in "A $a" "B $b"; do
       read -r s_name s_count <<<"$side"
       if ! [[ "$s_count" =~ ^[0-9]+$ ]] || [ "$s_count" -le 0 ]; then
@@ -156,7 +114,7 @@ for bits in "${sizes[@]}"; do
       [ "$bits" -ge 2048 ] && bound=1.035
     fi
     mark=
-    if awk -v r="$ratio" -v m="$bound" 'BEGIN { exit !(r > m) }'; then
+    if bench_over "$ratio" "$bound"; then
       mark=" (over $bound)"
       status=1
     fi

@@ -38,24 +38,10 @@ case "${1:-}" in -*|?*) sed -n '2,31p' "$script_path"; exit 2 ;; esac
 repeats=${REPEATS:-$((check ? 3 : 2))}
 command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup.sh tests installs it)"
 command -v callgrind_annotate >/dev/null || die "callgrind_annotate is missing (valgrind)"
-if [ -n "${OPENSSL_DIR:-}" ]; then
-  [ -n "${RUSTICA_MODULE:-}" ] || die "OPENSSL_DIR needs RUSTICA_MODULE built against it"
-  export PATH=$OPENSSL_DIR/bin:$PATH
-fi
-if [ -z "${RUSTICA_MODULE:-}" ]; then
-  scripts/build.sh >/dev/null
-  RUSTICA_MODULE=$(pwd)/target/release/rustica.so
-fi
-rustica=$(dirname "$RUSTICA_MODULE")/rustica
-[ -x "$rustica" ] || rustica=$(pwd)/target/release/rustica
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-. scripts/lib/openssl-cnf.sh
+. workshop/scripts/lib/callgrind.sh
+bench_openssl_dir
+bench_setup RUSTICA_STATS
 . scripts/lib/counted.sh
-stock_conf "$work/a.cnf"
-rustica_conf "$work/b.cnf" "$RUSTICA_MODULE"
-unset RUSTICA_BACKEND RUSTICA_LIBICA RUSTICA_DEBUG RUSTICA_STATS
-export RUSTICA_STATS_PATH=$work/stats
 
 OPENSSL_CONF=$work/a.cnf openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/key.pem" 2>/dev/null
 OPENSSL_CONF=$work/a.cnf openssl pkey -in "$work/key.pem" -pubout -out "$work/pub.pem"
@@ -89,30 +75,25 @@ steps_of() {
 flags=(-provider-path "$(dirname "$RUSTICA_MODULE")" -provider "$(basename "$RUSTICA_MODULE" .so)"
        -provider default -propquery "?provider=rustica")
 
-total_of() { awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$1"; }
-
 # measure WAY SIDE COMMAND: runs it under callgrind REPEATS times, keeps the
 # profile of the run with the fewest instructions as $work/WAY-SIDE-COMMAND.cg.
 measure() {
-  local way=$1 side=$2 cmd=$3 r best= total conf extra=() words
+  local way=$1 side=$2 cmd=$3 r best= total conf=a extra=() words
   read -r -a words <<<"$(command_args "$cmd")"
-  conf=$work/a.cnf
   case $way:$side in
-    conf:b) conf=$work/b.cnf ;;
+    conf:b) conf=b ;;
     flags:a) extra=(-provider default) ;;
     flags:b) extra=("${flags[@]}") ;;
   esac
   for r in $(seq "$repeats"); do
-    OPENSSL_CONF=$conf valgrind --tool=callgrind --callgrind-out-file="$work/run.cg" \
-      openssl "${words[0]}" "${extra[@]}" "${words[@]:1}" >/dev/null 2>"$work/valgrind.log" || {
-      cat "$work/valgrind.log" >&2
+    cg_run "$conf" "$work/run.cg" openssl "${words[0]}" "${extra[@]}" "${words[@]:1}" >/dev/null || {
       echo "bench-process-instructions: $cmd failed ($way, side $side)" >&2
       exit 1
     }
     if [ "$cmd" = sign ]; then
       cmp -s "$work/out.sig" "$work/sig.bin" || { echo "bench-process-instructions: side $side ($way) signed differently from stock" >&2; exit 1; }
     fi
-    total=$(total_of "$work/run.cg")
+    total=$(cg_totals "$work/run.cg")
     if [ -z "$best" ] || [ "$total" -lt "$best" ]; then
       best=$total
       mv "$work/run.cg" "$work/$way-$side-$cmd.cg"
@@ -134,7 +115,7 @@ inclusive() {
 mega() { awk -v n="$1" 'BEGIN { printf "%.2f M", n / 1e6 }'; }
 signed_mega() { awk -v n="$1" 'BEGIN { printf "%+.2f M", n / 1e6 }'; }
 
-echo "# workshop/scripts/bench-process-instructions.sh$([ "$check" = 1 ] && echo " --check"), $(date -u +%FT%RZ), $(openssl version), B = $RUSTICA_MODULE, least of $repeats runs"
+echo "$(bench_title), least of $repeats runs"
 # counted OP: operations of kind OP rustica counted so far (0 before any).
 counted() {
   "$rustica" stats --json --path "$RUSTICA_STATS_PATH" 2>/dev/null | rustica_counted "$1" || echo 0
@@ -163,8 +144,8 @@ echo "| loaded by | command | A | B | B - A | B/A |"
 echo "|---|---|---:|---:|---:|---:|"
 for way in conf flags; do
   for cmd in "${commands[@]}"; do
-    a=$(total_of "$work/$way-a-$cmd.cg")
-    b=$(total_of "$work/$way-b-$cmd.cg")
+    a=$(cg_totals "$work/$way-a-$cmd.cg")
+    b=$(cg_totals "$work/$way-b-$cmd.cg")
     bound=1800000
     [ "$cmd" = rand ] && bound=600000
     mark=
@@ -189,7 +170,7 @@ for cmd in "${commands[@]}"; do
   read -r -a steps <<<"$(steps_of "$cmd")"
   inclusive "$work/conf-a-$cmd.cg" "${steps[*]}" >"$work/a.inc"
   inclusive "$work/conf-b-$cmd.cg" "${steps[*]}" >"$work/b.inc"
-  diff_total=$(($(total_of "$work/conf-b-$cmd.cg") - $(total_of "$work/conf-a-$cmd.cg")))
+  diff_total=$(($(cg_totals "$work/conf-b-$cmd.cg") - $(cg_totals "$work/conf-a-$cmd.cg")))
   rest=$diff_total
   row="| $cmd |"
   for f in "${steps[@]}"; do

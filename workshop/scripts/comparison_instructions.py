@@ -13,7 +13,7 @@ INTRO = (
     "kernel does for one ioctl, is left out of the counts (under 1 K instructions a request). "
     "Per process: whole `openssl` runs, 2048-bit key, 1 KiB document; the differences between "
     "rows are the phases (the key's load, the first operation). Per operation: "
-    "`workshop/benches/instructions/fresh.c` cross-built for s390x, PKCS#1 v1.5 SHA-256 with a fresh "
+    "`workshop/benches/instructions/ops.c` cross-built for s390x, PKCS#1 v1.5 SHA-256 with a fresh "
     "context each (BIND's and PowerDNS's pattern), the instructions between its marks at 64 "
     "operations minus those at 32, over 32, the least of 3 such pairs on the card sides: one of "
     "OpenSSL's blinding renewals (every 32 uses of a key) in each count. System calls per "

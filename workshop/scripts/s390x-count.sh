@@ -20,8 +20,9 @@
 # `pkey -in KEY -noout` (a 2048-bit key), `dgst -sha256 -sign` of a 1 KiB
 # document and `dgst -sha256 -verify`; the differences between rows are the
 # phases (the key's load, the first operation). Per operation:
-# workshop/benches/instructions/fresh.c cross-built for s390x, signatures and
-# verifications with a fresh context each (BIND's and PowerDNS's pattern),
+# workshop/benches/instructions/ops.c cross-built for s390x, signatures and
+# verifications with a fresh context each (dsign-fresh and dverify-fresh:
+# BIND's and PowerDNS's pattern),
 # PKCS#1 v1.5 SHA-256, 2048 bits: the instructions between its two marks
 # at N and at 2N operations, difference over N (N = 32, so each count
 # holds exactly one of OpenSSL's blinding renewals per 32 uses). Also per
@@ -148,7 +149,7 @@ s390x_make_root "$ROOT" "$SYSROOT" "$engine_deb" 2 CEX8A
 # The sysroot's own C library and start files first: Debian 13's libcrypto
 # needs a newer glibc than the cross toolchain's.
 s390x-linux-gnu-gcc --sysroot="$SYSROOT" -B"$LIBDIR" -L"$LIBDIR" -O2 -Wall -Werror -DQEMU_COUNT_MARKS -o "$ROOT/usr/bin/fresh" \
-  workshop/benches/instructions/fresh.c -lcrypto || die "cross-building workshop/benches/instructions/fresh.c failed"
+  workshop/benches/instructions/ops.c -lcrypto || die "cross-building workshop/benches/instructions/ops.c failed"
 cp "$MODULE" "$OUT/rustica.so"
 # Every side but C the same minimal configuration (C: the engine's sample).
 stock_conf "$OUT/a.cnf"
@@ -241,7 +242,7 @@ process_count() { # side what args...
   done
   echo "$best"
 }
-# fresh.c's N operations on SIDE; appends to $OUT/ops.txt one line:
+# The driver's N operations (fresh context) on SIDE; appends to $OUT/ops.txt:
 # "side op n insns syscalls voluntary involuntary me crt nrX=C...
 # file:NAME=C...", the counts between its two marks (the card requests:
 # the whole process's).

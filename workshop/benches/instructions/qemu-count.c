@@ -14,7 +14,7 @@
  * makes: write(-1, NULL, MARK) with MARK = 0x51434e54 ("QCNT"). The kernel
  * answers EBADF; the plugin records the counts at each such call (i1 k1 s1
  * above: instructions, those skipped, system calls), so the difference
- * between two marks is what ran between them (workshop/benches/instructions/fresh.c
+ * between two marks is what ran between them (workshop/benches/instructions/ops.c
  * marks its counted operations when built with -DQEMU_COUNT_MARKS). The
  * line ends with the system calls made between the first two marks by
  * number ("nr4=2": two calls of the guest's system call 4), the marks'
