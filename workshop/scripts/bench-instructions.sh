@@ -15,7 +15,7 @@
 # runs (docs/performance.md).
 #
 # usage: workshop/scripts/bench-instructions.sh [--check] [-o "OPERATIONS"] [SIZES...]
-#   default sizes 1024 2048 3072 4096, ops.c's reused-context operations (-o: some).
+#   default sizes 1024 2048 3072 4096, ops.c's reused-context operations (-o: any of ops.c's).
 #   BENCH_KEYS=DIR: keys from (or generated into) DIR/key-BITS.pem, so that
 #            two builds can be measured with the same keys.
 #   REPEATS=R: runs per private count (default 1, with --check 3).
@@ -86,7 +86,7 @@ for bits in "${sizes[@]}"; do
   key=$(bench_key "$bits")
   for op in "${operations[@]}"; do
     private=0
-    case $op in sign-* | decrypt-*) private=1 ;; esac
+    case $op in sign-* | decrypt-* | dsign-*) private=1 ;; esac
     read -r warmup n1 n2 <<<"$(counts "$private" "$bits")"
     runs=1
     [ "$private" = 1 ] && runs=$repeats
