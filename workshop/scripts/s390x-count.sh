@@ -14,6 +14,8 @@
 #   B    rustica, backend = libica (Debian's libica3), the deadline on
 #   Bnd  B with offload-timeout-ms = 0 (no hand-off to an offload thread)
 #   Bsw  rustica, backend = software
+#   (S390X_COUNT_B_BACKEND=zcrypt: B and Bnd with backend = zcrypt, the
+#   kernel's /dev/z90crypt without libica; not with --record)
 #   C    Debian's ibmca ENGINE on the same libica
 #
 # Per process: `openssl version` (start and exit), `rand -hex 4`,
@@ -153,8 +155,15 @@ s390x-linux-gnu-gcc --sysroot="$SYSROOT" -B"$LIBDIR" -L"$LIBDIR" -O2 -Wall -Werr
 cp "$MODULE" "$OUT/rustica.so"
 # Every side but C the same minimal configuration (C: the engine's sample).
 stock_conf "$OUT/a.cnf"
-rustica_conf "$OUT/b.cnf" "$OUT/rustica.so" "backend = libica" "libica = libica.so.3"
-rustica_conf "$OUT/bnd.cnf" "$OUT/rustica.so" "backend = libica" "libica = libica.so.3" "offload-timeout-ms = 0"
+# S390X_COUNT_B_BACKEND=zcrypt: sides B and Bnd on the kernel's device
+# directly (no libica in the process); a measurement, never --record.
+b_route=("backend = libica" "libica = libica.so.3")
+if [ "${S390X_COUNT_B_BACKEND:-libica}" = zcrypt ]; then
+  [ "$MODE" != record ] || die "S390X_COUNT_B_BACKEND=zcrypt is a measurement: the recorded facts are libica's"
+  b_route=("backend = zcrypt")
+fi
+rustica_conf "$OUT/b.cnf" "$OUT/rustica.so" "${b_route[@]}"
+rustica_conf "$OUT/bnd.cnf" "$OUT/rustica.so" "${b_route[@]}" "offload-timeout-ms = 0"
 rustica_conf "$OUT/bsw.cnf" "$OUT/rustica.so" "backend = software"
 cp "$ROOT/usr/share/doc/openssl-ibmca/examples/openssl.cnf.sample" "$OUT/c.cnf"
 
@@ -400,7 +409,7 @@ while IFS=$'\t' read -r op kind c1 c2 c3 c4 c5 c6; do
   esac
 done <"$OUT/ops.tsv"
 fact "what was counted" "OpenSSL 3.5, own offload" "OPENSSL_s390xcap=nocex" \
-  "backend = libica" "offload-timeout-ms = 0" "backend = software" "openssl.cnf.sample" \
+  "${b_route[0]}" "offload-timeout-ms = 0" "backend = software" "openssl.cnf.sample" \
   "$(date -u +%F): Debian 13 s390x, qemu-s390x 7.2 (guest instructions, the interposer's left out), card unit 20 us, rustica ${BUILT_FROM} for s390x (release)" varies
 
 card_stop
