@@ -203,18 +203,7 @@ impl Libica {
             ));
         };
         let file = file_of(fns.rsa_crt as *const c_void);
-        let mut lib = Libica {
-            name: name.to_string(),
-            file,
-            fns,
-            version: None,
-            functions: Vec::new(),
-            adapter: AtomicU64::new(0),
-            adapter_dev: AtomicU64::new(0),
-            adapter_ino: AtomicU64::new(0),
-            open_rc: AtomicU32::new(0),
-            kernel: false,
-        };
+        let mut lib = Libica::unopened(name.to_string(), file, fns, false);
         lib.version = lib.query_version();
         lib.functions = lib.query_functions();
         Ok(lib)
@@ -225,27 +214,38 @@ impl Libica {
     /// device is opened at the first [`Libica::adapter`].
     pub fn zcrypt() -> Libica {
         use super::zcrypt;
+        let fns = Fns {
+            open_adapter: zcrypt::open_adapter,
+            close_adapter: zcrypt::close_adapter,
+            rsa_mod_expo: zcrypt::rsa_mod_expo,
+            rsa_crt: zcrypt::rsa_crt,
+            get_version: None,
+            get_functionlist: None,
+            rsa_key_generate_crt: None,
+            fips_status: None,
+            cleanup: None,
+        };
+        Libica::unopened(
+            zcrypt::DEVICE.to_string_lossy().into_owned(),
+            None,
+            fns,
+            true,
+        )
+    }
+
+    /// A route with its entry points and no adapter opened yet.
+    fn unopened(name: String, file: Option<String>, fns: Fns, kernel: bool) -> Libica {
         Libica {
-            name: zcrypt::DEVICE.to_string_lossy().into_owned(),
-            file: None,
-            fns: Fns {
-                open_adapter: zcrypt::open_adapter,
-                close_adapter: zcrypt::close_adapter,
-                rsa_mod_expo: zcrypt::rsa_mod_expo,
-                rsa_crt: zcrypt::rsa_crt,
-                get_version: None,
-                get_functionlist: None,
-                rsa_key_generate_crt: None,
-                fips_status: None,
-                cleanup: None,
-            },
+            name,
+            file,
+            fns,
             version: None,
             functions: Vec::new(),
             adapter: AtomicU64::new(0),
             adapter_dev: AtomicU64::new(0),
             adapter_ino: AtomicU64::new(0),
             open_rc: AtomicU32::new(0),
-            kernel: true,
+            kernel,
         }
     }
 
