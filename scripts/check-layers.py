@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The layering check: every module of provider/, ibmca-shim/src/, harness/src/
-(its top level and the lab's rooms), card/src/, libica-emu/src/ and
+(its top level and the lab's rooms), testbed/card/src/, testbed/libica-emu/src/ and
 libica-abi/src/ may use only modules of a lower layer, so none has an
 import circle.
 
@@ -105,7 +105,7 @@ SHIM = {
 
 # The card and its clients' crates (docs/architecture.md, "Layers"). A
 # directory (model/) is one module; lib.rs, the crate root, is the top.
-# card/src/: the shared card model (rustica-card); main.rs is its binary,
+# testbed/card/src/: the shared card model (rustica-card); main.rs is its binary,
 # a crate of its own that uses the library by name, not by crate::.
 CARD = {
     "bn": 0, "wire": 0, "sysfs": 0,
@@ -114,7 +114,7 @@ CARD = {
     "lib": 3, "main": 4,
 }
 
-# libica-emu/src/: the emulated libica, a client of the card crate.
+# testbed/libica-emu/src/: the emulated libica, a client of the card crate.
 EMU = {
     "errno": 0,
     "card_client": 1, "not_offered": 1,
@@ -297,7 +297,7 @@ SIBLING_DIRS = [
     "provider/signature", "provider/keymgmt", "provider/asym_cipher",
     "ibmca-shim/src/rsa", "ibmca-shim/src/bn", "ibmca-shim/src/libica",
     "ibmca-shim/src/pool", "ibmca-shim/src/stats",
-    "card/src/model",
+    "testbed/card/src/model",
 ]
 
 
@@ -336,9 +336,9 @@ def sibling_cycles(root):
     return problems
 
 
-# The z90crypt interposer's C files (card/interposer/): each calls only
+# The z90crypt interposer's C files (testbed/card/interposer/): each calls only
 # the hidden functions (INTERNAL in z90crypt-card.h) of a lower one.
-INTERPOSER_DIR = "card/interposer"
+INTERPOSER_DIR = "testbed/card/interposer"
 INTERPOSER = {"z90crypt-exchange": 0, "z90crypt-requests": 1, "z90crypt-card": 2}
 
 
@@ -395,8 +395,8 @@ def main():
         ["crate::lab::"] + [f"crate::lab::{room}::" for room in LAB_ROOMS] + ["super::"],
         lab_target,
     )
-    problems += check(root, "card/src", CARD, shim_module, ["crate::"], shim_target)
-    problems += check(root, "libica-emu/src", EMU, shim_module, ["crate::"], shim_target)
+    problems += check(root, "testbed/card/src", CARD, shim_module, ["crate::"], shim_target)
+    problems += check(root, "testbed/libica-emu/src", EMU, shim_module, ["crate::"], shim_target)
     problems += check(root, "libica-abi/src", ABI, shim_module, ["crate::"], shim_target)
     problems += sibling_cycles(root)
     problems += interposer_layers(root)
@@ -407,8 +407,8 @@ def main():
             print("  " + p, file=sys.stderr)
         sys.exit(1)
     print(
-        "check-layers: provider/, ibmca-shim/src/, harness/src/ (with lab/), card/src/,"
-        " libica-emu/src/, libica-abi/src/ and the z90crypt interposer's C files use only lower"
+        "check-layers: provider/, ibmca-shim/src/, harness/src/ (with lab/), testbed/card/src/,"
+        " testbed/libica-emu/src/, libica-abi/src/ and the z90crypt interposer's C files use only lower"
         " layers; no circle among sibling files"
     )
 

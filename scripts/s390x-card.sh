@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every side on one card: the shared card model (rustica-card, native on
 # the host) answers /dev/z90crypt for unmodified s390x programs under
-# qemu-user, through the z90crypt-card interposer (card/interposer/,
+# qemu-user, through the z90crypt-card interposer (testbed/card/interposer/,
 # docs/card-model.md "The kernel interface"). Four sides, one card:
 #
 #   A   stock OpenSSL, with its own offload (OpenSSL 3.2+: ioctls on

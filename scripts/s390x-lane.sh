@@ -547,8 +547,8 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
   cargo build -q -p rustica-card --bin rustica-card || die "building rustica-card failed"
   interposer=$PART/libz90crypt-card.so
   s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$interposer.new" \
-    card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
-    card/interposer/z90crypt-requests.c -ldl && mv "$interposer.new" "$interposer" \
+    testbed/card/interposer/z90crypt-card.c testbed/card/interposer/z90crypt-exchange.c \
+    testbed/card/interposer/z90crypt-requests.c -ldl && mv "$interposer.new" "$interposer" \
     || die "cross-building the z90crypt-card interposer failed"
   scripts/s390x-card.sh --release "$RELEASE" --sysroot "$SYSROOT" --module "$LOADED_MODULE" \
     --engine-deb "$ibmca_deb" --keys "$RUN" --out "$PART/card" --card "$REPO/target/debug/rustica-card" \

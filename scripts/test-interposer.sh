@@ -2,8 +2,8 @@
 # scripts/test-interposer.sh: the z90crypt-card interposer's tests, run
 # natively on the build host (docs/card-model.md, "The kernel interface").
 #
-# Builds card/interposer/z90crypt-*.c and its test program
-# (card/interposer/test-z90crypt-card.c) for the host with
+# Builds testbed/card/interposer/z90crypt-*.c and its test program
+# (testbed/card/interposer/test-z90crypt-card.c) for the host with
 # -Wall -Wextra -Werror, against the s390x UAPI header asm/zcrypt.h from
 # the cross headers (linux-libc-dev-s390x-cross, which the s390x lane's
 # gcc-s390x-linux-gnu brings; the host's linux-libc-dev has no zcrypt.h).
@@ -75,14 +75,14 @@ mkdir -p "$work/include/asm"
 ln -s "$header" "$work/include/asm/zcrypt.h"
 cflags=(-O2 -g -Wall -Wextra -Werror -I"$work/include")
 gcc "${cflags[@]}" -shared -fPIC -o "$work/libz90crypt-card.so" \
-  card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
-    card/interposer/z90crypt-requests.c -ldl || die "building the interposer failed"
+  testbed/card/interposer/z90crypt-card.c testbed/card/interposer/z90crypt-exchange.c \
+    testbed/card/interposer/z90crypt-requests.c -ldl || die "building the interposer failed"
 gcc "${cflags[@]}" -o "$work/test-z90crypt-card" \
-  card/interposer/test-z90crypt-card.c || die "building the test program failed"
+  testbed/card/interposer/test-z90crypt-card.c || die "building the test program failed"
 if command -v s390x-linux-gnu-gcc >/dev/null; then
   s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$work/s390x.so" \
-    card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c \
-    card/interposer/z90crypt-requests.c -ldl || die "cross-compiling the interposer failed"
+    testbed/card/interposer/z90crypt-card.c testbed/card/interposer/z90crypt-exchange.c \
+    testbed/card/interposer/z90crypt-requests.c -ldl || die "cross-compiling the interposer failed"
   say "cross-compiled for s390x with the lane's flags"
 fi
 

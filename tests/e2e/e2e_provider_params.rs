@@ -77,7 +77,7 @@ fn libica_backend_shows_the_library_and_its_version() {
         ("RUSTICA_BACKEND", "libica"),
         ("RUSTICA_LIBICA", emu),
     ]));
-    // The emulator reports itself as libica 4.3.0 (libica-emu/src).
+    // The emulator reports itself as libica 4.3.0 (testbed/libica-emu/src).
     let expected = format!("backend: libica; libica: {emu} (version 4.");
     assert!(
         block.contains(&expected),

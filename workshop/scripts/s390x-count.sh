@@ -142,7 +142,7 @@ gcc -shared -fPIC -O2 -Wall -Wextra -Werror -fvisibility=hidden -o "$PLUGIN" wor
   || die "building the qemu plugin failed"
 INTERPOSER=$OUT/libz90crypt-card.so
 s390x-linux-gnu-gcc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$INTERPOSER" \
-  card/interposer/z90crypt-card.c card/interposer/z90crypt-exchange.c card/interposer/z90crypt-requests.c -ldl \
+  testbed/card/interposer/z90crypt-card.c testbed/card/interposer/z90crypt-exchange.c testbed/card/interposer/z90crypt-requests.c -ldl \
   || die "cross-building the z90crypt-card interposer failed"
 . scripts/lib/s390x-root.sh
 . scripts/lib/openssl-cnf.sh

@@ -2,7 +2,7 @@
  * z90crypt-card's exchange with the card (z90crypt-card.c has the
  * overview): one connection per request, the card's uid checked
  * (SO_PEERCRED) before any operand is sent, the frames of
- * card/src/wire.rs (little-endian), and the kernel's request timeout.
+ * testbed/card/src/wire.rs (little-endian), and the kernel's request timeout.
  */
 #include "z90crypt-card.h"
 

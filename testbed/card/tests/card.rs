@@ -4,7 +4,7 @@
 //! and the descriptor limit, key material left in memory, and the card's
 //! parameters and sysfs counters (docs/card-model.md, docs/security.md
 //! "The card tooling"). The
-//! emulated libica's side of the socket: libica-emu/tests/card_client.rs.
+//! emulated libica's side of the socket: testbed/libica-emu/tests/card_client.rs.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -484,7 +484,7 @@ fn no_copy_of_p_is_left_in_the_card() {
     // The card, with the connection still open (its thread alive, so its
     // heap is not trimmed away): the request has been answered, and
     // dropped, once the answer is here. (The emulated libica's side:
-    // libica-emu/tests/card_client.rs.)
+    // testbed/libica-emu/tests/card_client.rs.)
     let mut s = UnixStream::connect(&card.socket).unwrap();
     let mut frame = Vec::new();
     wire::write_header(

@@ -2,7 +2,7 @@
 //! socket: it sends nothing to a card of another uid, times out on a card
 //! that never answers, and leaves no copy of the key in memory
 //! (docs/card-model.md, docs/security.md "The card tooling"). The card's
-//! side: card/tests/card.rs.
+//! side: testbed/card/tests/card.rs.
 //!
 //! Tests that need the emulated libica's environment run in a child
 //! process (this test binary again, `CARD_TEST_CHILD=1`): the emulator

@@ -1,6 +1,6 @@
 //! rustica-card: a crypto card model as a process of its own, shared by
 //! every process whose emulated libica has `LIBICA_EMU_CARD` set to its
-//! socket, or whose /dev/z90crypt the interposer (card/interposer/)
+//! socket, or whose /dev/z90crypt the interposer (testbed/card/interposer/)
 //! answers. A test tool, never packaged (docs/card-model.md).
 //!
 //! rustica-card --socket PATH [--cards N] [--domains N] [--engines K]

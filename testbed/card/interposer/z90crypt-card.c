@@ -43,7 +43,7 @@
  *
  * The structures are read in the program's own (big-endian) layout, since
  * this library runs inside it; the frames to the card are little-endian,
- * as card/src/wire.rs defines them.
+ * as testbed/card/src/wire.rs defines them.
  */
 #include "z90crypt-card.h"
 

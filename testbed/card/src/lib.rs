@@ -1,7 +1,7 @@
 //! The shared card model, `rustica-card` (docs/card-model.md): one crypto
 //! card for every process that uses it, a process of its own on a Unix
 //! socket. Its clients are the emulated libica (libica-emu, shared-card
-//! mode) and the z90crypt interposer (card/interposer/), which plays the
+//! mode) and the z90crypt interposer (testbed/card/interposer/), which plays the
 //! kernel's /dev/z90crypt for unmodified programs. A test tool, never
 //! packaged.
 //!

@@ -37,7 +37,7 @@ static int append(unsigned char **at, const unsigned char *from, size_t n)
  *   short operands (q, dq) are (L + 1) / 2 bytes, the long ones (p, dp,
  *   qInverse) 8 more, for an odd L too.
  * The card's frame carries the request's real length L and those operand
- * lengths (card/src/wire.rs), whatever L is.
+ * lengths (testbed/card/src/wire.rs), whatever L is.
  */
 int rsa_request(int crt, void *arg)
 {
