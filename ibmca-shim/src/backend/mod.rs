@@ -140,13 +140,17 @@ fn refuse_libica(privileged: bool, libica_vars: &[String]) -> Option<String> {
 static LOADED: Mutex<Vec<(String, Arc<Libica>)>> = Mutex::new(Vec::new());
 
 fn load(explicit: Option<&str>) -> Result<Arc<Libica>, String> {
-    let key = explicit.unwrap_or("").to_string();
+    loaded_as(explicit.unwrap_or(""), || Libica::open_first(explicit))
+}
+
+/// The route [`LOADED`] keeps under `key`, made by `make` the first time.
+fn loaded_as<E>(key: &str, make: impl FnOnce() -> Result<Libica, E>) -> Result<Arc<Libica>, E> {
     let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, l)) = loaded.iter().find(|(k, _)| *k == key) {
+    if let Some((_, l)) = loaded.iter().find(|(k, _)| k == key) {
         return Ok(l.clone());
     }
-    let l = Arc::new(Libica::open_first(explicit)?);
-    loaded.push((key, l.clone()));
+    let l = Arc::new(make()?);
+    loaded.push((key.to_string(), l.clone()));
     Ok(l)
 }
 

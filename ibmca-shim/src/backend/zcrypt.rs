@@ -2,23 +2,21 @@
 //! no libica ([`crate::libica::zcrypt`]). One device handle per process,
 //! shared by every provider instance that chooses it.
 
-use std::sync::{Arc, PoisonError};
+use std::convert::Infallible;
+use std::sync::Arc;
 
-use super::{Chosen, Status, LOADED};
+use super::{loaded_as, Chosen, Status};
 use crate::libica::Libica;
 
-/// The key [`LOADED`] keeps the kernel's device under: no libica name
+/// The key [`super::LOADED`] keeps the kernel's device under: no libica name
 /// can be it (the `libica` key takes absolute paths and sonames only).
 const KEY: &str = "zcrypt:";
 
 fn load() -> Arc<Libica> {
-    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, l)) = loaded.iter().find(|(k, _)| k == KEY) {
-        return l.clone();
+    match loaded_as(KEY, || Ok::<_, Infallible>(Libica::zcrypt())) {
+        Ok(l) => l,
+        Err(never) => match never {},
     }
-    let l = Arc::new(Libica::zcrypt());
-    loaded.push((KEY.to_string(), l.clone()));
-    l
 }
 
 /// backend = zcrypt: always the route, since nothing is loaded. The
