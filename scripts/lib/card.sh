@@ -8,6 +8,8 @@
 #   card_busy                                              the fraction of its
 #                                                          capacity used since
 #                                                          its last reset
+#   card_requests TYPE OUTCOME                             requests it answered
+#                                                          (crt/me/*, ok/ENODEV/*)
 #   card_stop                                              quit, socket removed
 #
 # CARD_BIN, CARD_SOCKET and CARD_PID describe the running card.
@@ -36,6 +38,15 @@ card_busy() {
   card_ctl stats | python3 -c 'import json, sys
 d = json.load(sys.stdin)
 print("%.3f" % (d["busy_ns"] / d["wall_ns"] / (d["cards"] * d["engines"])))'
+}
+# The card's own count of requests of TYPE (crt, me, *) and OUTCOME (ok,
+# ENODEV, *), from its stats.
+card_requests() { # type outcome
+  card_ctl stats | python3 -c '
+import json, sys
+t, o = sys.argv[1:3]
+print(sum(r["count"] for r in json.load(sys.stdin)["requests"]
+          if t in ("*", r["type"]) and o in ("*", r["outcome"])))' "$1" "$2"
 }
 card_stop() {
   [ -n "$CARD_PID" ] || return 0

@@ -60,15 +60,6 @@ zc_stat() { # op backend
 import json, sys
 print(json.load(sys.stdin)["ops"][sys.argv[1]][sys.argv[2]])' "$1" "$2"
 }
-# The card's own count of requests of TYPE (crt, me, *) and OUTCOME (ok,
-# ENODEV, *), from its stats.
-zc_card() { # type outcome
-  card_ctl stats | python3 -c '
-import json, sys
-t, o = sys.argv[1:3]
-print(sum(r["count"] for r in json.load(sys.stdin)["requests"]
-          if t in ("*", r["type"]) and o in ("*", r["outcome"])))' "$1" "$2"
-}
 # The kernel's request counters the card keeps (every card's sysfs
 # request_count): requests put on a queue.
 zc_sysfs() { cat "$zc"/sys/devices/ap/card*/request_count | awk '{ s += $1 } END { print s + 0 }'; }
@@ -91,8 +82,8 @@ case_zcrypt_sign() {
   zc_sign card "$zc/k2048.pem" "$zc/s.sig"
   zc_check "rustica counts it under libica" zc_eq "$(zc_stat sign libica)" 1
   zc_check "no fallback" zc_eq "$(zc_stat sign fallback)" 0
-  zc_check "the card has 1 CRT request" zc_eq "$(zc_card crt ok)" 1
-  zc_check "and no other" zc_eq "$(zc_card '*' '*')" 1
+  zc_check "the card has 1 CRT request" zc_eq "$(card_requests crt ok)" 1
+  zc_check "and no other" zc_eq "$(card_requests '*' '*')" 1
   zc_check "the kernel's counters: 1 request" zc_eq "$(zc_sysfs)" 1
 }
 case_zcrypt_verify() {
@@ -100,7 +91,7 @@ case_zcrypt_verify() {
   zc_check "verified" zc_run card openssl dgst -sha256 -verify "$zc/k2048.pem.pub" \
     -signature "$zc/v.sig" "$zc/doc" >/dev/null
   zc_check "rustica verified it in software" zc_eq "$(zc_stat verify software)" 1
-  zc_check "the card has no request" zc_eq "$(zc_card '*' '*')" 0
+  zc_check "the card has no request" zc_eq "$(card_requests '*' '*')" 0
   zc_check "the kernel's counters: none" zc_eq "$(zc_sysfs)" 0
 }
 case_zcrypt_no_socket() {
@@ -119,7 +110,7 @@ case_zcrypt_no_device() {
 case_zcrypt_too_big() {
   ZC_CONF=$zc/wide.cnf zc_sign card "$zc/k7680.pem" "$zc/b.sig"
   zc_check "counted a fallback" zc_eq "$(zc_stat sign fallback)" 1
-  zc_check "the card has no request" zc_eq "$(zc_card '*' '*')" 0
+  zc_check "the card has no request" zc_eq "$(card_requests '*' '*')" 0
 }
 case_zcrypt_offline_back() {
   zc_sign card "$zc/k2048.pem" "$zc/o1.sig"
@@ -130,7 +121,7 @@ case_zcrypt_offline_back() {
   card_ctl online 1 >/dev/null
   zc_sign card "$zc/k2048.pem" "$zc/o3.sig"
   zc_check "back on the card" zc_eq "$(zc_stat sign libica)" 2
-  zc_check "the card answered 2 CRT requests" zc_eq "$(zc_card crt ok)" 2
+  zc_check "the card answered 2 CRT requests" zc_eq "$(card_requests crt ok)" 2
   zc_check "the kernel's counters: 2 requests" zc_eq "$(zc_sysfs)" 2
 }
 # One stock s_server process, started while every card is offline, two
@@ -155,7 +146,7 @@ case_zcrypt_online_later() {
   zc_check "second handshake" zc_handshake "$sock"
   zc_check "s_server ends after its two" wait "$pid"
   zc_check "the second on the card that came online" zc_eq "$(zc_stat sign libica)" 1
-  zc_check "the card answered 1 CRT request" zc_eq "$(zc_card crt ok)" 1
+  zc_check "the card answered 1 CRT request" zc_eq "$(card_requests crt ok)" 1
   [ "$zc_bad" -eq 0 ] || sed 's/^/    s_server: /' "$zc/server.log" >&2
   rm -rf "$zc_sockdir"
   zc_sockdir=""
@@ -175,7 +166,7 @@ case_zcrypt_async() {
   zc_check "signatures on the card ($on_card)" [ "${on_card:-0}" -gt 0 ]
   zc_check "from ASYNC jobs ($async)" [ "${async:-0}" -gt 0 ]
   zc_check "none failed" zc_eq "$failed" 0
-  zc_check "each one the card answered" [ "$(zc_card crt ok)" -ge "${on_card:-1}" ]
+  zc_check "each one the card answered" [ "$(card_requests crt ok)" -ge "${on_card:-1}" ]
   zc_check "several in flight at once" [ "$(zc_inflight)" -gt 1 ]
 }
 # Key generation: its Miller-Rabin exponentiations as ICARSAMODEXPO
@@ -190,8 +181,8 @@ case_zcrypt_keygen() {
   modexp=$(zc_stat keygen_modexp libica)
   zc_check "the key counted under libica" zc_eq "$(zc_stat keygen libica)" 1
   zc_check "its exponentiations on the card ($modexp)" [ "${modexp:-0}" -gt 10 ]
-  zc_check "as many ME requests answered" zc_eq "$(zc_card me ok)" "$modexp"
-  zc_check "and no CRT" zc_eq "$(zc_card crt '*')" 0
+  zc_check "as many ME requests answered" zc_eq "$(card_requests me ok)" "$modexp"
+  zc_check "and no CRT" zc_eq "$(card_requests crt '*')" 0
 }
 zc_inflight() {
   RUSTICA_STATS_PATH="$zc/stats" target/debug/rustica stats --json | python3 -c '
