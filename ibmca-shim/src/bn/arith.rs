@@ -342,6 +342,20 @@ pub(crate) fn mod_inverse(a: &Bn, m: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>,
     Ok(Some(r))
 }
 
+/// a^-1 mod m in variable time, or `None` when there is none: for a value
+/// whose timing may show, such as a blinded one. Both operands are taken
+/// as plain copies, so a BN_FLG_CONSTTIME on either cannot send libcrypto
+/// to its slower constant-time inversion.
+pub(crate) fn mod_inverse_variable_time(
+    a: &Bn,
+    m: &Bn,
+    ctx: &mut BnCtx,
+) -> Result<Option<Bn>, RsaError> {
+    // BN_copy does not carry BN_FLG_CONSTTIME over.
+    let (a, m) = (a.dup()?, m.dup()?);
+    mod_inverse(&a, &m, ctx)
+}
+
 /// (a / d, a mod d): quotient and remainder.
 pub(crate) fn div_rem(a: &Bn, d: &Bn, ctx: &mut BnCtx) -> Result<(Bn, Bn), RsaError> {
     let mut q = Bn::new_like(a)?;

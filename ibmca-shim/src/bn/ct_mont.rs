@@ -43,7 +43,7 @@ fn limbs_from_be(bytes: &[u8], limbs: usize) -> Zeroizing<Vec<u64>> {
 
 /// -n^-1 mod 2^64 for odd n, by Newton's iteration (each step doubles the
 /// number of correct low bits: 1, 2, 4, ..., 64).
-fn neg_inverse(n0: u64) -> u64 {
+pub(crate) fn neg_inverse(n0: u64) -> u64 {
     let mut x: u64 = 1;
     for _ in 0..6 {
         x = x.wrapping_mul(2u64.wrapping_sub(n0.wrapping_mul(x)));

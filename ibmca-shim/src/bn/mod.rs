@@ -497,6 +497,7 @@ impl MontCtx {
 
 mod arith;
 pub(crate) mod ct_mont;
+pub(crate) mod inverse;
 pub(crate) mod prime;
 pub(crate) mod progress;
 

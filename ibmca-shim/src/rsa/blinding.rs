@@ -148,7 +148,16 @@ impl RsaKey {
         Ok((blinded, ai))
     }
 
-    fn new_blinding(
+    /// A fresh pair from a random r: A = r^e and Ai = r^-1, both in
+    /// Montgomery form. The exponentiation follows the public e alone
+    /// (Montgomery products in place of libcrypto's constant-time windowed
+    /// exponentiation, which tables powers an exponent of 17 bits does not
+    /// need), and the inverse is taken of r * u for a second random u, so
+    /// that libcrypto's faster variable-time inversion sees only a uniform
+    /// value unrelated to r (as BoringSSL's BN_mod_inverse_blinded does):
+    /// about a quarter of the work of the constant-time pair, for the same
+    /// uniform r (docs/security.md, "Blinding").
+    pub(super) fn new_blinding(
         &self,
         pid: libc::pid_t,
         rng: &Random,
@@ -157,27 +166,82 @@ impl RsaKey {
         for _ in 0..64 {
             let mut r = bn::prime::rand_range(&self.n, rng)?;
             r.set_consttime();
-            if r.is_zero() || r.is_one() {
+            let mut u = bn::prime::rand_range(&self.n, rng)?;
+            u.set_consttime();
+            if r.is_zero() || r.is_one() || u.is_zero() {
                 continue;
             }
-            let Some(ri) = bn::mod_inverse(&r, &self.n, ctx)? else {
+            let Some(ai) = self.blinded_inverse_mont(&r, &u, ctx)? else {
                 continue;
             };
-            let mut a = Bn::new()?;
-            bn::mod_exp_public(&mut a, &r, &self.e, &self.n, &self.mont_n, ctx)?;
-            let mut a_mont = Bn::new()?;
-            bn::to_mont(&mut a_mont, &a, &self.mont_n, ctx)?;
-            let mut ai_mont = Bn::new()?;
-            bn::to_mont(&mut ai_mont, &ri, &self.mont_n, ctx)?;
-            a_mont.set_consttime();
-            ai_mont.set_consttime();
             return Ok(Blinding {
-                a: a_mont,
-                ai: ai_mont,
+                a: self.public_power_mont(&r, ctx)?,
+                ai,
                 uses: 0,
                 pid,
             });
         }
         Err(RsaError::libcrypto("could not create a blinding value"))
+    }
+
+    /// r^-1 * R mod n, or `None` when r * u has no inverse. Only x = r * u *
+    /// R^-1, uniform whatever r is while u is uniform and secret, meets the
+    /// variable-time inversion.
+    fn blinded_inverse_mont(
+        &self,
+        r: &Bn,
+        u: &Bn,
+        ctx: &mut BnCtx,
+    ) -> Result<Option<Bn>, RsaError> {
+        let mut x = Bn::new()?;
+        bn::mont_mul(&mut x, r, u, &self.mont_n, ctx)?;
+        let Some(x_inv) = self.inverse_variable_time(&x, ctx)? else {
+            return Ok(None);
+        };
+        let mut u_mont = Bn::new()?;
+        bn::to_mont(&mut u_mont, u, &self.mont_n, ctx)?;
+        // x^-1 = r^-1 u^-1 R, so x^-1 * (u R) * R^-1 = r^-1 R.
+        let mut ai = Bn::new()?;
+        bn::mont_mul(&mut ai, &x_inv, &u_mont, &self.mont_n, ctx)?;
+        ai.set_consttime();
+        Ok(Some(ai))
+    }
+
+    /// x^-1 mod n by the limb inversion (bn::inverse), checked with one
+    /// product; libcrypto's variable-time BN_mod_inverse when that found
+    /// none or the check failed (neither happens for an invertible x).
+    fn inverse_variable_time(&self, x: &Bn, ctx: &mut BnCtx) -> Result<Option<Bn>, RsaError> {
+        let mut x_limbs = Zeroizing::new(vec![0u64; self.n_limbs.len()]);
+        x.write_limbs(&mut x_limbs)?;
+        if let Some(mut inv) = bn::inverse::inverse_odd(&x_limbs, &self.n_limbs) {
+            let mut x_inv = Bn::new()?;
+            x_inv.set_limbs(&mut inv)?;
+            let mut product = Bn::new()?;
+            bn::mod_mul(&mut product, x, &x_inv, &self.n, ctx)?;
+            if product.is_one() {
+                return Ok(Some(x_inv));
+            }
+        }
+        bn::mod_inverse_variable_time(x, &self.n, ctx)
+    }
+
+    /// r^e * R mod n: left to right over the public e in Montgomery form,
+    /// so the sequence of products depends on e alone.
+    fn public_power_mont(&self, r: &Bn, ctx: &mut BnCtx) -> Result<Bn, RsaError> {
+        let mut x = Bn::new()?;
+        bn::to_mont(&mut x, r, &self.mont_n, ctx)?;
+        x.set_consttime();
+        let mut y = x.dup()?;
+        y.set_consttime();
+        for i in (0..self.e.num_bits().saturating_sub(1)).rev() {
+            bn::mont_sqr_in_place(&mut y, &self.mont_n, ctx)?;
+            if bn::is_bit_set(&self.e, i) {
+                let mut t = Bn::new()?;
+                bn::mont_mul(&mut t, &y, &x, &self.mont_n, ctx)?;
+                t.set_consttime();
+                y = t;
+            }
+        }
+        Ok(y)
     }
 }

@@ -1194,3 +1194,35 @@ fn key_generation_keeps_its_candidates_in_the_secure_heap() {
         );
     }
 }
+
+/// A fresh blinding pair is (r^e, r^-1) in Montgomery form for n, made
+/// with the products over e and the blinded limb inversion: A * Ai^e = 1,
+/// and no two pairs are alike. Odd-sized and 4096-bit keys included
+/// (4096 bits is where libcrypto's own inversion leaves its binary path).
+#[test]
+fn new_blinding_pairs_are_r_to_the_e_and_r_inverse() {
+    let big = RsaKey::generate(4096, E).unwrap();
+    let keys = [key(1024), key(1025), key(2048), key(3072), &big];
+    let rng = crate::random::Random::new(crate::libctx::LibCtx::DEFAULT);
+    let mut ctx = BnCtx::new(crate::libctx::LibCtx::DEFAULT).unwrap();
+    for k in keys {
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let pair = k.new_blinding(1, &rng, &mut ctx).unwrap();
+            // Ai^e * A in Montgomery form: (r^-e R) (r^e R) R^-1 = R.
+            let mut ai_e = Bn::new().unwrap();
+            let mut plain_ai = Bn::new().unwrap();
+            crate::bn::from_mont(&mut plain_ai, &pair.ai, &k.mont_n, &mut ctx).unwrap();
+            crate::bn::mod_exp_public(&mut ai_e, &plain_ai, &k.e, &k.n, &k.mont_n, &mut ctx)
+                .unwrap();
+            let mut a = Bn::new().unwrap();
+            crate::bn::from_mont(&mut a, &pair.a, &k.mont_n, &mut ctx).unwrap();
+            let mut product = Bn::new().unwrap();
+            crate::bn::mod_mul(&mut product, &a, &ai_e, &k.n, &mut ctx).unwrap();
+            assert!(product.is_one(), "{} bits", k.bits());
+            let a_bytes = pair.a.to_be();
+            assert!(!seen.contains(&a_bytes), "{} bits: a pair repeated", k.bits());
+            seen.push(a_bytes);
+        }
+    }
+}
