@@ -5,6 +5,7 @@
 #   scripts/openssl-build.sh 3.0|3.5|4.0           # for this machine
 #   scripts/openssl-build.sh 3.0|3.5|4.0 s390x     # cross-built for s390x
 #                                                  # (s390x-linux-gnu-gcc)
+#   OPENSSL_BUILD_JOBS=N   make's jobs (default: every core)
 #
 # The source is Debian's copy of the upstream release tarball (the
 # `.orig.tar.gz` of the openssl source package: 3.0 from bookworm, 3.5 from
@@ -128,12 +129,13 @@ docs=(); [ "$series" = 3.0 ] || docs=(no-docs)
 target=(); [ "$arch" = s390x ] && target=(linux64-s390x --cross-compile-prefix=s390x-linux-gnu-)
 ./Configure "${target[@]}" --prefix="$prefix" --libdir=lib --openssldir="$prefix/ssl" shared \
   "${docs[@]}" "${fips[@]}" -Wl,-rpath,"$prefix/lib" >/dev/null
-say "building (make -j$(nproc))"
+jobs=${OPENSSL_BUILD_JOBS:-$(nproc)}
+say "building (make -j$jobs)"
 # Only what rustica and its tests use: the libraries, the providers, the
 # openssl command and evp_test (a plain `make` builds every test program).
 targets=(build_libs build_modules apps/openssl)
 [ "$arch" = host ] && targets+=(test/evp_test)
-make -s -j"$(nproc)" "${targets[@]}" \
+make -s -j"$jobs" "${targets[@]}" \
   >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; die "the build failed (log: $top/build.log)"; }
 make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
 # install_fips would also build every test program first; the module is
