@@ -1221,7 +1221,11 @@ fn new_blinding_pairs_are_r_to_the_e_and_r_inverse() {
             crate::bn::mod_mul(&mut product, &a, &ai_e, &k.n, &mut ctx).unwrap();
             assert!(product.is_one(), "{} bits", k.bits());
             let a_bytes = pair.a.to_be();
-            assert!(!seen.contains(&a_bytes), "{} bits: a pair repeated", k.bits());
+            assert!(
+                !seen.contains(&a_bytes),
+                "{} bits: a pair repeated",
+                k.bits()
+            );
             seen.push(a_bytes);
         }
     }
