@@ -55,6 +55,10 @@ fips=(); [ "$series" = 3.5 ] && [ "$arch" = host ] && fips=(enable-fips)
 # itself and the way to it, then (unless it is an older format of ours, to
 # be removed) everything in it.
 format="tree format 2"
+# One build of a tree at a time: a second caller (.ci/run builds some in
+# the background) waits here, then finds the first one's tree complete.
+exec 9>"$top.lock"
+flock 9
 cache_reuse "$top"
 if [ -f "$top/.complete" ] && ! grep -qF "$format" "$top/.complete" &&
   [ -n "$(find "$top" -mindepth 1 ! -type l -perm /022 -print -quit)" ]; then
@@ -98,6 +102,10 @@ candidates=$(curl -sfL "$mirror/dists/$suite/main/source/Sources.xz" | xz -d |
     }' | sort -u -V -r) || true
 [ -n "$candidates" ] || die "no openssl $series source in Debian $suite ($mirror)"
 mkdir -p "$cache/src"
+# The host's and the s390x build of one series share a tarball: one
+# download at a time.
+exec 8>"$cache/src/.download.lock"
+flock 8
 tarball=
 while read -r version file sha; do
   t=$cache/src/$file
@@ -112,6 +120,7 @@ while read -r version file sha; do
   say "$file is listed in $suite but not served by $mirror; trying an older one"
 done <<<"$candidates"
 [ -n "$tarball" ] || die "no openssl $series tarball could be downloaded from $mirror"
+exec 8>&-
 say "OpenSSL $version from Debian $suite: $file"
 rm -rf "$top/src" "$prefix"
 mkdir -p "$top/src"
