@@ -154,6 +154,13 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         }),
         None => json!("no card: no zcrypt request counters under the sysfs directory"),
     };
+    if let Some(socket) = card
+        .as_ref()
+        .map(|c| c.socket.clone())
+        .or_else(|| args.card.clone().map(Into::into))
+    {
+        environment["card_socket"] = json!(socket.to_string_lossy());
+    }
     let mut ctx = measure::matrix::Ctx {
         wall_rates,
         zcrypt: zcrypt_dir,

@@ -18,11 +18,17 @@ pub(super) fn card_line(info: &RunInfo, rows: &[Row]) -> String {
     let Some(dir) = counters["dir"].as_str() else {
         // A card by socket alone (`--card SOCKET`) has no counters here,
         // but its service time was read.
-        return format!(
-            "Card requests: no card (no zcrypt request counters on this host), so no side's RSA \
-             reached a crypto card{}",
-            card_time_lines(info, rows)
-        );
+        let first = match info.environment["card_socket"].as_str() {
+            Some(socket) => format!(
+                "Card requests: side B used the card at {socket}, whose zcrypt request counters \
+                 are not here (`--sysfs DIR` reads them), so no side's requests are counted by \
+                 the kernel's word"
+            ),
+            None => "Card requests: no card (no zcrypt request counters on this host), so no \
+                     side's RSA reached a crypto card"
+                .to_string(),
+        };
+        return first + &card_time_lines(info, rows);
     };
     let mut per_side = Vec::new();
     for &side in sides_of(info) {
@@ -234,4 +240,25 @@ pub(super) fn md_order(md: &mut String, rows: &[Row]) {
         let _ = writeln!(md, "\n{line}.");
     }
     md.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::card_line;
+    use crate::lab::output::report::tests::{sample_info, sample_rows};
+
+    /// Without counters the line says why; with `--card SOCKET` it names
+    /// the card B used instead of saying that no RSA reached one.
+    #[test]
+    fn card_line_without_counters_names_a_card_by_socket() {
+        let (mut info, rows) = (sample_info(), sample_rows());
+        assert!(card_line(&info, &rows).starts_with("Card requests: no card"));
+        info.environment["card_socket"] = "/run/card.sock".into();
+        let line = card_line(&info, &rows);
+        assert!(
+            line.starts_with("Card requests: side B used the card at /run/card.sock"),
+            "{line}"
+        );
+        assert!(!line.contains("no side's RSA reached"), "{line}");
+    }
 }
