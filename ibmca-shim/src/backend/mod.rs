@@ -275,17 +275,18 @@ fn fips_floor(libica: Option<&Libica>, min_bits: u32) -> Option<u32> {
         .filter(|floor| *floor > min_bits)
 }
 
-/// Whether libica calls inside ASYNC jobs go to the offload pool (its
-/// limits), and the status that says so or why not.
-fn async_route(libica: bool, s: &Settings) -> (Option<crate::pool::Limits>, String) {
-    match (libica, &s.async_unreachable) {
-        (false, _) => (None, "off (no libica route: nothing blocks)".to_string()),
+/// Whether the blocking calls inside ASYNC jobs (libica's, or the
+/// kernel's requests with `backend = zcrypt`, named by `calls`) go to the
+/// offload pool (its limits), and the status that says so or why not.
+fn async_route(calls: Option<&str>, s: &Settings) -> (Option<crate::pool::Limits>, String) {
+    match (calls, &s.async_unreachable) {
+        (None, _) => (None, "off (no libica route: nothing blocks)".to_string()),
         _ if !s.asynchronous => (None, "off (async = off)".to_string()),
         (_, Some(why)) => (None, format!("off ({why})")),
-        (true, None) => (
+        (Some(calls), None) => (
             Some(s.async_limits),
             format!(
-                "on (libica calls inside ASYNC jobs: up to {} offload threads, {} in flight)",
+                "on ({calls} inside ASYNC jobs: up to {} offload threads, {} in flight)",
                 s.async_limits.threads, s.async_limits.max_inflight
             ),
         ),
@@ -335,7 +336,14 @@ impl Router {
                     "; libica is in FIPS mode: keys below {floor} bits run in software (libica refuses them)"
                 ));
             }
-            let (async_limits, async_status) = async_route(libica.is_some(), s);
+            let calls = libica.as_deref().map(|l| {
+                if l.is_kernel() {
+                    "/dev/z90crypt requests"
+                } else {
+                    "libica calls"
+                }
+            });
+            let (async_limits, async_status) = async_route(calls, s);
             let probed = Probed {
                 libica,
                 unavailable,
