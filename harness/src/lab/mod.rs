@@ -71,12 +71,14 @@ pub fn run(args: LabArgs) -> u8 {
     }
 }
 
-fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
-    let t0 = Instant::now();
-    let (stamp, started) = plan::setup::local_time();
-    let out = plan::setup::output_dir(args, &stamp)?;
-    // `--card start`: the card every B process of the run shares, stopped
-    // when the lab ends, whichever way.
+/// `--card start`: the card every B process of the run shares, stopped
+/// when the lab ends, whichever way; with `--card SOCKET`, that card. Its
+/// socket is set where B's emulated libica looks for it: in the
+/// environment its processes inherit (A's and C's programs never read it).
+fn card_of_run(
+    args: &LabArgs,
+    out: &std::path::Path,
+) -> Result<(Option<plan::card_use::Started>, Option<std::path::PathBuf>), String> {
     let card = match args.card.as_deref() {
         Some("start") => Some(plan::card_use::Started::start(
             &out.join("card"),
@@ -84,13 +86,21 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         )?),
         _ => None,
     };
-    if let Some(c) = &card {
-        // B's emulated libica finds the card through the environment its
-        // processes inherit; A's and C's programs never read it.
-        std::env::set_var("LIBICA_EMU_CARD", &c.socket);
-    } else if let Some(socket) = &args.card {
+    let socket: Option<std::path::PathBuf> = card
+        .as_ref()
+        .map(|c| c.socket.clone())
+        .or_else(|| args.card.clone().map(Into::into));
+    if let Some(socket) = &socket {
         std::env::set_var("LIBICA_EMU_CARD", socket);
     }
+    Ok((card, socket))
+}
+
+fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
+    let t0 = Instant::now();
+    let (stamp, started) = plan::setup::local_time();
+    let out = plan::setup::output_dir(args, &stamp)?;
+    let (card, card_socket) = card_of_run(args, &out)?;
     let zcrypt_dir = args
         .sysfs
         .clone()
@@ -154,11 +164,7 @@ fn run_lab(args: &LabArgs, setup: Setup) -> Result<u8, String> {
         }),
         None => json!("no card: no zcrypt request counters under the sysfs directory"),
     };
-    if let Some(socket) = card
-        .as_ref()
-        .map(|c| c.socket.clone())
-        .or_else(|| args.card.clone().map(Into::into))
-    {
+    if let Some(socket) = &card_socket {
         environment["card_socket"] = json!(socket.to_string_lossy());
     }
     let mut ctx = measure::matrix::Ctx {
