@@ -40,3 +40,71 @@ def table(rows, cell):
             f"| {cell(item)} | {name} | {cell(a)} | {cell(a0)} | {cell(b)} | {cell(bnd)} | {cell(bsw)} | {cell(c)} | {cell(note)} |"
         )
     return out
+
+
+# The host-cost targets on a card host (docs/libica.md): rustica's side B
+# against stock's own offload (A) and stock in software (A0), from the
+# facts' columns A, A0, B (0, 1, 2).
+SIGN = "one signature, fresh context, 2048 bits, per operation"
+VERIFY = "one verification, fresh context, 2048 bits, per operation"
+SIGN_PROCESS = "openssl dgst -sha256 -sign, 1 KiB, 2048 bits, per process"
+VERIFY_PROCESS = "openssl dgst -sha256 -verify, 1 KiB, 2048 bits, per process"
+
+
+def count(text):
+    """'207 K' or '18.55 M' as a number."""
+    number, unit = text.split()
+    return float(number) * {"M": 1e6, "K": 1e3}[unit]
+
+
+def targets(by_item):
+    """(what, B's count, the bound, its rule) per target, from BY_ITEM: a
+    fact's item to its cells A, A0, B, ... as text."""
+    def side(item, k):
+        return count(by_item[item][k])
+
+    check = side(VERIFY, 1)
+    return [
+        ("instructions per offloaded signature", side(SIGN, 2), side(SIGN, 0) + 0.6 * check,
+         f"A + 0.6 x one check (A0's verification, {by_item[VERIFY][1]})"),
+        ("instructions per signing process", side(SIGN_PROCESS, 2), 1.10 * side(SIGN_PROCESS, 0), "1.10 x A"),
+        ("instructions per verifying process", side(VERIFY_PROCESS, 2), 1.05 * side(VERIFY_PROCESS, 1), "1.05 x A0"),
+    ]
+
+
+def targets_table(rows, when):
+    """docs/performance.md's host-cost verdicts from the card-instructions
+    ROWS, (release name, facts row) pairs of Debian 13; WHEN, what the
+    facts say was counted and when."""
+    from comparison_text import prose
+
+    by_item = {r[1]: r[2:8] for _, r in rows}
+    out = [
+        *prose(
+            "Host cost on a card host, s390x guest instructions of side B (`backend = libica`) against stock 3.5's "
+            f"own offload, rendered from docs/comparison/stable-card-instructions.tsv ({when}); "
+            "`workshop/scripts/s390x-count.sh --check` holds them in CI:"
+        ),
+        "",
+        "| target | B | bound | rule | verdict |",
+        "|---|---:|---:|---|---|",
+    ]
+    for what, got, bound, rule in targets(by_item):
+        verdict = "met" if got <= bound else "**not met**"
+        out.append(f"| {what} | {got / 1e3:,.0f} K | {bound / 1e3:,.0f} K | {rule} | {verdict} |")
+    return out
+
+
+if __name__ == "__main__":
+    # comparison_instructions.py FACTS.tsv: exit 1, saying which, when a
+    # fresh count misses a target (workshop/scripts/s390x-count.sh --check).
+    import sys
+
+    fresh = {}
+    for line in open(sys.argv[1]):
+        c = line.rstrip("\n").split("\t")
+        fresh[c[1]] = c[2:8]
+    missed = [t for t in targets(fresh) if t[1] > t[2]]
+    for what, got, bound, rule in missed:
+        print(f"s390x-count: {what}: {got:,.0f} over {bound:,.0f} ({rule})", file=sys.stderr)
+    sys.exit(1 if missed else 0)

@@ -451,23 +451,9 @@ for item, r in recorded.items():
         if abs(g - w) > tolerance * w:
             print(f"s390x-count: {item}, {side}: recorded {want}, now {got} (tolerance {tolerance:.0%})", file=sys.stderr)
             bad = 1
-# The host-cost targets (docs/libica.md): B's offloaded signature within A
-# plus 0.6 of one software verification (A0's), a signing process within
-# 1.10 x A, a verifying process within 1.05 x A0.
-def side(item, k):
-    return value(fresh[item][2 + k])
-sig, ver = "one signature, fresh context, 2048 bits, per operation", "one verification, fresh context, 2048 bits, per operation"
-sign_p, verify_p = "openssl dgst -sha256 -sign, 1 KiB, 2048 bits, per process", "openssl dgst -sha256 -verify, 1 KiB, 2048 bits, per process"
-targets = [
-    ("B's signature over A + 0.6 x A0's verification", side(sig, 2), side(sig, 0) + 0.6 * side(ver, 1)),
-    ("B's signing process over 1.10 x A's", side(sign_p, 2), 1.10 * side(sign_p, 0)),
-    ("B's verifying process over 1.05 x A0's", side(verify_p, 2), 1.05 * side(verify_p, 1)),
-]
-for what, got, bound in targets:
-    if got > bound:
-        print(f"s390x-count: {what}: {got:,.0f} > {bound:,.0f}", file=sys.stderr)
-        bad = 1
 sys.exit(bad)
 PY
+    # The host-cost targets (docs/libica.md), as docs/performance.md renders them.
+    python3 workshop/scripts/comparison_instructions.py "$FACTS" || fail "B misses a host-cost target"
     say "OK: every count within its tolerance of $FACTS_FILE and within the host-cost targets" ;;
 esac
