@@ -51,8 +51,6 @@ PAGE = ROOT / "docs" / "comparison.md"
 PERF = ROOT / "docs" / "performance.md"
 PERF_BEGIN = "<!-- card-speed rows: workshop/scripts/comparison.py --write renders this table -->"
 PERF_END = "<!-- end of the card-speed rows -->"
-HOST_COST_BEGIN = "<!-- host-cost verdicts: workshop/scripts/comparison.py --write renders these -->"
-HOST_COST_END = "<!-- end of the host-cost verdicts -->"
 RELEASES = [("bookworm", "Debian 12"), ("stable", "Debian 13")]
 
 # docs/performance.md's x86 card tables: facts file (docs/comparison/NAME.tsv),
@@ -412,11 +410,8 @@ def render_perf(text, card_facts, x86_facts):
     between their markers."""
     rows = [(name, r) for release, name in RELEASES for r in card_facts.get(release, []) if r[0] == "card-speed"]
     text = replace_between(text, PERF_BEGIN, PERF_END, card_table(rows), "card-speed")
-    counted = [("Debian 13", r) for r in card_facts.get("stable", []) if r[0] == "card-instructions"]
-    when = next((r[8] for _, r in counted if r[1] == "what was counted"), "")
-    text = replace_between(
-        text, HOST_COST_BEGIN, HOST_COST_END, comparison_instructions.targets_table(counted, when), "host-cost"
-    )
+    counted = [r for r in card_facts.get("stable", []) if r[0] == "card-instructions"]
+    text = replace_between(text, *comparison_instructions.MARKERS, comparison_instructions.targets_table(counted), "host-cost")
     for name in X86_TABLES:
         begin, end = x86_markers(name)
         text = replace_between(text, begin, end, x86_table(name, x86_facts[name]), name)

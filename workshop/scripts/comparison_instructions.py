@@ -72,13 +72,20 @@ def targets(by_item):
     ]
 
 
-def targets_table(rows, when):
-    """docs/performance.md's host-cost verdicts from the card-instructions
-    ROWS, (release name, facts row) pairs of Debian 13; WHEN, what the
-    facts say was counted and when."""
+# Where docs/performance.md holds them.
+MARKERS = (
+    "<!-- host-cost verdicts: workshop/scripts/comparison.py --write renders these -->",
+    "<!-- end of the host-cost verdicts -->",
+)
+
+
+def targets_table(rows):
+    """docs/performance.md's host-cost verdicts from Debian 13's
+    card-instructions facts ROWS."""
     from comparison_text import prose
 
-    by_item = {r[1]: r[2:8] for _, r in rows}
+    by_item = {r[1]: r[2:8] for r in rows}
+    when = next((r[8] for r in rows if r[1] == "what was counted"), "")
     out = [
         *prose(
             "Host cost on a card host, s390x guest instructions of side B (`backend = libica`) against stock 3.5's "
