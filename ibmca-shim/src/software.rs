@@ -166,21 +166,9 @@ fn congruent_mod_prime(
         bn::to_mont(&mut x, &t, md.mont, ctx)?;
         bn::nnmod(&mut want, c, md.prime, ctx)?;
     }
-    // Left to right over the public exponent, in Montgomery form: y =
-    // m^(e-1) * R before e's last bit (set: e is odd), whose product takes
-    // t instead of x, so that y = m^e * k, comparable with `want`.
-    let mut y = Bn::new()?;
-    y.copy_from(&x)?;
-    let mut u = Bn::new()?;
-    for i in (0..e.num_bits().saturating_sub(1)).rev() {
-        bn::mont_mul(&mut u, &y, &y, md.mont, ctx)?;
-        std::mem::swap(&mut y, &mut u);
-        if bn::is_bit_set(e, i) {
-            let factor = if i == 0 { &t } else { &x };
-            bn::mont_mul(&mut u, &y, factor, md.mont, ctx)?;
-            std::mem::swap(&mut y, &mut u);
-        }
-    }
+    // m^(e-1) * R in Montgomery form, whose last product takes t instead
+    // of x: y = m^(e-1) * t = m^e * k, comparable with `want`.
+    let y = bn::mont_power_public(&x, &t, e, md.mont, ctx)?;
     equal_residues(&y, &want, md.limbs)
 }
 

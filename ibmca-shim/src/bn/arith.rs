@@ -112,6 +112,32 @@ pub(crate) fn mont_sqr_in_place(
     )
 }
 
+/// x^(e-1) * last in Montgomery form (with `last` = x: x^e * R), x in
+/// Montgomery form, left to right over the public exponent e: which
+/// products are made depends on e alone. The product for e's lowest bit
+/// takes `last` in place of x, so a caller can fold in one more factor.
+pub(crate) fn mont_power_public(
+    x: &Bn,
+    last: &Bn,
+    e: &Bn,
+    mont: &MontCtx,
+    ctx: &mut BnCtx,
+) -> Result<Bn, RsaError> {
+    let mut y = x.dup()?;
+    y.set_consttime();
+    let mut product = Bn::new()?;
+    product.set_consttime();
+    for i in (0..e.num_bits().saturating_sub(1)).rev() {
+        mont_sqr_in_place(&mut y, mont, ctx)?;
+        if is_bit_set(e, i) {
+            let factor = if i == 0 { last } else { x };
+            mont_mul(&mut product, &y, factor, mont, ctx)?;
+            std::mem::swap(&mut y, &mut product);
+        }
+    }
+    Ok(y)
+}
+
 /// r = a^p mod m, variable time (public exponents only).
 pub(crate) fn mod_exp_public(
     r: &mut Bn,

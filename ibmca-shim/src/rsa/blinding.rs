@@ -231,17 +231,6 @@ impl RsaKey {
         let mut x = Bn::new()?;
         bn::to_mont(&mut x, r, &self.mont_n, ctx)?;
         x.set_consttime();
-        let mut y = x.dup()?;
-        y.set_consttime();
-        for i in (0..self.e.num_bits().saturating_sub(1)).rev() {
-            bn::mont_sqr_in_place(&mut y, &self.mont_n, ctx)?;
-            if bn::is_bit_set(&self.e, i) {
-                let mut t = Bn::new()?;
-                bn::mont_mul(&mut t, &y, &x, &self.mont_n, ctx)?;
-                t.set_consttime();
-                y = t;
-            }
-        }
-        Ok(y)
+        bn::mont_power_public(&x, &x, &self.e, &self.mont_n, ctx)
     }
 }
