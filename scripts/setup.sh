@@ -21,6 +21,10 @@
 #              lintian, rpm, rpmlint
 #   chroot     the cached Debian 13 chroot (scripts/lib/trixie-chroot.sh):
 #              debootstrap
+#   s390x      the big-endian lane and its tools (scripts/s390x-lane.sh,
+#              scripts/openssl-build.sh VERSION s390x, the interposer's
+#              header, workshop/scripts/s390x-count.sh): the cross
+#              compiler, qemu-user-static and Debian's dynamic qemu-user
 #   metrics    scripts/test-metrics.sh: prometheus-node-exporter,
 #              prometheus (with promtool), python3-prometheus-client, curl
 #   all        every group (what .ci/run asks for)
@@ -47,11 +51,12 @@ group_packages() {
     openssl) echo curl xz-utils make perl gcc ;;
     packaging) echo debhelper dpkg-dev lintian rpm rpmlint ;;
     chroot) echo debootstrap ;;
+    s390x) echo gcc-s390x-linux-gnu linux-libc-dev-s390x-cross qemu-user-static qemu-user ;;
     metrics) echo prometheus-node-exporter prometheus python3-prometheus-client curl ;;
     *) return 1 ;;
   esac
 }
-all_groups="build lab tests openssl packaging chroot metrics"
+all_groups="build lab tests openssl packaging chroot metrics s390x"
 
 [ $# -gt 0 ] || set -- build tests
 groups=()
