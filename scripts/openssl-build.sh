@@ -77,11 +77,11 @@ if [ -f "$top/.complete" ] && { [ ${#fips[@]} = 0 ] || [ -f "$prefix/lib/ossl-mo
   exit 0
 fi
 rm -f "$top/.complete"
-compiler=gcc
-[ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc
-scripts/setup.sh openssl >&2
+compiler=gcc groups=(openssl)
+[ "$arch" = s390x ] && compiler=s390x-linux-gnu-gcc groups+=(s390x)
+scripts/setup.sh "${groups[@]}" >&2
 for tool in curl xz make perl $compiler; do
-  command -v $tool >/dev/null || die "needs $tool (scripts/setup.sh openssl installs it)"
+  command -v $tool >/dev/null || die "needs $tool (scripts/setup.sh ${groups[*]} installs it)"
 done
 mkdir -p "$top"
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}

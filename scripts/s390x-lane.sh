@@ -107,21 +107,9 @@ BUILD_DIR=$PART/target
 say_as="s390x-lane[$RELEASE]"
 step() { say "[$((SECONDS - START))s] $*"; }
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-
 # --- 1. tools ---------------------------------------------------------------
 step "tools"
-need=()
-for pkg in gcc-s390x-linux-gnu qemu-user-static libclang-dev openssl; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  say "installing ${need[*]}"
-  $sudo apt-get update -qq || die "apt-get update failed (no network or no apt mirror?)"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null \
-    || die "could not install ${need[*]}"
-fi
+scripts/setup.sh build s390x >&2 || die "could not install the lane's tools (scripts/setup.sh build s390x)"
 command -v qemu-s390x-static >/dev/null || die "qemu-s390x-static is missing after install"
 command -v s390x-linux-gnu-gcc >/dev/null || die "s390x-linux-gnu-gcc is missing after install"
 if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then

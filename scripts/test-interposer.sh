@@ -50,13 +50,8 @@
 
 
 header=/usr/s390x-linux-gnu/include/asm/zcrypt.h
-if [ ! -f "$header" ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  say "installing linux-libc-dev-s390x-cross (asm/zcrypt.h)"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq linux-libc-dev-s390x-cross >/dev/null \
-    || die "could not install linux-libc-dev-s390x-cross"
-fi
+scripts/setup.sh s390x >&2 || die "could not install linux-libc-dev-s390x-cross (asm/zcrypt.h; scripts/setup.sh s390x)"
+[ -f "$header" ] || die "$header is missing after scripts/setup.sh s390x"
 
 work=$(mktemp -d /tmp/test-interposer.XXXXXX)
 card_pid=""

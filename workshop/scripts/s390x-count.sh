@@ -94,18 +94,7 @@ TARGET=s390x-unknown-linux-gnu
 N=32
 
 # --- tools: the dynamic qemu-user (plugins) beside the lane's static one ----------
-need=()
-for pkg in qemu-user gcc-s390x-linux-gnu qemu-user-static libclang-dev openssl; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  say "installing ${need[*]}"
-  $sudo apt-get update -qq || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null \
-    || die "could not install ${need[*]}"
-fi
+scripts/setup.sh build s390x >&2 || die "could not install the count's tools (scripts/setup.sh build s390x)"
 QEMU=/usr/bin/qemu-s390x
 [ -x "$QEMU" ] || die "$QEMU (Debian's dynamic qemu-user) is missing"
 
