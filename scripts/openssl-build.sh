@@ -140,15 +140,28 @@ target=(); [ "$arch" = s390x ] && target=(linux64-s390x --cross-compile-prefix=s
   "${docs[@]}" "${fips[@]}" -Wl,-rpath,"$prefix/lib" >/dev/null
 jobs=${OPENSSL_BUILD_JOBS:-$(nproc)}
 say "building (make -j$jobs)"
-# Only what rustica and its tests use: the libraries, the providers, the
-# openssl command and evp_test (a plain `make` builds every test program).
-targets=(build_libs build_modules apps/openssl)
+# Only what rustica and its tests use: the shared libraries, the legacy
+# and FIPS providers, the openssl command and evp_test. `make build_libs`
+# would compile libcrypto twice (its static archive has objects of its
+# own, about a third of the build) and `make build_modules` adds test
+# engines and providers; nothing here links statically, so neither is
+# built, and the install below is by hand (make's install targets depend
+# on build_libs).
+soversion=3; [ "$series" = 4.0 ] && soversion=4
+targets=(libcrypto.so libssl.so providers/legacy.so apps/openssl)
+[ ${#fips[@]} = 0 ] || targets+=(providers/fips.so)
 [ "$arch" = host ] && targets+=(test/evp_test)
-make -s -j"$jobs" "${targets[@]}" \
+{ make -s build_generated && make -s -j"$jobs" "${targets[@]}"; } \
   >/dev/null 2>"$top/build.log" || { tail -20 "$top/build.log" >&2; die "the build failed (log: $top/build.log)"; }
-make -s install_dev install_modules >/dev/null 2>>"$top/build.log"
-# install_fips would also build every test program first; the module is
-# all scripts/test-fips.sh needs (it runs fipsinstall itself).
+mkdir -p "$prefix/include/openssl" "$prefix/lib/ossl-modules" "$prefix/bin"
+install -m 0644 include/openssl/*.h "$prefix/include/openssl/"
+for lib in libcrypto libssl; do
+  install -m 0755 "$lib.so.$soversion" "$prefix/lib/"
+  ln -sf "$lib.so.$soversion" "$prefix/lib/$lib.so"
+done
+install -m 0755 providers/legacy.so "$prefix/lib/ossl-modules/"
+# The FIPS module is all scripts/test-fips.sh needs (it runs fipsinstall
+# itself).
 [ ${#fips[@]} = 0 ] || install -m 0755 providers/fips.so "$prefix/lib/ossl-modules/fips.so"
 install -D -m 0755 apps/openssl "$prefix/bin/openssl"
 [ "$arch" = host ] && "$prefix/bin/openssl" version >&2
