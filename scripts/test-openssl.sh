@@ -7,7 +7,8 @@
 #    the build cache, /var/cache/rustica-build for root, so a second run
 #    reuses it);
 # 2. builds rustica against its headers and libcrypto (target dir
-#    target/openssl-<series>, libcrypto found through an rpath);
+#    target/openssl-3.5-4.0 for those two, target/openssl-3.0 for 3.0;
+#    libcrypto found through an rpath);
 # 3. runs the provider's tests with that version's `openssl` first on PATH
 #    (end-to-end suite, conformance vectors, emulated libica; the tests that
 #    drive nginx, curl and Python load this module into the host's 3.0
@@ -28,10 +29,25 @@ prefix=$(scripts/openssl-build.sh "$series" | tail -1)
 say_as="test-openssl[$series]"
 
 export OPENSSL_DIR=$prefix OPENSSL_LIB_DIR=$prefix/lib OPENSSL_INCLUDE_DIR=$prefix/include
-export CARGO_TARGET_DIR=$PWD/target/openssl-$series
-# Test binaries and the module find this libcrypto, not the host's.
-export RUSTFLAGS="-C link-arg=-Wl,-rpath,$prefix/lib"
-bindir=$CARGO_TARGET_DIR/openssl-bin
+# Test binaries and the module find this libcrypto, not the host's, through
+# an rpath. 3.5 and 4.0 share a target directory and one rpath naming both
+# their lib/ directories: their libraries' sonames differ (libcrypto.so.3
+# and .so.4), so each build finds its own there, and with RUSTFLAGS the
+# same the crates that do not use OpenSSL are built once for both (cargo
+# rebuilds openssl-sys and what depends on it when OPENSSL_DIR changes).
+case $series in
+  3.5 | 4.0)
+    export CARGO_TARGET_DIR=$PWD/target/openssl-3.5-4.0
+    cache=${prefix%/openssl-"$series"/install}
+    rpath=$cache/openssl-3.5/install/lib:$cache/openssl-4.0/install/lib
+    ;;
+  *)
+    export CARGO_TARGET_DIR=$PWD/target/openssl-$series
+    rpath=$prefix/lib
+    ;;
+esac
+export RUSTFLAGS="-C link-arg=-Wl,-rpath,$rpath"
+bindir=$CARGO_TARGET_DIR/openssl-bin-$series
 mkdir -p "$bindir"
 ln -sf "$prefix/bin/openssl" "$bindir/openssl"
 export PATH=$bindir:$PATH
@@ -44,7 +60,7 @@ openssl version | grep -q "^OpenSSL $series\." || die "PATH does not run OpenSSL
 # in scripts/test.sh.
 cargo build -p rustica --all-targets
 cargo build -p libica-emu -p rustica-card -p rustica-harness --bins --lib
-module=$CARGO_TARGET_DIR/debug/rustica.so
+module=$CARGO_TARGET_DIR/rustica-$series.so
 . scripts/lib/module.sh
 place_module "$CARGO_TARGET_DIR/debug/librustica.so" "$module"
 export RUSTICA_MODULE=$module
