@@ -33,7 +33,8 @@
 # ENGINE on the same libica, then on the project's emulated adapter
 # cross-built for s390x; then all four sides (stock with and without its
 # own offload, rustica, the engine) on one shared card model that answers
-# their /dev/z90crypt (scripts/s390x-card.sh; S390X_CARD_SPEED=1 adds its
+# their /dev/z90crypt (scripts/s390x-card.sh; S390X_SPEED=1 adds the three
+# sides' speed rows on Debian 12, S390X_CARD_SPEED=1 the card's
 # throughput rows, S390X_CARD_MAINT=1 one server per side across a card
 # outage, checked against docs/comparison/<release>-card-maint.tsv). Their facts must match docs/comparison/ (what
 # docs/comparison.md is rendered from; S390X_LANE_RECORD=1 records them).
@@ -516,7 +517,8 @@ if [ "$MODE" = build ] && [ "$RELEASE" != openssl-4.0 ]; then
       && mv "$key8192.new" "$key8192" || die "could not generate the 8192-bit key"
   fi
   cp "$key8192" "$RUN/key-8192.pem"
-  RUSTICA_HOST_COMMAND=$host_rustica scripts/s390x-three-sides.sh --release "$RELEASE" --sysroot "$SYSROOT" \
+  speed=""; [ -n "${S390X_SPEED:-}${S390X_LANE_RECORD:-}" ] && speed=1
+  THREE_SIDES_SPEED=$speed RUSTICA_HOST_COMMAND=$host_rustica scripts/s390x-three-sides.sh --release "$RELEASE" --sysroot "$SYSROOT" \
     --module "$LOADED_MODULE" --engine-deb "$ibmca_deb" --emulator "$BUILD_DIR/$TARGET/release/libica_emu.so" \
     --keys "$RUN" --out "$PART/three-sides" --libica-version "$libica_pkg" \
     || fail "the three-sides comparison failed (log: $PART/three-sides/run.log)"

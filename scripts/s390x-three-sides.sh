@@ -23,8 +23,9 @@
 #             computes it in its software path, as it does rustica's.
 #   emulated  the project's libica emulator, cross-built for s390x, in place
 #             of libica.so.3 for B and C alike (the same adapter model:
-#             latency, units, faults): speed B/C with intervals, and what
-#             each side does when the adapter fails or lies.
+#             latency, units, faults): what each side does when the
+#             adapter fails or lies, and with THREE_SIDES_SPEED=1 speed B/C
+#             with intervals (THREE_SIDES_ROUNDS pairs, 6 by default).
 #
 # libica's own counters (/dev/shm/icastats_<uid>, libica 3.9's layout)
 # are kept private to the run: qemu resolves /dev/shm inside the sysroot
@@ -389,8 +390,11 @@ speed_rate() { # side args...: sign/s from +R1
 # OpenSSL 3.5's speed also times key generation, under -async_jobs 32
 # generations at once, which under qemu-user takes minutes a round: the
 # throughput rows come from Debian 12's OpenSSL 3.0, whose speed times
-# signatures and verifications only.
-if [[ "$VERSION_OPENSSL" == 3.0.* ]]; then
+# signatures and verifications only. They are a workshop figure (qemu's
+# speed, "varies"), a minute of qemu, so measured only when asked for
+# (THREE_SIDES_SPEED=1; the lane sets it with S390X_SPEED=1 or when it
+# records the facts).
+if [[ "$VERSION_OPENSSL" == 3.0.* ]] && [ "${THREE_SIDES_SPEED:-}" = 1 ]; then
   for mode in sync async; do
     extra=()
     [ "$mode" = async ] && extra=(-async_jobs 32)
