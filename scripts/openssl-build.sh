@@ -147,7 +147,7 @@ say "building (make -j$jobs)"
 # engines and providers; nothing here links statically, so neither is
 # built, and the install below is by hand (make's install targets depend
 # on build_libs).
-soversion=3; [ "$series" = 4.0 ] && soversion=4
+soversion=${series%%.*} # libcrypto.so.3 for 3.x, .so.4 for 4.0
 targets=(libcrypto.so libssl.so providers/legacy.so apps/openssl)
 [ ${#fips[@]} = 0 ] || targets+=(providers/fips.so)
 [ "$arch" = host ] && targets+=(test/evp_test)
