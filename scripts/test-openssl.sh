@@ -38,8 +38,8 @@ export OPENSSL_DIR=$prefix OPENSSL_LIB_DIR=$prefix/lib OPENSSL_INCLUDE_DIR=$pref
 case $series in
   3.5 | 4.0)
     export CARGO_TARGET_DIR=$PWD/target/openssl-3.5-4.0
-    cache=${prefix%/openssl-"$series"/install}
-    rpath=$cache/openssl-3.5/install/lib:$cache/openssl-4.0/install/lib
+    cache_dir # the cache openssl-build.sh built them in: RUSTICA_CACHE
+    rpath=$RUSTICA_CACHE/openssl-3.5/install/lib:$RUSTICA_CACHE/openssl-4.0/install/lib
     ;;
   *)
     export CARGO_TARGET_DIR=$PWD/target/openssl-$series
